@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Installs dependencies, builds bitarc (release) and runs its main job on a
+# bundled capture. Usage: scripts/demo.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/deps.sh
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DBA_BUILD_TESTS=OFF >build.configure.log 2>&1 \
+  || { cat build.configure.log; exit 1; }
+cmake --build build -j"$(nproc 2>/dev/null || echo 2)" --target bitarc_cli
+B=build/bitarc
+echo "== MASC paper Fig. 5 bitmap, encoded with MASC (expect Fig. 11's words)"
+printf '%s' 0000000000000000000000000000000 0000000000000111111111111111111 \
+  1111111111111111111100000000000 0000000000000000000000000000000 \
+  0000000000000000000000000000000 0000000000001111000000000000000 \
+  0000000000000000000000000000000 | "$B" bitmap encode --codec masc

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs everything bitarc needs to build, test and benchmark (Debian/Ubuntu).
+# Idempotent: skips apt entirely when every package is already present.
+set -euo pipefail
+PKGS=(build-essential cmake pkg-config clang
+      liblzo2-dev liblz4-dev libzstd-dev libpcap-dev libroaring-dev libcmocka-dev
+      softflowd nfdump tshark gnuplot-nox)
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  echo "deps: installing ${missing[*]}" >&2
+  $SUDO apt-get update -qq
+  echo "wireshark-common wireshark-common/install-setuid boolean false" | $SUDO debconf-set-selections || true
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi

@@ -1,0 +1,113 @@
+#include "testsupport.h"
+
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+
+void ba_rng_seed(ba_rng_t *r, uint64_t seed) {
+  for (int i = 0; i < 4; i++) {
+    seed += 0x9E3779B97F4A7C15ull;
+    uint64_t z = seed;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    r->s[i] = z ^ (z >> 31);
+  }
+}
+
+uint64_t ba_rng_next(ba_rng_t *r) {
+  uint64_t *s = r->s;
+  uint64_t res = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
+  s[2] ^= s[0]; s[3] ^= s[1]; s[1] ^= s[2]; s[0] ^= s[3]; s[2] ^= t; s[3] = rotl(s[3], 45);
+  return res;
+}
+
+uint64_t ba_rng_below(ba_rng_t *r, uint64_t bound) { return bound ? ba_rng_next(r) % bound : 0; }
+
+uint64_t ba_rng_zipf(ba_rng_t *r, uint64_t n, double s) {
+  /* Inverse-CDF approximation of a continuous Zipf; good enough for skewed test data. */
+  double u = (double)(ba_rng_next(r) >> 11) / 9007199254740992.0;
+  if (n <= 1) return 0;
+  double v;
+  if (fabs(s - 1.0) < 1e-9) v = exp(u * log((double)n + 1.0)) - 1.0;
+  else v = pow(u * (pow((double)n + 1.0, 1.0 - s) - 1.0) + 1.0, 1.0 / (1.0 - s)) - 1.0;
+  uint64_t k = (uint64_t)v;
+  return k >= n ? n - 1 : k;
+}
+
+static char g_path[8][4096];
+static int g_next;
+
+const char *ba_test_shared(const char *rel) {
+  struct stat st;
+  if (stat(BA_SHARED_DATA, &st) != 0 || !S_ISDIR(st.st_mode)) return NULL;
+  char *p = g_path[g_next++ & 7];
+  snprintf(p, 4096, "%s/%s", BA_SHARED_DATA, rel);
+  return p;
+}
+
+const char *ba_test_source(const char *rel) {
+  char *p = g_path[g_next++ & 7];
+  snprintf(p, 4096, "%s/%s", BA_SOURCE_DIR, rel);
+  return p;
+}
+
+static int has_ext(const char *name, const char *const *exts) {
+  const char *dot = strrchr(name, '.');
+  if (!dot) return 0;
+  for (; *exts; exts++)
+    if (!strcmp(dot + 1, *exts)) return 1;
+  return 0;
+}
+
+size_t ba_test_walk(const char *dir, const char *const *exts, void (*fn)(const char *, void *), void *ctx) {
+  DIR *d = opendir(dir);
+  if (!d) return 0;
+  size_t count = 0;
+  struct dirent *e;
+  /* Sorted order would be nicer, but the walk order does not affect results. */
+  while ((e = readdir(d)) != NULL) {
+    if (e->d_name[0] == '.') continue;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    struct stat st;
+    if (lstat(path, &st) != 0) continue;
+    if (S_ISDIR(st.st_mode)) count += ba_test_walk(path, exts, fn, ctx);
+    else if (S_ISREG(st.st_mode) && has_ext(e->d_name, exts)) {
+      fn(path, ctx);
+      count++;
+    }
+  }
+  closedir(d);
+  return count;
+}
+
+char *ba_test_mkdtemp(void) {
+  const char *base = getenv("TMPDIR");
+  char tmpl[4096];
+  snprintf(tmpl, sizeof tmpl, "%s/bitarc-test-XXXXXX", base ? base : "/tmp");
+  char *p = mkdtemp(tmpl);
+  return p ? strdup(p) : NULL;
+}
+
+void ba_test_rmtree(const char *dir) {
+  DIR *d = opendir(dir);
+  if (d) {
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+      if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+      char path[4096];
+      snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+      struct stat st;
+      if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode)) ba_test_rmtree(path);
+      else unlink(path);
+    }
+    closedir(d);
+  }
+  rmdir(dir);
+}

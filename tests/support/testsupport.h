@@ -1,0 +1,34 @@
+/* Shared test helpers: deterministic random data, paths to real captures. */
+#ifndef BA_TESTSUPPORT_H
+#define BA_TESTSUPPORT_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "bitarc/bitarc.h"
+
+/* xoshiro256** seeded from `seed`: reproducible across runs and machines. */
+typedef struct { uint64_t s[4]; } ba_rng_t;
+void ba_rng_seed(ba_rng_t *r, uint64_t seed);
+uint64_t ba_rng_next(ba_rng_t *r);
+/* Uniform in [0, bound). */
+uint64_t ba_rng_below(ba_rng_t *r, uint64_t bound);
+/* Zipf-distributed value in [0, n) with exponent s (rejection-free inverse CDF table). */
+uint64_t ba_rng_zipf(ba_rng_t *r, uint64_t n, double s);
+
+/* Absolute path of `rel` under ../shared/data, or NULL if that folder is absent. */
+const char *ba_test_shared(const char *rel);
+/* Absolute path of `rel` under the source tree. */
+const char *ba_test_source(const char *rel);
+/* Calls fn for every regular file under `dir` (recursively) whose name ends in
+ * one of `exts` ("pcap", "pcapng", ...; NULL-terminated); returns the count. */
+size_t ba_test_walk(const char *dir, const char *const *exts, void (*fn)(const char *path, void *ctx),
+                    void *ctx);
+/* A fresh empty temporary directory (removed by ba_test_rmtree). */
+char *ba_test_mkdtemp(void);
+void ba_test_rmtree(const char *dir);
+
+#endif
