@@ -1,0 +1,138 @@
+/* A store: a directory of immutable, self-describing segments, one per time
+ * slice, each holding compressed column blocks and bitmap indexes.
+ * Format: doc/format.md. Writer: ingest/collect. Reader: query/stat/verify.
+ *
+ * Ownership: *_open/*_close pairs; close(NULL) is a no-op. A ba_segment_t
+ * borrowed from a reader stays valid until the reader is closed. */
+#ifndef BITARC_STORE_H
+#define BITARC_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bitarc/bitmap.h"
+#include "bitarc/errors.h"
+#include "bitarc/record.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Indexed attributes: one bitmap per (attribute, value) present in a segment. */
+typedef enum ba_attr {
+  BA_ATTR_SRC_IP0 = 0, BA_ATTR_SRC_IP1, BA_ATTR_SRC_IP2, BA_ATTR_SRC_IP3, /* bytes of IPv4 src a.b.c.d */
+  BA_ATTR_DST_IP0, BA_ATTR_DST_IP1, BA_ATTR_DST_IP2, BA_ATTR_DST_IP3,
+  BA_ATTR_SRC_PORT, BA_ATTR_DST_PORT,   /* 0..65535 */
+  BA_ATTR_PROTO,                        /* 0..255 */
+  BA_ATTR_TCP_FLAGS,                    /* 0..255, the flag byte as a value */
+  BA_ATTR_TIME_BIN,                     /* (first_ns - segment start) / bin width */
+  BA_ATTR_IPVER,                        /* 0 = non-IP, 4, 6 */
+  BA_ATTR_COUNT
+} ba_attr_t;
+const char *ba_attr_name(ba_attr_t a);
+
+typedef enum ba_compress { BA_COMPRESS_LZO = 1, BA_COMPRESS_LZ4 = 2, BA_COMPRESS_ZSTD = 3, BA_COMPRESS_NONE = 4 } ba_compress_t;
+const char *ba_compress_name(ba_compress_t c);
+int ba_compress_from_name(const char *name, ba_compress_t *out);
+
+typedef enum ba_reorder { BA_REORDER_NONE = 0, BA_REORDER_OLSH = 1 } ba_reorder_t;
+
+typedef struct ba_store_opts {
+  ba_codec_t codec;           /* index codec (default chosen by measurement) */
+  ba_compress_t compress;     /* default LZO, as NET-FLi */
+  uint32_t block_rows;        /* default 4000 */
+  uint32_t slice_seconds;     /* default 3600 */
+  uint32_t time_bin_seconds;  /* start-time index bin width, default 60 */
+  ba_reorder_t reorder;       /* default none */
+  uint32_t olsh_mem_records;  /* oLSH buffer budget (records); 0 = default */
+  int threads;                /* index/compress worker threads; 0 = default */
+} ba_store_opts_t;
+/* Fills the defaults. */
+void ba_store_opts_init(ba_store_opts_t *o);
+
+/* ---------- writing ---------- */
+typedef struct ba_store_writer ba_store_writer_t;
+typedef struct ba_store_writer_stats {
+  uint64_t records_in, records_stored, records_dropped; /* dropped: outside any slice etc. */
+  uint64_t segments_written, bytes_archive, bytes_index;
+} ba_store_writer_stats_t;
+
+/* Creates the directory (mode 0700) if needed. Recovers any unfinished slice
+ * left by a crash (reported through ba_store_writer_recovered). */
+int ba_store_writer_open(const char *dir, const ba_store_opts_t *opts, ba_store_writer_t **out);
+/* Records may arrive in any time order; each goes to the slice of first_ns.
+ * Frames of packet records are copied. */
+int ba_store_writer_append(ba_store_writer_t *w, const ba_record_t *recs, size_t n);
+/* Makes every finished block of the open slices durable (fsync). */
+int ba_store_writer_sync(ba_store_writer_t *w);
+/* Finishes all open slices into segments and frees the writer. */
+int ba_store_writer_close(ba_store_writer_t *w);
+void ba_store_writer_get_stats(const ba_store_writer_t *w, ba_store_writer_stats_t *st);
+/* Records recovered from crash leftovers at open (0 if none). */
+uint64_t ba_store_writer_recovered(const ba_store_writer_t *w);
+const char *ba_store_writer_errmsg(const ba_store_writer_t *w);
+
+/* ---------- reading ---------- */
+typedef struct ba_store ba_store_t;
+typedef struct ba_segment ba_segment_t;
+
+typedef struct ba_segment_info {
+  const char *name;          /* file name inside the store */
+  uint64_t start_ns, end_ns; /* the slice [start, end) */
+  uint64_t min_first_ns, max_first_ns;
+  uint64_t rows;
+  uint32_t block_rows, nblocks, time_bin_seconds;
+  ba_codec_t codec;
+  ba_compress_t compress;
+  ba_reorder_t reorder;
+  uint8_t kind;              /* BA_REC_FLOW or BA_REC_PACKET (mixed stores keep both) */
+  uint64_t bytes_archive, bytes_index, bytes_file;
+  uint64_t bytes_index_attr[BA_ATTR_COUNT];
+} ba_segment_info_t;
+
+/* Opens a store for reading; sees every complete segment present now.
+ * ba_store_refresh picks up segments completed since. */
+int ba_store_open(const char *dir, ba_store_t **out);
+int ba_store_refresh(ba_store_t *s);
+void ba_store_close(ba_store_t *s);
+const char *ba_store_errmsg(const ba_store_t *s);
+size_t ba_store_segment_count(const ba_store_t *s);
+/* Segments are ordered by start time. Opening validates the header and
+ * footer (magic, version, CRC32C); blocks are checked when read. */
+int ba_store_segment(ba_store_t *s, size_t i, ba_segment_t **out);
+int ba_segment_info(const ba_segment_t *seg, ba_segment_info_t *out);
+
+/* The bitmap of rows whose attribute equals value; an all-zero bitmap of
+ * `rows` rows when the value does not occur. Caller frees. */
+int ba_segment_index(ba_segment_t *seg, ba_attr_t attr, uint32_t value, ba_bitmap_t **out);
+/* Values present for an attribute, ascending; *n gets the count (may exceed cap). */
+int ba_segment_index_values(ba_segment_t *seg, ba_attr_t attr, uint32_t *values, size_t cap, size_t *n);
+
+/* Which columns a read needs (bit mask of ba_col_t). */
+typedef enum ba_col {
+  BA_COL_FIRST = 1u << 0, BA_COL_LAST = 1u << 1, BA_COL_SRC = 1u << 2, BA_COL_DST = 1u << 3,
+  BA_COL_PORTS = 1u << 4, BA_COL_PROTO = 1u << 5, BA_COL_FLAGS = 1u << 6, BA_COL_TOS = 1u << 7,
+  BA_COL_AS = 1u << 8, BA_COL_IF = 1u << 9, BA_COL_PACKETS = 1u << 10, BA_COL_BYTES = 1u << 11,
+  BA_COL_EXPORTER = 1u << 12, BA_COL_VLAN = 1u << 13, BA_COL_ICMP = 1u << 14,
+  BA_COL_FRAME = 1u << 15,   /* packets: caplen, wirelen, linktype and frame bytes */
+  BA_COL_ALL = 0xFFFFu
+} ba_col_t;
+
+/* Reads the given rows (ascending) decompressing only the blocks holding them
+ * and only the columns asked for; fn receives records in row order (fields not
+ * asked for are zero; frame pointers valid during the call). A damaged block
+ * is skipped: its rows are not delivered, *damaged (if not NULL) counts them,
+ * and ba_store_errmsg names segment and block. */
+int ba_segment_read_rows(ba_segment_t *seg, const uint64_t *rows, size_t n, uint32_t cols,
+                         ba_record_sink_fn fn, void *ctx, uint64_t *damaged);
+/* Every row in order (the linear scan used as the test oracle). */
+int ba_segment_scan(ba_segment_t *seg, uint32_t cols, ba_record_sink_fn fn, void *ctx,
+                    uint64_t *damaged);
+/* Checks every block and index of a segment; returns 0 if clean, else the
+ * first error, with detail in ba_store_errmsg. *nbad counts damaged blocks. */
+int ba_segment_verify(ba_segment_t *seg, uint64_t *nbad);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
