@@ -6,6 +6,7 @@
 #include "bitarc/errors.h"
 #include "bitarc/bitmap.h"
 #include "bitarc/record.h"
+#include "bitarc/store.h"
 
 #ifdef __cplusplus
 extern "C" {
