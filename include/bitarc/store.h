@@ -2,7 +2,7 @@
  * slice, each holding compressed column blocks and bitmap indexes.
  * Format: doc/format.md. Writer: ingest/collect. Reader: query/stat/verify.
  *
- * Ownership: *_open/*_close pairs; close(NULL) is a no-op. A ba_segment_t
+ * Ownership: open/close pairs; close(NULL) is a no-op. A ba_segment_t
  * borrowed from a reader stays valid until the reader is closed. */
 #ifndef BITARC_STORE_H
 #define BITARC_STORE_H
