@@ -38,6 +38,10 @@ typedef struct ba_olsh_opts {
   uint64_t seed;            /* fixed: runs are reproducible */
   uint32_t q;               /* Q: H2 mod Q is the chain sort key */
   uint64_t frame_bytes;     /* budget for buffered packet-frame bytes */
+  /* Scale of each vector dimension (src a,b,c,d, dst a,b,c,d, src port, dst
+   * port, protocol), i.e. the metric the LSH preserves. All 1 is the paper's
+   * raw vector; see ba_olsh_opts_init for the default and why. */
+  double weight[11];
 } ba_olsh_opts_t;
 
 typedef struct ba_olsh ba_olsh_t;
