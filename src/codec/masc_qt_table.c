@@ -88,10 +88,9 @@ static void qt_ones(const ba_masc_qt_table_t *t, const uint32_t *words, size_t i
   *lo = *hi - (v ? len : carry);
 }
 
-int ba_masc_qt_table_select(const ba_masc_qt_table_t *t, const uint32_t *words, uint64_t a, uint64_t b,
-                            ba_rows_fn fn, void *ctx) {
-  uint64_t buf[256];
-  size_t nbuf = 0;
+/* Calls fn(ctx, lo, hi) for the non-empty ranges of set rows within [a, b), in order. */
+static int qt_walk(const ba_masc_qt_table_t *t, const uint32_t *words, uint64_t a, uint64_t b,
+                   int (*fn)(void *ctx, uint64_t lo, uint64_t hi), void *ctx) {
   b = BA_MIN(b, t->start[t->nwords]);
   if (a >= b) return BA_OK;
   for (size_t i = qt_next_tagged(t, ba_masc_qt_table_seek(t, a)); i < t->nwords && t->start[i] < b;
@@ -100,29 +99,52 @@ int ba_masc_qt_table_select(const ba_masc_qt_table_t *t, const uint32_t *words, 
     qt_ones(t, words, i, &lo, &hi);
     lo = BA_MAX(lo, a);
     hi = BA_MIN(hi, b);
-    for (uint64_t r = lo; r < hi; r++) {
-      buf[nbuf++] = r;
-      if (nbuf == BA_ARRAY_LEN(buf)) {
-        int rc = fn(ctx, buf, nbuf);
-        if (rc) return rc;
-        nbuf = 0;
-      }
+    if (hi > lo) {
+      int rc = fn(ctx, lo, hi);
+      if (rc) return rc;
     }
   }
-  return nbuf ? fn(ctx, buf, nbuf) : BA_OK;
+  return BA_OK;
+}
+
+typedef struct {
+  ba_rows_fn fn;
+  void *ctx;
+  size_t n;
+  uint64_t buf[256];
+} qt_rows_t;
+
+static int qt_rows_range(void *ctx, uint64_t lo, uint64_t hi) {
+  qt_rows_t *q = ctx;
+  for (uint64_t r = lo; r < hi; r++) {
+    q->buf[q->n++] = r;
+    if (q->n == BA_ARRAY_LEN(q->buf)) {
+      int rc = q->fn(q->ctx, q->buf, q->n);
+      if (rc) return rc;
+      q->n = 0;
+    }
+  }
+  return 0;
+}
+
+int ba_masc_qt_table_select(const ba_masc_qt_table_t *t, const uint32_t *words, uint64_t a, uint64_t b,
+                            ba_rows_fn fn, void *ctx) {
+  qt_rows_t q;
+  q.fn = fn;
+  q.ctx = ctx;
+  q.n = 0;
+  int rc = qt_walk(t, words, a, b, qt_rows_range, &q);
+  if (rc) return rc;
+  return q.n ? fn(ctx, q.buf, q.n) : BA_OK;
+}
+
+static int qt_count_range(void *ctx, uint64_t lo, uint64_t hi) {
+  *(uint64_t *)ctx += hi - lo;
+  return 0;
 }
 
 uint64_t ba_masc_qt_table_count(const ba_masc_qt_table_t *t, const uint32_t *words, uint64_t a, uint64_t b) {
   uint64_t n = 0;
-  b = BA_MIN(b, t->start[t->nwords]);
-  if (a >= b) return 0;
-  for (size_t i = qt_next_tagged(t, ba_masc_qt_table_seek(t, a)); i < t->nwords && t->start[i] < b;
-       i = qt_next_tagged(t, i + 1)) {
-    uint64_t lo, hi;
-    qt_ones(t, words, i, &lo, &hi);
-    lo = BA_MAX(lo, a);
-    hi = BA_MIN(hi, b);
-    if (hi > lo) n += hi - lo;
-  }
+  (void)qt_walk(t, words, a, b, qt_count_range, &n);
   return n;
 }
