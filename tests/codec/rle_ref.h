@@ -204,4 +204,81 @@ static inline void rl_assert_words(const uint32_t *got, size_t ngot, const uint3
   }
 }
 
+/* --- through the public API (bitarc/bitmap.h) --- */
+
+/* out = a op b (ba_op_t), the shorter zero-padded. */
+static inline void rl_op(int op, const rl_t *a, const rl_t *b, rl_t *out) {
+  rl_cur_t x, y;
+  rl_cur_init(&x, a);
+  rl_cur_init(&y, b);
+  uint64_t n = a->total > b->total ? a->total : b->total, at = 0;
+  memset(out, 0, sizeof *out);
+  while (at < n) {
+    uint64_t k = rl_cur_left(&x) < rl_cur_left(&y) ? rl_cur_left(&x) : rl_cur_left(&y);
+    if (k > n - at) k = n - at;
+    int u = rl_cur_val(&x), v = rl_cur_val(&y);
+    int z = op == 0 ? (u & v) : op == 1 ? (u | v) : op == 2 ? (u ^ v) : (u & !v);
+    rl_push(out, z, k);
+    rl_cur_skip(&x, k);
+    rl_cur_skip(&y, k);
+    at += k;
+  }
+}
+
+/* Builds a finished bitmap of `l` through a random mix of append_bits (across
+ * run boundaries), append_run and set. */
+static inline ba_bitmap_t *rl_build_api(ba_codec_t codec, const rl_t *l, ba_rng_t *r) {
+  ba_bitmap_t *bm;
+  assert_int_equal(ba_bitmap_create(codec, &bm), 0);
+  rl_cur_t c;
+  rl_cur_init(&c, l);
+  uint64_t at = 0;
+  while (at < l->total) {
+    uint64_t left = rl_cur_left(&c);
+    unsigned mode = (unsigned)ba_rng_below(r, 3);
+    if (mode == 0 || left > 200) {
+      uint64_t k = left > 200 && mode ? left : 1 + ba_rng_below(r, left);
+      assert_int_equal(ba_bitmap_append_run(bm, rl_cur_val(&c), k), 0);
+      rl_cur_skip(&c, k);
+      at += k;
+    } else if (mode == 1) {
+      uint64_t k = 1 + ba_rng_below(r, 64);
+      if (k > l->total - at) k = l->total - at;
+      assert_int_equal(ba_bitmap_append_bits(bm, rl_cur_read(&c, (unsigned)k), (unsigned)k), 0);
+      at += k;
+    } else if (rl_cur_val(&c)) {
+      assert_int_equal(ba_bitmap_set(bm, at), 0);
+      rl_cur_skip(&c, 1);
+      at++;
+    } else { /* set the first row of the next 1-run, zero-filling the gap */
+      if (at + left >= l->total) continue;
+      assert_int_equal(ba_bitmap_set(bm, at + left), 0);
+      rl_cur_skip(&c, left + 1);
+      at += left + 1;
+    }
+  }
+  assert_int_equal(ba_bitmap_finish(bm, l->total), 0);
+  assert_true(ba_bitmap_rows(bm) == l->total);
+  return bm;
+}
+
+static int rl_collect_run(void *ctx, int value, uint64_t start, uint64_t nrows) {
+  rl_t *l = (rl_t *)ctx;
+  if (start != l->total) return -1000;
+  rl_push(l, value, nrows);
+  return 0;
+}
+
+/* The bitmap's run view equals `l`, its count the ones of `l`. */
+static inline void rl_assert_bitmap(const ba_bitmap_t *bm, const rl_t *l) {
+  rl_t got = {0};
+  assert_int_equal(ba_bitmap_foreach_run(bm, rl_collect_run, &got), 0);
+  assert_true(rl_equal(&got, l));
+  uint64_t ones = 0, cnt = 0;
+  for (size_t i = 0; i < l->n; i++) ones += l->r[i].v ? l->r[i].len : 0;
+  assert_int_equal(ba_bitmap_count(bm, &cnt), 0);
+  assert_true(cnt == ones);
+  rl_free(&got);
+}
+
 #endif

@@ -453,6 +453,101 @@ static void test_diff_fill_split(void **state) {
   }
 }
 
+/* ---------- through the public API (generic layer + these ops) ---------- */
+
+static void gen_mixed(rl_t *l, ba_rng_t *r, int rep) {
+  static const uint64_t fills[] = {1, 2, 3, 255, 256};
+  switch (rep % 3) {
+  case 0:
+    rl_gen_bits(l, r, ba_rng_below(r, 3000), (unsigned)ba_rng_below(r, 1001));
+    break;
+  case 1:
+    rl_gen_geometric(l, r, 1 + ba_rng_below(r, 40), 1 + ba_rng_below(r, 3000), 1 + ba_rng_below(r, 100));
+    break;
+  default:
+    for (size_t i = 0, n = 1 + ba_rng_below(r, 10); i < n; i++) {
+      if (ba_rng_below(r, 2))
+        rl_push(l, 0, 31 * fills[ba_rng_below(r, BA_ARRAY_LEN(fills))]);
+      else
+        rl_push_bits(l, rl_gen_literal(r, (unsigned)ba_rng_below(r, 5)), 31);
+    }
+    rl_push(l, 0, ba_rng_below(r, 31));
+  }
+}
+
+static void test_api_build_and_ops(void **state) {
+  (void)state;
+  ba_rng_t r;
+  ba_rng_seed(&r, 60606);
+  for (int rep = 0; rep < 150; rep++) {
+    rl_t l = {0}, l2 = {0};
+    gen_mixed(&l, &r, rep);
+    gen_mixed(&l2, &r, rep + 1);
+    ba_bitmap_t *bm = rl_build_api(BA_CODEC_COMPAX, &l, &r), *bm2 = rl_build_api(BA_CODEC_COMPAX, &l2, &r);
+    size_t nw;
+    const uint32_t *w = ba_bitmap_words(bm, &nw);
+    uint32_t *ref;
+    size_t nref = cxr_encode(&l, &ref);
+    rl_assert_words(w, nw, ref, nref);
+    free(ref);
+    rl_assert_bitmap(bm, &l);
+    /* words -> bitmap: valid at its own row count, not one group more */
+    ba_bitmap_t *back, *wah;
+    assert_int_equal(ba_bitmap_from_words(BA_CODEC_COMPAX, w, nw, l.total, &back), 0);
+    assert_int_equal(ba_bitmap_equal(back, bm), 1);
+    ba_bitmap_free(back);
+    assert_int_equal(ba_bitmap_from_words(BA_CODEC_COMPAX, w, nw, l.total + 31, &back), BA_ERR_CORRUPT);
+    /* the same bits in WAH compare equal */
+    wah = rl_build_api(BA_CODEC_WAH32, &l, &r);
+    assert_int_equal(ba_bitmap_equal(wah, bm), 1);
+    /* boolean ops written through the COMPAX encoder: canonical and right */
+    for (int op = 0; op < 4; op++) {
+      ba_bitmap_t *res;
+      rl_t want;
+      rl_op(op, &l, &l2, &want);
+      assert_int_equal(ba_bitmap_op((ba_op_t)op, rep & 1 ? bm : wah, bm2, BA_CODEC_COMPAX, &res), 0);
+      rl_assert_bitmap(res, &want);
+      nref = cxr_encode(&want, &ref);
+      w = ba_bitmap_words(res, &nw);
+      rl_assert_words(w, nw, ref, nref);
+      free(ref);
+      ba_bitmap_free(res);
+      rl_free(&want);
+    }
+    ba_bitmap_free(wah);
+    ba_bitmap_free(bm);
+    ba_bitmap_free(bm2);
+    rl_free(&l);
+    rl_free(&l2);
+  }
+}
+
+/* Row count and padding checks of the generic layer on COMPAX words (D-3). */
+static void test_api_rowcount(void **state) {
+  (void)state;
+  const uint32_t vc[] = {0x38120301u}; /* rows {2, 5, 154} */
+  ba_bitmap_t *bm;
+  assert_int_equal(ba_bitmap_from_words(BA_CODEC_COMPAX, vc, 1, 155, &bm), 0);
+  uint64_t rows[4];
+  size_t n;
+  assert_int_equal(ba_bitmap_to_rows(bm, rows, 4, &n), 0);
+  assert_true(n == 3 && rows[0] == 2 && rows[1] == 5 && rows[2] == 154);
+  ba_bitmap_free(bm);
+  assert_int_equal(ba_bitmap_from_words(BA_CODEC_COMPAX, vc, 1, 154, &bm), BA_ERR_CORRUPT); /* 1 in padding */
+  assert_int_equal(ba_bitmap_from_words(BA_CODEC_COMPAX, vc, 1, 156, &bm), BA_ERR_CORRUPT); /* 6 groups */
+  assert_int_equal(ba_bitmap_from_words(BA_CODEC_COMPAX, vc, 1, 124, &bm), BA_ERR_CORRUPT);
+  const uint32_t bad[] = {0x38120301u, 0x60000001u};
+  assert_int_equal(ba_bitmap_from_words(BA_CODEC_COMPAX, bad, 2, 186, &bm), BA_ERR_CORRUPT);
+  /* from_rows gives the spec's words */
+  const uint64_t va[] = {5, 100, 3000};
+  assert_int_equal(ba_bitmap_from_rows(BA_CODEC_COMPAX, va, 3, 3100, &bm), 0);
+  size_t nw;
+  const uint32_t *w = ba_bitmap_words(bm, &nw);
+  const uint32_t want[] = {0x3C020280u, 0x405C4003u};
+  rl_assert_words(w, nw, want, 2);
+  ba_bitmap_free(bm);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_vm5_fig13),
@@ -468,6 +563,8 @@ int main(void) {
     cmocka_unit_test(test_diff_runs),
     cmocka_unit_test(test_diff_merge_windows),
     cmocka_unit_test(test_diff_fill_split),
+    cmocka_unit_test(test_api_build_and_ops),
+    cmocka_unit_test(test_api_rowcount),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -438,6 +438,93 @@ static void test_query_table(void **state) {
   ba_masc_qt_table_free(NULL);
 }
 
+/* ---------- through the public API (generic layer + these ops) ---------- */
+
+static int collect_rows(void *ctx, const uint64_t *rows, size_t n) { return collect(ctx, rows, n); }
+
+static void test_api_build_and_ops(void **state) {
+  (void)state;
+  ba_rng_t r;
+  ba_rng_seed(&r, 70707);
+  for (int rep = 0; rep < 150; rep++) {
+    rl_t l = {0}, l2 = {0};
+    if (rep % 2)
+      rl_gen_bits(&l, &r, ba_rng_below(&r, 3000), (unsigned)ba_rng_below(&r, 1001));
+    else
+      rl_gen_geometric(&l, &r, 1 + ba_rng_below(&r, 40), 1 + ba_rng_below(&r, 300), 1 + ba_rng_below(&r, 40));
+    rl_gen_geometric(&l2, &r, 1 + ba_rng_below(&r, 40), 1 + ba_rng_below(&r, 100), 1 + ba_rng_below(&r, 60));
+    int qt = rep % 4 < 2;
+    ba_codec_t codec = qt ? BA_CODEC_MASC_QT : BA_CODEC_MASC;
+    ba_bitmap_t *bm = rl_build_api(codec, &l, &r), *bm2 = rl_build_api(rep & 1 ? BA_CODEC_COMPAX : codec, &l2, &r);
+    size_t nw;
+    const uint32_t *w = ba_bitmap_words(bm, &nw);
+    uint32_t *ref;
+    size_t nref = msr_encode(&l, qt, &ref);
+    rl_assert_words(w, nw, ref, nref);
+    free(ref);
+    rl_assert_bitmap(bm, &l);
+    ba_bitmap_t *back;
+    assert_int_equal(ba_bitmap_from_words(codec, w, nw, l.total, &back), 0);
+    assert_int_equal(ba_bitmap_equal(back, bm), 1);
+    ba_bitmap_free(back);
+    assert_int_equal(ba_bitmap_from_words(codec, w, nw, l.total + 1, &back), BA_ERR_CORRUPT);
+    if (l.total) assert_int_equal(ba_bitmap_from_words(codec, w, nw, l.total - 1, &back), BA_ERR_CORRUPT);
+    /* query-table selection == the generic layer's row walk */
+    ba_masc_qt_table_t *t;
+    assert_int_equal(ba_masc_qt_table_build(codec, w, nw, &t), 0);
+    rowbuf_t a = {0}, b = {0};
+    assert_int_equal(ba_masc_qt_table_select(t, w, 0, UINT64_MAX, collect_rows, &a), 0);
+    assert_int_equal(ba_bitmap_foreach(bm, collect_rows, &b), 0);
+    assert_int_equal(a.n, b.n);
+    if (a.n) assert_memory_equal(a.rows, b.rows, a.n * sizeof(uint64_t));
+    free(a.rows);
+    free(b.rows);
+    ba_masc_qt_table_free(t);
+    for (int op = 0; op < 4; op++) {
+      ba_bitmap_t *res;
+      rl_t want;
+      rl_op(op, &l, &l2, &want);
+      assert_int_equal(ba_bitmap_op((ba_op_t)op, bm, bm2, codec, &res), 0);
+      rl_assert_bitmap(res, &want);
+      nref = msr_encode(&want, qt, &ref);
+      w = ba_bitmap_words(res, &nw);
+      rl_assert_words(w, nw, ref, nref);
+      free(ref);
+      ba_bitmap_free(res);
+      rl_free(&want);
+    }
+    ba_bitmap_free(bm);
+    ba_bitmap_free(bm2);
+    rl_free(&l);
+    rl_free(&l2);
+  }
+}
+
+static void test_api_vectors(void **state) {
+  (void)state;
+  const uint64_t va[] = {5, 100, 3000};
+  const uint32_t want[] = {0x42000005, 0x42000061, 0x42000BB0, 0x00000066};
+  for (int qt = 0; qt < 2; qt++) {
+    ba_bitmap_t *bm;
+    size_t nw;
+    assert_int_equal(ba_bitmap_from_rows(qt ? BA_CODEC_MASC_QT : BA_CODEC_MASC, va, 3, 3100, &bm), 0);
+    const uint32_t *w = ba_bitmap_words(bm, &nw);
+    rl_assert_words(w, nw, want, 4);
+    ba_bitmap_free(bm);
+    /* Fig. 11 / Fig. 15 words from row-level appends of the Fig. 5 groups */
+    static const uint32_t groups[7] = {0x00000000, 0x0003FFFF, 0x7FFFF000, 0, 0, 0x0003C000, 0};
+    const uint32_t fig[] = {0x0000002D, qt ? 0xC0000026 : 0x80000026, 0x48000059, 0x0000002E};
+    assert_int_equal(ba_bitmap_create(qt ? BA_CODEC_MASC_QT : BA_CODEC_MASC, &bm), 0);
+    for (int i = 0; i < 7; i++) assert_int_equal(ba_bitmap_append_bits(bm, groups[i], 31), 0);
+    assert_int_equal(ba_bitmap_finish(bm, 217), 0);
+    w = ba_bitmap_words(bm, &nw);
+    rl_assert_words(w, nw, fig, 4);
+    ba_bitmap_free(bm);
+    assert_int_equal(ba_bitmap_from_words(qt ? BA_CODEC_MASC_QT : BA_CODEC_MASC, fig, 4, 217, &bm), 0);
+    ba_bitmap_free(bm);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_fig2_3_4),
@@ -450,6 +537,8 @@ int main(void) {
     cmocka_unit_test(test_diff_random_bits),
     cmocka_unit_test(test_diff_runs),
     cmocka_unit_test(test_query_table),
+    cmocka_unit_test(test_api_build_and_ops),
+    cmocka_unit_test(test_api_vectors),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
