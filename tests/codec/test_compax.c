@@ -171,16 +171,6 @@ static void check_vector(const rl_t *l, const uint32_t *want, size_t nwant) {
   rl_free(&padded);
 }
 
-static void rows_to_rl(rl_t *l, const uint64_t *rows, size_t n, uint64_t nrows) {
-  uint64_t at = 0;
-  for (size_t i = 0; i < n; i++) {
-    rl_push(l, 0, rows[i] - at);
-    rl_push(l, 1, 1);
-    at = rows[i] + 1;
-  }
-  rl_push(l, 0, nrows - at);
-}
-
 static void test_vm5_fig13(void **state) {
   (void)state;
   static const uint32_t groups[7] = {0x00000000, 0x0003FFFF, 0x7FFFF000, 0, 0, 0x0003C000, 0};
@@ -195,8 +185,8 @@ static void test_va(void **state) {
   (void)state;
   static const uint64_t rows[] = {5, 100, 3000};
   static const uint32_t want[] = {0x3C020280, 0x405C4003};
-  rl_t l = {0};
-  rows_to_rl(&l, rows, 3, 3100);
+  rl_t l;
+  rl_from_rows(&l, rows, 3, 3100);
   check_vector(&l, want, 2);
   rl_free(&l);
 }
@@ -205,8 +195,8 @@ static void test_vc(void **state) {
   (void)state;
   static const uint64_t rows[] = {2, 5, 154};
   static const uint32_t want[] = {0x38120301};
-  rl_t l = {0};
-  rows_to_rl(&l, rows, 3, 155);
+  rl_t l;
+  rl_from_rows(&l, rows, 3, 155);
   check_vector(&l, want, 1);
   rl_free(&l);
 }
@@ -548,6 +538,52 @@ static void test_api_rowcount(void **state) {
   ba_bitmap_free(bm);
 }
 
+/* ---------- real captures: one bitmap per (attribute, value), rows = packets ---------- */
+
+typedef struct { size_t nbitmaps; uint64_t words[3]; } real_ctx_t;
+
+static void real_one(void *vctx, const uint64_t *rows, size_t n, uint64_t nrows) {
+  static const ba_codec_t codecs[3] = {BA_CODEC_COMPAX, BA_CODEC_WAH32, BA_CODEC_PLWAH};
+  real_ctx_t *ctx = vctx;
+  rl_t l;
+  rl_from_rows(&l, rows, n, nrows);
+  for (int c = 0; c < 3; c++) {
+    ba_bitmap_t *bm;
+    assert_int_equal(ba_bitmap_from_rows(codecs[c], rows, n, nrows, &bm), 0);
+    size_t nw;
+    const uint32_t *w = ba_bitmap_words(bm, &nw);
+    ctx->words[c] += nw;
+    if (c == 0) {
+      uint32_t *ref;
+      size_t nref = cxr_encode(&l, &ref);
+      rl_assert_words(w, nw, ref, nref);
+      free(ref);
+      rl_assert_bitmap(bm, &l);
+      rl_check_canonical(OPS, w, nw);
+    }
+    ba_bitmap_free(bm);
+  }
+  ctx->nbitmaps++;
+  rl_free(&l);
+}
+
+static void test_real_captures(void **state) {
+  (void)state;
+  rl_packets_t p;
+  if (rl_read_shared(&p, rl_trace_dirs) == 0) {
+    print_message("skipping: no captures under BA_SHARED_DATA/traces\n");
+    rl_packets_free(&p);
+    skip();
+  }
+  real_ctx_t ctx = {0};
+  rl_foreach_column_bitmap(&p, real_one, &ctx);
+  print_message("%zu packets, %zu bitmaps: words compax %llu, wah32 %llu, plwah %llu\n", p.n, ctx.nbitmaps,
+                (unsigned long long)ctx.words[0], (unsigned long long)ctx.words[1],
+                (unsigned long long)ctx.words[2]);
+  assert_true(ctx.nbitmaps > 100);
+  rl_packets_free(&p);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_vm5_fig13),
@@ -565,6 +601,7 @@ int main(void) {
     cmocka_unit_test(test_diff_fill_split),
     cmocka_unit_test(test_api_build_and_ops),
     cmocka_unit_test(test_api_rowcount),
+    cmocka_unit_test(test_real_captures),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -525,6 +525,66 @@ static void test_api_vectors(void **state) {
   }
 }
 
+/* ---------- real captures: one bitmap per (attribute, value), rows = packets ---------- */
+
+typedef struct { size_t nbitmaps; uint64_t words[3]; } real_ctx_t;
+
+static void real_one(void *vctx, const uint64_t *rows, size_t n, uint64_t nrows) {
+  static const ba_codec_t codecs[3] = {BA_CODEC_MASC, BA_CODEC_MASC_QT, BA_CODEC_WAH32};
+  real_ctx_t *ctx = vctx;
+  rl_t l;
+  rl_from_rows(&l, rows, n, nrows);
+  for (int c = 0; c < 3; c++) {
+    ba_bitmap_t *bm;
+    assert_int_equal(ba_bitmap_from_rows(codecs[c], rows, n, nrows, &bm), 0);
+    size_t nw;
+    const uint32_t *w = ba_bitmap_words(bm, &nw);
+    ctx->words[c] += nw;
+    if (c < 2) {
+      uint32_t *ref;
+      size_t nref = msr_encode(&l, c, &ref);
+      rl_assert_words(w, nw, ref, nref);
+      free(ref);
+      rl_assert_bitmap(bm, &l);
+      rl_check_canonical(ops_of(c), w, nw);
+      ba_masc_qt_table_t *t;
+      assert_int_equal(ba_masc_qt_table_build(codecs[c], w, nw, &t), 0);
+      rowbuf_t got = {0};
+      uint64_t a = nrows / 3, b = nrows - nrows / 4;
+      assert_int_equal(ba_masc_qt_table_select(t, w, a, b, collect, &got), 0);
+      size_t k = 0;
+      for (size_t i = 0; i < n; i++)
+        if (rows[i] >= a && rows[i] < b) {
+          assert_true(k < got.n && got.rows[k] == rows[i]);
+          k++;
+        }
+      assert_int_equal(k, got.n);
+      free(got.rows);
+      ba_masc_qt_table_free(t);
+    }
+    ba_bitmap_free(bm);
+  }
+  ctx->nbitmaps++;
+  rl_free(&l);
+}
+
+static void test_real_captures(void **state) {
+  (void)state;
+  rl_packets_t p;
+  if (rl_read_shared(&p, rl_trace_dirs) == 0) {
+    print_message("skipping: no captures under BA_SHARED_DATA/traces\n");
+    rl_packets_free(&p);
+    skip();
+  }
+  real_ctx_t ctx = {0};
+  rl_foreach_column_bitmap(&p, real_one, &ctx);
+  print_message("%zu packets, %zu bitmaps: words masc %llu, masc-qt %llu, wah32 %llu\n", p.n, ctx.nbitmaps,
+                (unsigned long long)ctx.words[0], (unsigned long long)ctx.words[1],
+                (unsigned long long)ctx.words[2]);
+  assert_true(ctx.nbitmaps > 100);
+  rl_packets_free(&p);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_fig2_3_4),
@@ -539,6 +599,7 @@ int main(void) {
     cmocka_unit_test(test_query_table),
     cmocka_unit_test(test_api_build_and_ops),
     cmocka_unit_test(test_api_vectors),
+    cmocka_unit_test(test_real_captures),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
