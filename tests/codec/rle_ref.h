@@ -400,4 +400,25 @@ static inline void rl_from_rows(rl_t *l, const uint64_t *rows, size_t n, uint64_
 static const char *const rl_trace_dirs[] = {"traces/CESNET__ipfixprobe", "traces/chrissanders__packets",
                                             "traces/cisco__joy", NULL};
 
+typedef struct { size_t nbitmaps; uint64_t words[3]; } rl_real_ctx_t;
+
+/* Runs fn on every column bitmap of the shared captures and prints the word
+ * totals of the three codecs named; skips the cmocka test when data is absent. */
+static inline void rl_real_captures(void (*fn)(void *ctx, const uint64_t *rows, size_t n, uint64_t nrows),
+                                    const char *const names[3]) {
+  rl_packets_t p;
+  if (rl_read_shared(&p, rl_trace_dirs) == 0) {
+    print_message("skipping: no captures under BA_SHARED_DATA/traces\n");
+    rl_packets_free(&p);
+    skip();
+  }
+  rl_real_ctx_t ctx = {0};
+  rl_foreach_column_bitmap(&p, fn, &ctx);
+  print_message("%zu packets, %zu bitmaps: words %s %llu, %s %llu, %s %llu\n", p.n, ctx.nbitmaps, names[0],
+                (unsigned long long)ctx.words[0], names[1], (unsigned long long)ctx.words[1], names[2],
+                (unsigned long long)ctx.words[2]);
+  assert_true(ctx.nbitmaps > 100);
+  rl_packets_free(&p);
+}
+
 #endif

@@ -527,11 +527,9 @@ static void test_api_vectors(void **state) {
 
 /* ---------- real captures: one bitmap per (attribute, value), rows = packets ---------- */
 
-typedef struct { size_t nbitmaps; uint64_t words[3]; } real_ctx_t;
-
 static void real_one(void *vctx, const uint64_t *rows, size_t n, uint64_t nrows) {
   static const ba_codec_t codecs[3] = {BA_CODEC_MASC, BA_CODEC_MASC_QT, BA_CODEC_WAH32};
-  real_ctx_t *ctx = vctx;
+  rl_real_ctx_t *ctx = vctx;
   rl_t l;
   rl_from_rows(&l, rows, n, nrows);
   for (int c = 0; c < 3; c++) {
@@ -570,19 +568,8 @@ static void real_one(void *vctx, const uint64_t *rows, size_t n, uint64_t nrows)
 
 static void test_real_captures(void **state) {
   (void)state;
-  rl_packets_t p;
-  if (rl_read_shared(&p, rl_trace_dirs) == 0) {
-    print_message("skipping: no captures under BA_SHARED_DATA/traces\n");
-    rl_packets_free(&p);
-    skip();
-  }
-  real_ctx_t ctx = {0};
-  rl_foreach_column_bitmap(&p, real_one, &ctx);
-  print_message("%zu packets, %zu bitmaps: words masc %llu, masc-qt %llu, wah32 %llu\n", p.n, ctx.nbitmaps,
-                (unsigned long long)ctx.words[0], (unsigned long long)ctx.words[1],
-                (unsigned long long)ctx.words[2]);
-  assert_true(ctx.nbitmaps > 100);
-  rl_packets_free(&p);
+  static const char *const names[3] = {"masc", "masc-qt", "wah32"};
+  rl_real_captures(real_one, names);
 }
 
 int main(void) {
