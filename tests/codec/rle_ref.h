@@ -13,6 +13,13 @@
 #include "codec/codec_internal.h"
 #include "common/common.h"
 
+/* Iteration multiplier of the randomized tests: 1, or 25 with BA_TEST_LONG set
+ * (e.g. BA_TEST_LONG=1 ctest -R 'compax|masc'); the seed changes with it. */
+static inline int rl_scale(void) {
+  const char *e = getenv("BA_TEST_LONG");
+  return e && *e && *e != '0' ? 25 : 1;
+}
+
 typedef struct { uint64_t len; int v; } rl_run_t;
 typedef struct { rl_run_t *r; size_t n, cap; uint64_t total; } rl_t;
 

@@ -97,7 +97,7 @@ static void ms_check(const rl_t *l, ba_rng_t *r) {
 
 static void check_vector(const rl_t *l, int qt, const uint32_t *want, size_t nwant) {
   ba_rng_t r;
-  ba_rng_seed(&r, 11);
+  ba_rng_seed(&r, 11 + (uint64_t)rl_scale());
   for (int rep = 0; rep < 4; rep++) {
     uint32_t *got;
     size_t n = ms_encode_ops(l, qt, &r, &got);
@@ -174,7 +174,7 @@ static void test_va_vb_vg_ovf(void **state) {
   /* empty */
   uint32_t *w;
   ba_rng_t r;
-  ba_rng_seed(&r, 3);
+  ba_rng_seed(&r, 3 + (uint64_t)rl_scale());
   assert_int_equal(ms_encode_ops(&l, 0, &r, &w), 0);
   ba_free(w);
 }
@@ -261,9 +261,9 @@ static void test_carried_tokens(void **state) {
 static void test_garbage(void **state) {
   (void)state;
   ba_rng_t r;
-  ba_rng_seed(&r, 1234);
+  ba_rng_seed(&r, 1234 + (uint64_t)rl_scale());
   size_t nvalid = 0;
-  for (int it = 0; it < 3000; it++) {
+  for (int it = 0; it < rl_scale() * 3000; it++) {
     size_t n = ba_rng_below(&r, 10);
     uint32_t *w = malloc((n ? n : 1) * 4);
     for (size_t i = 0; i < n; i++) {
@@ -300,9 +300,9 @@ static void test_diff_random_bits(void **state) {
   (void)state;
   static const unsigned dens[] = {0, 1, 5, 20, 100, 300, 500, 700, 950, 995, 1000};
   ba_rng_t r;
-  ba_rng_seed(&r, 31337);
+  ba_rng_seed(&r, 31337 + (uint64_t)rl_scale());
   for (size_t di = 0; di < BA_ARRAY_LEN(dens); di++)
-    for (int rep = 0; rep < 8; rep++) {
+    for (int rep = 0; rep < rl_scale() * 8; rep++) {
       rl_t l = {0};
       rl_gen_bits(&l, &r, ba_rng_below(&r, 5000), dens[di]);
       ms_check(&l, &r);
@@ -318,16 +318,16 @@ static void test_diff_runs(void **state) {
                                   MAXRUN + 1, MAXRUN + 30, 2 * MAXRUN, 2 * MAXRUN + 1, 3 * MAXRUN - 1,
                                   (uint64_t)1 << 40};
   ba_rng_t r;
-  ba_rng_seed(&r, 8);
+  ba_rng_seed(&r, 8 + (uint64_t)rl_scale());
   for (size_t a = 0; a < BA_ARRAY_LEN(means); a++)
     for (size_t b = 0; b < BA_ARRAY_LEN(means); b++)
-      for (int rep = 0; rep < 3; rep++) {
+      for (int rep = 0; rep < rl_scale() * 3; rep++) {
         rl_t l = {0};
         rl_gen_geometric(&l, &r, 1 + ba_rng_below(&r, 80), means[a], means[b]);
         ms_check(&l, &r);
         rl_free(&l);
       }
-  for (int rep = 0; rep < 300; rep++) {
+  for (int rep = 0; rep < rl_scale() * 300; rep++) {
     rl_t l = {0};
     rl_gen_table(&l, &r, 1 + ba_rng_below(&r, 30), lens, BA_ARRAY_LEN(lens) - (rep % 10 != 0));
     ms_check(&l, &r);
@@ -367,8 +367,8 @@ static void naive_select(const rl_t *l, uint64_t a, uint64_t b, rowbuf_t *out) {
 static void test_query_table(void **state) {
   (void)state;
   ba_rng_t r;
-  ba_rng_seed(&r, 555);
-  for (int rep = 0; rep < 200; rep++) {
+  ba_rng_seed(&r, 555 + (uint64_t)rl_scale());
+  for (int rep = 0; rep < rl_scale() * 200; rep++) {
     rl_t l = {0};
     if (rep % 3 == 0)
       rl_gen_bits(&l, &r, ba_rng_below(&r, 3000), (unsigned)ba_rng_below(&r, 1001));
@@ -445,8 +445,8 @@ static int collect_rows(void *ctx, const uint64_t *rows, size_t n) { return coll
 static void test_api_build_and_ops(void **state) {
   (void)state;
   ba_rng_t r;
-  ba_rng_seed(&r, 70707);
-  for (int rep = 0; rep < 150; rep++) {
+  ba_rng_seed(&r, 70707 + (uint64_t)rl_scale());
+  for (int rep = 0; rep < rl_scale() * 150; rep++) {
     rl_t l = {0}, l2 = {0};
     if (rep % 2)
       rl_gen_bits(&l, &r, ba_rng_below(&r, 3000), (unsigned)ba_rng_below(&r, 1001));
