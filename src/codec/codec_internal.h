@@ -28,11 +28,26 @@ typedef struct {
   size_t n, cap;
 } ba_wordvec_t;
 
-int ba_wordvec_push32(ba_wordvec_t *v, uint32_t w);
-int ba_wordvec_push64(ba_wordvec_t *v, uint64_t w);
 /* Ensures room for `extra` more words of `word_bytes` each. */
 int ba_wordvec_reserve(ba_wordvec_t *v, size_t extra, unsigned word_bytes);
 void ba_wordvec_free(ba_wordvec_t *v);
+/* Appends one word (inline fast path; grows through ba_wordvec_reserve). */
+static inline int ba_wordvec_push32(ba_wordvec_t *v, uint32_t w) {
+  if (v->n == v->cap) {
+    int rc = ba_wordvec_reserve(v, 1, 4);
+    if (rc < 0) return rc;
+  }
+  ((uint32_t *)v->w)[v->n++] = w;
+  return 0;
+}
+static inline int ba_wordvec_push64(ba_wordvec_t *v, uint64_t w) {
+  if (v->n == v->cap) {
+    int rc = ba_wordvec_reserve(v, 1, 8);
+    if (rc < 0) return rc;
+  }
+  ((uint64_t *)v->w)[v->n++] = w;
+  return 0;
+}
 
 /* Codec-private encoder look-back (zeroed at start). */
 typedef struct {
@@ -70,5 +85,42 @@ extern const ba_codec_ops_t ba_wah32_ops, ba_wah64_ops, ba_plwah_ops, ba_compax_
 
 /* The ops of a codec id; NULL if unknown or not built. */
 const ba_codec_ops_t *ba_codec_ops(ba_codec_t id);
+
+
+/* ---- generic layer internals (bitmap.c, ops.c; tests may use them) ---- */
+
+/* Largest row count a bitmap may describe: keeps groups*G and run sums inside
+ * uint64_t for every codec. */
+#define BA_BITMAP_MAX_ROWS (UINT64_C(1) << 62)
+
+struct ba_bitmap {
+  const ba_codec_ops_t *ops;
+  ba_wordvec_t vec;
+  ba_enc_state_t st;
+  uint64_t rows;     /* rows appended so far (the final count once finished) */
+  uint64_t pend;     /* group codecs: rows of the open group, right-aligned, oldest highest */
+  uint64_t run_len;  /* bit-run codecs: length of the open run */
+  unsigned pend_n;   /* group codecs: rows in `pend` */
+  unsigned group;    /* ops->group_bits */
+  int run_val;       /* bit-run codecs: value of the open run */
+  int finished;
+};
+
+/* A fresh, empty, unfinished bitmap for `ops`. */
+int ba_bm_new(const ba_codec_ops_t *ops, ba_bitmap_t **out);
+/* Group-aligned direct feed (ops fast path): `bm` must have no open group and
+ * tok counts groups of bm->group rows. */
+int ba_bm_put_groups(ba_bitmap_t *bm, const ba_tok_t *tok);
+/* Finishes a bitmap fed by ba_bm_put_groups and/or appends whose row count may
+ * exceed `nrows` by less than one group of zero padding. */
+int ba_bm_close(ba_bitmap_t *bm, uint64_t nrows);
+
+/* The bit-granular path of ba_bitmap_op / ba_bitmap_not, without the
+ * same-group-size fast path (tests compare the two). op: 0..3 = ba_op_t,
+ * BA_OPX_NOT = complement of a (b ignored), BA_OPX_COPY = a in another codec. */
+#define BA_OPX_NOT 4
+#define BA_OPX_COPY 5
+int ba_bitmap_op_generic(int op, const ba_bitmap_t *a, const ba_bitmap_t *b, ba_codec_t out_codec,
+                         ba_bitmap_t **out);
 
 #endif
