@@ -152,7 +152,7 @@ expect_err "unknown option" "unknown option '--frobnicate'" "$B" bitmap encode -
 expect_err "stray argument" "unexpected argument 'file.txt'" "$B" bitmap encode --codec wah32 file.txt
 ERR_IN="0101 0110"$'\n'"01x1"
 expect_err "bad character" "'x' at line 2, column 3 \(byte 13" "$B" bitmap encode --codec masc
-err=$(printf '01\0011' | "$B" bitmap encode --codec wah32 2>&1 >/dev/null); rc=$?
+err=$(printf '01\x0011' | "$B" bitmap encode --codec wah32 2>&1 >/dev/null); rc=$?
 [ $rc -eq 2 ] && printf '%s' "$err" | grep -q "byte 0x00 at line 1, column 3" && ok \
   || bad "NUL byte: exit $rc, '$err'"
 ERR_IN=0000002D
