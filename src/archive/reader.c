@@ -151,6 +151,9 @@ static int seg_cmp(const void *a, const void *b) {
   const ba_segment_t *x = *(ba_segment_t *const *)a, *y = *(ba_segment_t *const *)b;
   uint64_t sx = x->open_rc == BA_OK ? x->h.start_ns : 0, sy = y->open_rc == BA_OK ? y->h.start_ns : 0;
   if (sx != sy) return sx < sy ? -1 : 1;
+  /* seg-X.bitarc, seg-X-1.bitarc, seg-X-2.bitarc, ..., seg-X-10.bitarc */
+  size_t lx = strlen(x->name), ly = strlen(y->name);
+  if (lx != ly) return lx < ly ? -1 : 1;
   return strcmp(x->name, y->name);
 }
 
