@@ -59,6 +59,15 @@ struct ba_olsh {
   ba_olsh_stats_t st;
 };
 
+/* Defaults, measured with bench/reorder (see bench/RESULTS.md). The paper
+ * gives neither n, P, W nor a scale for the vector; fed raw, the ports
+ * (0..65535) swamp the address bytes (0..255), so ephemeral client ports
+ * decide the chain and similar host pairs scatter. Scaling ports by 1/4096
+ * and the protocol by 1/16 keeps all eleven dimensions but lets addresses
+ * lead; W = 8 then gives chains of near-identical address pairs. The sum of
+ * four functions spans fewer than P = 1024 values, so P rarely folds
+ * unrelated sums together. MMax = 100000 records (~17 MB of slots) with
+ * MMin = MMax / 2 emits half the buffer per memory purge. */
 void ba_olsh_opts_init(ba_olsh_opts_t *o) {
   memset(o, 0, sizeof *o);
   o->nfuncs = 4;
@@ -66,11 +75,13 @@ void ba_olsh_opts_init(ba_olsh_opts_t *o) {
   o->max_block = 4000;
   o->mmax = 100000;
   o->mmin = 50000;
-  o->width = 1000.0;
+  o->width = 8.0;
   o->seed = 0x6F4C5348u; /* "oLSH" */
   o->q = 1u << 30;
-  o->frame_bytes = 64u << 20;
-  for (int k = 0; k < OLSH_DIM; k++) o->weight[k] = 1.0;
+  o->frame_bytes = 32u << 20;
+  for (int k = 0; k < 8; k++) o->weight[k] = 1.0;
+  o->weight[8] = o->weight[9] = 1.0 / 4096;
+  o->weight[10] = 1.0 / 16;
 }
 
 static int olsh_weights_valid(const ba_olsh_opts_t *o) {

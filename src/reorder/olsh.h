@@ -5,7 +5,8 @@
  *
  * Program 1, as implemented here, for every pushed record r:
  *   v  = (src a.b.c.d, dst a.b.c.d, src port, dst port, protocol)   d = 11
- *        (IPv6: the first four address bytes stand for a.b.c.d)
+ *        (IPv6: the first four address bytes stand for a.b.c.d), each
+ *        dimension multiplied by its weight (all 1 = the paper's raw vector)
  *   h(a,b,v) = floor((a.v + b) / W), a ~ N(0,1)^11, b ~ U[0,W)   (p-stable, Datar et al.)
  *   H1 = sum_i h(a_i,b_i,v) mod P     picks the chain
  *   H2 = sum_i h(a'_i,b'_i,v) mod Q   other projections: the chain's sort key
