@@ -427,8 +427,7 @@ static int plan_time(segctx_t *c, const qnode_t *n, pres_t *out) {
   }
   if (full.lo == any.lo && full.hi == any.hi) {
     pb_drop(hi);
-    *out = pres_exact(lo);
-    pb_drop(lo);
+    *out = pres_exact(lo); /* takes our reference, adds one for hi */
     return 0;
   }
   *out = (pres_t){lo, hi};

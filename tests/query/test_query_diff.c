@@ -207,14 +207,18 @@ static void check_filter(const char *f, const ba_query_exec_opts_t *base, const 
   assert_int_equal(ba_query_run(q, F.st, &o, collect, &idx, &s1), 0);
   o.force_scan = 1;
   assert_int_equal(ba_query_run(q, F.st, &o, collect, &scan, &s2), 0);
-  qsort(mem.v, mem.n, sizeof(uint64_t), cmp_u64);
-  qsort(idx.v, idx.n, sizeof(uint64_t), cmp_u64);
-  qsort(scan.v, scan.n, sizeof(uint64_t), cmp_u64);
+  if (mem.n) qsort(mem.v, mem.n, sizeof(uint64_t), cmp_u64);
+  if (idx.n) qsort(idx.v, idx.n, sizeof(uint64_t), cmp_u64);
+  if (scan.n) qsort(scan.v, scan.n, sizeof(uint64_t), cmp_u64);
   if (scan.n != mem.n || (mem.n && memcmp(scan.v, mem.v, mem.n * 8)))
     fail_msg("'%s' (%s): scan %zu rows, in-memory %zu", f, what, scan.n, mem.n);
   if (idx.n != mem.n || (mem.n && memcmp(idx.v, mem.v, mem.n * 8)))
     fail_msg("'%s' (%s): index %zu rows, scan %zu", f, what, idx.n, mem.n);
   assert_true(s1.rows_candidate >= s1.rows_matched);
+  if (getenv("BA_QUERY_VERBOSE"))
+    print_message("%-60s %-22s matched %6zu candidates %6llu of %6llu, blocks %llu\n", f, what, idx.n,
+                  (unsigned long long)s1.rows_candidate, (unsigned long long)s1.rows_total,
+                  (unsigned long long)s1.blocks_read);
   assert_int_equal(s1.rows_matched, idx.n);
   free(mem.v);
   free(idx.v);
