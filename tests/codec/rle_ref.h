@@ -5,12 +5,20 @@
 #ifndef BA_TEST_RLE_REF_H
 #define BA_TEST_RLE_REF_H
 
+#include <pcap/pcap.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "testsupport.h"
 #include "codec/codec_internal.h"
 #include "common/common.h"
+
+/* Iteration multiplier of the randomized tests: 1, or 25 with BA_TEST_LONG set
+ * (e.g. BA_TEST_LONG=1 ctest -R 'compax|masc'); the seed changes with it. */
+static inline int rl_scale(void) {
+  const char *e = getenv("BA_TEST_LONG");
+  return e && *e && *e != '0' ? 25 : 1;
+}
 
 typedef struct { uint64_t len; int v; } rl_run_t;
 typedef struct { rl_run_t *r; size_t n, cap; uint64_t total; } rl_t;
@@ -279,6 +287,145 @@ static inline void rl_assert_bitmap(const ba_bitmap_t *bm, const rl_t *l) {
   assert_int_equal(ba_bitmap_count(bm, &cnt), 0);
   assert_true(cnt == ones);
   rl_free(&got);
+}
+
+/* --- real captures as index columns (one row per packet, NET-FLi style) --- */
+
+#define RL_NATTR 11 /* proto, sport, dport, src bytes 0-3, dst bytes 0-3 */
+#define RL_ABSENT 0xFFFFFFFFu
+
+typedef struct {
+  uint32_t *attr[RL_NATTR]; /* per packet; RL_ABSENT when the packet has no such field */
+  size_t n, cap;
+} rl_packets_t;
+
+/* Appends the packets of one capture (Ethernet, optional VLAN, IPv4). */
+static inline void rl_read_capture(const char *path, rl_packets_t *p) {
+  char err[PCAP_ERRBUF_SIZE];
+  pcap_t *pc = pcap_open_offline(path, err);
+  if (!pc) return;
+  if (pcap_datalink(pc) != DLT_EN10MB) {
+    pcap_close(pc);
+    return;
+  }
+  struct pcap_pkthdr *h;
+  const u_char *d;
+  while (pcap_next_ex(pc, &h, &d) == 1) {
+    if (p->n == p->cap) {
+      p->cap = p->cap ? 2 * p->cap : 1024;
+      for (int a = 0; a < RL_NATTR; a++) {
+        p->attr[a] = realloc(p->attr[a], p->cap * sizeof(uint32_t));
+        assert_non_null(p->attr[a]);
+      }
+    }
+    uint32_t v[RL_NATTR];
+    for (int a = 0; a < RL_NATTR; a++) v[a] = RL_ABSENT;
+    size_t len = h->caplen, off = 12;
+    uint16_t et = len >= 14 ? (uint16_t)(d[12] << 8 | d[13]) : 0;
+    if (et == 0x8100 && len >= 18) {
+      et = (uint16_t)(d[16] << 8 | d[17]);
+      off = 16;
+    }
+    off += 2;
+    if (et == 0x0800 && len >= off + 20) {
+      const u_char *ip = d + off;
+      size_t ihl = (size_t)(ip[0] & 15) * 4;
+      v[0] = ip[9];
+      for (int k = 0; k < 4; k++) {
+        v[3 + k] = ip[12 + k];
+        v[7 + k] = ip[16 + k];
+      }
+      if ((ip[9] == 6 || ip[9] == 17) && ihl >= 20 && len >= off + ihl + 4) {
+        v[1] = (uint32_t)(ip[ihl] << 8 | ip[ihl + 1]);
+        v[2] = (uint32_t)(ip[ihl + 2] << 8 | ip[ihl + 3]);
+      }
+    }
+    for (int a = 0; a < RL_NATTR; a++) p->attr[a][p->n] = v[a];
+    p->n++;
+  }
+  pcap_close(pc);
+}
+
+static void rl_read_capture_cb(const char *path, void *ctx) { rl_read_capture(path, (rl_packets_t *)ctx); }
+
+/* Packets of the shared captures under the given folders; 0 if the data is absent. */
+static inline size_t rl_read_shared(rl_packets_t *p, const char *const *dirs) {
+  static const char *const exts[] = {"pcap", "pcapng", NULL};
+  memset(p, 0, sizeof *p);
+  for (size_t i = 0; dirs[i]; i++) {
+    const char *dir = ba_test_shared(dirs[i]);
+    if (dir) ba_test_walk(dir, exts, rl_read_capture_cb, p);
+  }
+  return p->n;
+}
+
+static inline void rl_packets_free(rl_packets_t *p) {
+  for (int a = 0; a < RL_NATTR; a++) free(p->attr[a]);
+  memset(p, 0, sizeof *p);
+}
+
+static int rl_cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Calls fn(ctx, rows, nrows_set, nrows) for every (attribute, value) bitmap:
+ * the sorted packet indexes holding that value. */
+static inline void rl_foreach_column_bitmap(const rl_packets_t *p,
+                                            void (*fn)(void *ctx, const uint64_t *rows, size_t n, uint64_t nrows),
+                                            void *ctx) {
+  uint64_t *key = malloc((p->n ? p->n : 1) * sizeof *key);
+  uint64_t *rows = malloc((p->n ? p->n : 1) * sizeof *rows);
+  assert_true(key && rows);
+  for (int a = 0; a < RL_NATTR; a++) {
+    size_t m = 0;
+    for (size_t i = 0; i < p->n; i++)
+      if (p->attr[a][i] != RL_ABSENT) key[m++] = (uint64_t)p->attr[a][i] << 32 | i;
+    qsort(key, m, sizeof *key, rl_cmp_u64);
+    for (size_t i = 0; i < m;) {
+      size_t j = i, k = 0;
+      while (j < m && key[j] >> 32 == key[i] >> 32) rows[k++] = key[j++] & 0xFFFFFFFFu;
+      fn(ctx, rows, k, p->n);
+      i = j;
+    }
+  }
+  free(key);
+  free(rows);
+}
+
+static inline void rl_from_rows(rl_t *l, const uint64_t *rows, size_t n, uint64_t nrows) {
+  uint64_t at = 0;
+  memset(l, 0, sizeof *l);
+  for (size_t i = 0; i < n; i++) {
+    rl_push(l, 0, rows[i] - at);
+    rl_push(l, 1, 1);
+    at = rows[i] + 1;
+  }
+  rl_push(l, 0, nrows - at);
+}
+
+static const char *const rl_trace_dirs[] = {"traces/CESNET__ipfixprobe", "traces/chrissanders__packets",
+                                            "traces/cisco__joy", NULL};
+
+typedef struct { size_t nbitmaps; uint64_t words[3]; } rl_real_ctx_t;
+
+/* Runs fn on every column bitmap of the shared captures and prints the word
+ * totals of the three codecs named; skips the cmocka test when data is absent. */
+static inline void rl_real_captures(void (*fn)(void *ctx, const uint64_t *rows, size_t n, uint64_t nrows),
+                                    const char *const names[3]) {
+  rl_packets_t p;
+  if (rl_read_shared(&p, rl_trace_dirs) == 0) {
+    print_message("skipping: no captures under BA_SHARED_DATA/traces\n");
+    rl_packets_free(&p);
+    skip();
+  }
+  rl_real_ctx_t ctx = {0};
+  rl_foreach_column_bitmap(&p, fn, &ctx);
+  print_message("%zu packets, %zu bitmaps: words %s %llu, %s %llu, %s %llu\n", p.n, ctx.nbitmaps, names[0],
+                (unsigned long long)ctx.words[0], names[1], (unsigned long long)ctx.words[1], names[2],
+                (unsigned long long)ctx.words[2]);
+  assert_true(ctx.nbitmaps > 100);
+  rl_packets_free(&p);
 }
 
 #endif

@@ -155,7 +155,7 @@ static void cx_check(const rl_t *l, ba_rng_t *r) {
 
 static void check_vector(const rl_t *l, const uint32_t *want, size_t nwant) {
   ba_rng_t r;
-  ba_rng_seed(&r, 7);
+  ba_rng_seed(&r, 7 + (uint64_t)rl_scale());
   for (int rep = 0; rep < 4; rep++) { /* several token splittings, same words */
     uint32_t *got;
     size_t n = cx_encode_ops(l, &r, &got);
@@ -169,16 +169,6 @@ static void check_vector(const rl_t *l, const uint32_t *want, size_t nwant) {
   assert_true(rl_equal(&dec, &padded));
   rl_free(&dec);
   rl_free(&padded);
-}
-
-static void rows_to_rl(rl_t *l, const uint64_t *rows, size_t n, uint64_t nrows) {
-  uint64_t at = 0;
-  for (size_t i = 0; i < n; i++) {
-    rl_push(l, 0, rows[i] - at);
-    rl_push(l, 1, 1);
-    at = rows[i] + 1;
-  }
-  rl_push(l, 0, nrows - at);
 }
 
 static void test_vm5_fig13(void **state) {
@@ -195,8 +185,8 @@ static void test_va(void **state) {
   (void)state;
   static const uint64_t rows[] = {5, 100, 3000};
   static const uint32_t want[] = {0x3C020280, 0x405C4003};
-  rl_t l = {0};
-  rows_to_rl(&l, rows, 3, 3100);
+  rl_t l;
+  rl_from_rows(&l, rows, 3, 3100);
   check_vector(&l, want, 2);
   rl_free(&l);
 }
@@ -205,8 +195,8 @@ static void test_vc(void **state) {
   (void)state;
   static const uint64_t rows[] = {2, 5, 154};
   static const uint32_t want[] = {0x38120301};
-  rl_t l = {0};
-  rows_to_rl(&l, rows, 3, 155);
+  rl_t l;
+  rl_from_rows(&l, rows, 3, 155);
   check_vector(&l, want, 1);
   rl_free(&l);
 }
@@ -244,7 +234,7 @@ static void test_tiebreak_and_split(void **state) {
   uint32_t *w;
   size_t n;
   ba_rng_t r;
-  ba_rng_seed(&r, 1);
+  ba_rng_seed(&r, 1 + (uint64_t)rl_scale());
   rl_t l = {0};
   rl_push(&l, 0, 31);
   rl_push_bits(&l, 0x100, 31);
@@ -345,8 +335,8 @@ static void test_merged_expansion(void **state) {
 static void test_garbage(void **state) {
   (void)state;
   ba_rng_t r;
-  ba_rng_seed(&r, 99);
-  for (int it = 0; it < 3000; it++) {
+  ba_rng_seed(&r, 99 + (uint64_t)rl_scale());
+  for (int it = 0; it < rl_scale() * 3000; it++) {
     size_t n = ba_rng_below(&r, 12);
     uint32_t *w = malloc((n ? n : 1) * 4); /* exact size: ASan sees any read past nwords */
     for (size_t i = 0; i < n; i++) w[i] = (uint32_t)ba_rng_next(&r);
@@ -365,9 +355,9 @@ static void test_diff_random_bits(void **state) {
   (void)state;
   static const unsigned dens[] = {0, 1, 5, 20, 100, 300, 500, 700, 950, 995, 1000};
   ba_rng_t r;
-  ba_rng_seed(&r, 2024);
+  ba_rng_seed(&r, 2024 + (uint64_t)rl_scale());
   for (size_t di = 0; di < BA_ARRAY_LEN(dens); di++)
-    for (int rep = 0; rep < 8; rep++) {
+    for (int rep = 0; rep < rl_scale() * 8; rep++) {
       rl_t l = {0};
       rl_gen_bits(&l, &r, ba_rng_below(&r, 4000), dens[di]);
       cx_check(&l, &r);
@@ -381,7 +371,7 @@ static void test_diff_runs(void **state) {
   static const uint64_t lens[] = {1, 2, 7, 8, 9, 29, 30, 31, 32, 33, 61, 62, 63, 93, 254 * 31, 255 * 31,
                                   256 * 31, 255 * 31 + 1, 256 * 31 + 30};
   ba_rng_t r;
-  ba_rng_seed(&r, 77);
+  ba_rng_seed(&r, 77 + (uint64_t)rl_scale());
   for (size_t a = 0; a < BA_ARRAY_LEN(means); a++)
     for (size_t b = 0; b < BA_ARRAY_LEN(means); b++) {
       rl_t l = {0};
@@ -389,7 +379,7 @@ static void test_diff_runs(void **state) {
       cx_check(&l, &r);
       rl_free(&l);
     }
-  for (int rep = 0; rep < 100; rep++) {
+  for (int rep = 0; rep < rl_scale() * 100; rep++) {
     rl_t l = {0};
     rl_gen_table(&l, &r, 1 + ba_rng_below(&r, 40), lens, BA_ARRAY_LEN(lens));
     cx_check(&l, &r);
@@ -403,9 +393,9 @@ static void test_diff_merge_windows(void **state) {
   (void)state;
   static const uint64_t fills[] = {1, 1, 2, 3, 200, 254, 255, 256, 257};
   ba_rng_t r;
-  ba_rng_seed(&r, 4242);
+  ba_rng_seed(&r, 4242 + (uint64_t)rl_scale());
   size_t nlfl = 0, nflf = 0;
-  for (int rep = 0; rep < 1000; rep++) {
+  for (int rep = 0; rep < rl_scale() * 1000; rep++) {
     rl_t l = {0};
     size_t ntok = 1 + ba_rng_below(&r, 14);
     for (size_t i = 0; i < ntok; i++) {
@@ -435,8 +425,8 @@ static void test_diff_fill_split(void **state) {
   static const uint64_t big[] = {FILL_MAX - 1, FILL_MAX, (uint64_t)FILL_MAX + 1, 2 * (uint64_t)FILL_MAX,
                                  2 * (uint64_t)FILL_MAX + 1, (uint64_t)FILL_MAX + 255, (uint64_t)FILL_MAX + 256};
   ba_rng_t r;
-  ba_rng_seed(&r, 5);
-  for (int rep = 0; rep < 30; rep++) {
+  ba_rng_seed(&r, 5 + (uint64_t)rl_scale());
+  for (int rep = 0; rep < rl_scale() * 30; rep++) {
     rl_t l = {0};
     size_t ntok = 1 + ba_rng_below(&r, 6);
     for (size_t i = 0; i < ntok; i++) {
@@ -478,8 +468,8 @@ static void gen_mixed(rl_t *l, ba_rng_t *r, int rep) {
 static void test_api_build_and_ops(void **state) {
   (void)state;
   ba_rng_t r;
-  ba_rng_seed(&r, 60606);
-  for (int rep = 0; rep < 150; rep++) {
+  ba_rng_seed(&r, 60606 + (uint64_t)rl_scale());
+  for (int rep = 0; rep < rl_scale() * 150; rep++) {
     rl_t l = {0}, l2 = {0};
     gen_mixed(&l, &r, rep);
     gen_mixed(&l2, &r, rep + 1);
@@ -548,6 +538,39 @@ static void test_api_rowcount(void **state) {
   ba_bitmap_free(bm);
 }
 
+/* ---------- real captures: one bitmap per (attribute, value), rows = packets ---------- */
+
+static void real_one(void *vctx, const uint64_t *rows, size_t n, uint64_t nrows) {
+  static const ba_codec_t codecs[3] = {BA_CODEC_COMPAX, BA_CODEC_WAH32, BA_CODEC_PLWAH};
+  rl_real_ctx_t *ctx = vctx;
+  rl_t l;
+  rl_from_rows(&l, rows, n, nrows);
+  for (int c = 0; c < 3; c++) {
+    ba_bitmap_t *bm;
+    assert_int_equal(ba_bitmap_from_rows(codecs[c], rows, n, nrows, &bm), 0);
+    size_t nw;
+    const uint32_t *w = ba_bitmap_words(bm, &nw);
+    ctx->words[c] += nw;
+    if (c == 0) {
+      uint32_t *ref;
+      size_t nref = cxr_encode(&l, &ref);
+      rl_assert_words(w, nw, ref, nref);
+      free(ref);
+      rl_assert_bitmap(bm, &l);
+      rl_check_canonical(OPS, w, nw);
+    }
+    ba_bitmap_free(bm);
+  }
+  ctx->nbitmaps++;
+  rl_free(&l);
+}
+
+static void test_real_captures(void **state) {
+  (void)state;
+  static const char *const names[3] = {"compax", "wah32", "plwah"};
+  rl_real_captures(real_one, names);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_vm5_fig13),
@@ -565,6 +588,7 @@ int main(void) {
     cmocka_unit_test(test_diff_fill_split),
     cmocka_unit_test(test_api_build_and_ops),
     cmocka_unit_test(test_api_rowcount),
+    cmocka_unit_test(test_real_captures),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -97,7 +97,7 @@ static void ms_check(const rl_t *l, ba_rng_t *r) {
 
 static void check_vector(const rl_t *l, int qt, const uint32_t *want, size_t nwant) {
   ba_rng_t r;
-  ba_rng_seed(&r, 11);
+  ba_rng_seed(&r, 11 + (uint64_t)rl_scale());
   for (int rep = 0; rep < 4; rep++) {
     uint32_t *got;
     size_t n = ms_encode_ops(l, qt, &r, &got);
@@ -174,7 +174,7 @@ static void test_va_vb_vg_ovf(void **state) {
   /* empty */
   uint32_t *w;
   ba_rng_t r;
-  ba_rng_seed(&r, 3);
+  ba_rng_seed(&r, 3 + (uint64_t)rl_scale());
   assert_int_equal(ms_encode_ops(&l, 0, &r, &w), 0);
   ba_free(w);
 }
@@ -261,9 +261,9 @@ static void test_carried_tokens(void **state) {
 static void test_garbage(void **state) {
   (void)state;
   ba_rng_t r;
-  ba_rng_seed(&r, 1234);
+  ba_rng_seed(&r, 1234 + (uint64_t)rl_scale());
   size_t nvalid = 0;
-  for (int it = 0; it < 3000; it++) {
+  for (int it = 0; it < rl_scale() * 3000; it++) {
     size_t n = ba_rng_below(&r, 10);
     uint32_t *w = malloc((n ? n : 1) * 4);
     for (size_t i = 0; i < n; i++) {
@@ -300,9 +300,9 @@ static void test_diff_random_bits(void **state) {
   (void)state;
   static const unsigned dens[] = {0, 1, 5, 20, 100, 300, 500, 700, 950, 995, 1000};
   ba_rng_t r;
-  ba_rng_seed(&r, 31337);
+  ba_rng_seed(&r, 31337 + (uint64_t)rl_scale());
   for (size_t di = 0; di < BA_ARRAY_LEN(dens); di++)
-    for (int rep = 0; rep < 8; rep++) {
+    for (int rep = 0; rep < rl_scale() * 8; rep++) {
       rl_t l = {0};
       rl_gen_bits(&l, &r, ba_rng_below(&r, 5000), dens[di]);
       ms_check(&l, &r);
@@ -318,16 +318,16 @@ static void test_diff_runs(void **state) {
                                   MAXRUN + 1, MAXRUN + 30, 2 * MAXRUN, 2 * MAXRUN + 1, 3 * MAXRUN - 1,
                                   (uint64_t)1 << 40};
   ba_rng_t r;
-  ba_rng_seed(&r, 8);
+  ba_rng_seed(&r, 8 + (uint64_t)rl_scale());
   for (size_t a = 0; a < BA_ARRAY_LEN(means); a++)
     for (size_t b = 0; b < BA_ARRAY_LEN(means); b++)
-      for (int rep = 0; rep < 3; rep++) {
+      for (int rep = 0; rep < rl_scale() * 3; rep++) {
         rl_t l = {0};
         rl_gen_geometric(&l, &r, 1 + ba_rng_below(&r, 80), means[a], means[b]);
         ms_check(&l, &r);
         rl_free(&l);
       }
-  for (int rep = 0; rep < 300; rep++) {
+  for (int rep = 0; rep < rl_scale() * 300; rep++) {
     rl_t l = {0};
     rl_gen_table(&l, &r, 1 + ba_rng_below(&r, 30), lens, BA_ARRAY_LEN(lens) - (rep % 10 != 0));
     ms_check(&l, &r);
@@ -367,8 +367,8 @@ static void naive_select(const rl_t *l, uint64_t a, uint64_t b, rowbuf_t *out) {
 static void test_query_table(void **state) {
   (void)state;
   ba_rng_t r;
-  ba_rng_seed(&r, 555);
-  for (int rep = 0; rep < 200; rep++) {
+  ba_rng_seed(&r, 555 + (uint64_t)rl_scale());
+  for (int rep = 0; rep < rl_scale() * 200; rep++) {
     rl_t l = {0};
     if (rep % 3 == 0)
       rl_gen_bits(&l, &r, ba_rng_below(&r, 3000), (unsigned)ba_rng_below(&r, 1001));
@@ -445,8 +445,8 @@ static int collect_rows(void *ctx, const uint64_t *rows, size_t n) { return coll
 static void test_api_build_and_ops(void **state) {
   (void)state;
   ba_rng_t r;
-  ba_rng_seed(&r, 70707);
-  for (int rep = 0; rep < 150; rep++) {
+  ba_rng_seed(&r, 70707 + (uint64_t)rl_scale());
+  for (int rep = 0; rep < rl_scale() * 150; rep++) {
     rl_t l = {0}, l2 = {0};
     if (rep % 2)
       rl_gen_bits(&l, &r, ba_rng_below(&r, 3000), (unsigned)ba_rng_below(&r, 1001));
@@ -525,6 +525,53 @@ static void test_api_vectors(void **state) {
   }
 }
 
+/* ---------- real captures: one bitmap per (attribute, value), rows = packets ---------- */
+
+static void real_one(void *vctx, const uint64_t *rows, size_t n, uint64_t nrows) {
+  static const ba_codec_t codecs[3] = {BA_CODEC_MASC, BA_CODEC_MASC_QT, BA_CODEC_WAH32};
+  rl_real_ctx_t *ctx = vctx;
+  rl_t l;
+  rl_from_rows(&l, rows, n, nrows);
+  for (int c = 0; c < 3; c++) {
+    ba_bitmap_t *bm;
+    assert_int_equal(ba_bitmap_from_rows(codecs[c], rows, n, nrows, &bm), 0);
+    size_t nw;
+    const uint32_t *w = ba_bitmap_words(bm, &nw);
+    ctx->words[c] += nw;
+    if (c < 2) {
+      uint32_t *ref;
+      size_t nref = msr_encode(&l, c, &ref);
+      rl_assert_words(w, nw, ref, nref);
+      free(ref);
+      rl_assert_bitmap(bm, &l);
+      rl_check_canonical(ops_of(c), w, nw);
+      ba_masc_qt_table_t *t;
+      assert_int_equal(ba_masc_qt_table_build(codecs[c], w, nw, &t), 0);
+      rowbuf_t got = {0};
+      uint64_t a = nrows / 3, b = nrows - nrows / 4;
+      assert_int_equal(ba_masc_qt_table_select(t, w, a, b, collect, &got), 0);
+      size_t k = 0;
+      for (size_t i = 0; i < n; i++)
+        if (rows[i] >= a && rows[i] < b) {
+          assert_true(k < got.n && got.rows[k] == rows[i]);
+          k++;
+        }
+      assert_int_equal(k, got.n);
+      free(got.rows);
+      ba_masc_qt_table_free(t);
+    }
+    ba_bitmap_free(bm);
+  }
+  ctx->nbitmaps++;
+  rl_free(&l);
+}
+
+static void test_real_captures(void **state) {
+  (void)state;
+  static const char *const names[3] = {"masc", "masc-qt", "wah32"};
+  rl_real_captures(real_one, names);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_fig2_3_4),
@@ -539,6 +586,7 @@ int main(void) {
     cmocka_unit_test(test_query_table),
     cmocka_unit_test(test_api_build_and_ops),
     cmocka_unit_test(test_api_vectors),
+    cmocka_unit_test(test_real_captures),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
