@@ -248,7 +248,7 @@ int ba_cmd_query(int argc, char **argv) {
   uint64_t limit = 0;
   int c;
   optind = 1;
-  while ((c = getopt_long(argc, argv, "+r:t:f:o:n:cw:s:A:qh", longopts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "r:t:f:o:n:cw:s:A:qh", longopts, NULL)) != -1) {
     char *end;
     switch (c) {
       case 'r': store_dir = optarg; break;
