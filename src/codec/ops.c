@@ -324,11 +324,14 @@ static int op_run(int op, const ba_bitmap_t *a, const ba_bitmap_t *b, ba_codec_t
   ba_bitmap_t *o;
   BA_FORWARD(ba_bm_new(ops, &o));
   op_sink_t s = {o, 0, 0, 0};
-  int rc;
-  if (allow_fast && a->group && (!b || b->group == a->group))
-    rc = op_groups_tab[op](a, b, N, &s);
-  else
-    rc = op_bits(op, a, b, N, &s);
+  int rc = BA_OK;
+  /* Output words come from input token boundaries: reserve their sum once
+   * (AND usually needs less; a hint, the encoders still check). */
+  if (ops->word_bytes == a->ops->word_bytes)
+    rc = ba_wordvec_reserve(&o->vec, a->vec.n + (b ? b->vec.n : 0) + 2, ops->word_bytes);
+  if (rc == BA_OK)
+    rc = allow_fast && a->group && (!b || b->group == a->group) ? op_groups_tab[op](a, b, N, &s)
+                                                                 : op_bits(op, a, b, N, &s);
   if (rc == BA_OK) rc = ba_bm_close(o, N);
   if (rc < 0) {
     ba_bitmap_free(o);

@@ -16,19 +16,19 @@
 #define WAH_VAL ((WAH_W)1 << (WAH_BITS - 2))
 #define WAH_MAXCNT ((WAH_W)(WAH_VAL - 1))
 
-static int WAH_PFX(flush)(ba_wordvec_t *out, ba_enc_state_t *st) {
+static inline int WAH_PFX(flush)(ba_wordvec_t *out, ba_enc_state_t *st) {
   if (!st->s[0]) return 0;
   WAH_W hdr = WAH_FILL | (st->s[0] == 2 ? WAH_VAL : 0);
   uint64_t c = st->s[1];
+  st->s[0] = 0;
+  if (c <= WAH_MAXCNT) return WAH_PUSH(out, hdr | (WAH_W)c);
   int rc = ba_wordvec_reserve(out, (size_t)(c / WAH_MAXCNT) + 1, WAH_BITS / 8);
   if (rc < 0) return rc;
   while (c > WAH_MAXCNT) {
     WAH_PUSH(out, hdr | WAH_MAXCNT);
     c -= WAH_MAXCNT;
   }
-  WAH_PUSH(out, hdr | (WAH_W)c);
-  st->s[0] = 0;
-  return 0;
+  return WAH_PUSH(out, hdr | (WAH_W)c);
 }
 
 static int WAH_PFX(put)(ba_wordvec_t *out, ba_enc_state_t *st, const ba_tok_t *tok) {
