@@ -244,11 +244,6 @@ int ba_bm_close(ba_bitmap_t *bm, uint64_t nrows) {
   return BA_OK;
 }
 
-int ba_bm_put_groups(ba_bitmap_t *bm, const ba_tok_t *tok) {
-  bm->rows += (tok->kind == BA_TOK_LIT ? 1 : tok->n) * bm->group;
-  return bm->ops->put(&bm->vec, &bm->st, tok);
-}
-
 int ba_bitmap_finish(ba_bitmap_t *bm, uint64_t nrows) {
   BA_RETURN_IF(!bm || bm->finished || nrows < bm->rows, BA_ERR_INVALID);
   BA_RETURN_IF(nrows > BA_BITMAP_MAX_ROWS, BA_ERR_OVERFLOW);
