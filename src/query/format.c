@@ -25,7 +25,7 @@ static const struct {
 } g_tokens[] = {
   /* longest names first so %sap wins over %sa */
   {"sap", TK_SAP, "Src IP Addr:Port", 22, BA_COL_SRC | BA_COL_PORTS},
-  {"dap", TK_DAP, "Dst IP Addr:Port", -22, BA_COL_DST | BA_COL_PORTS},
+  {"dap", TK_DAP, "Dst IP Addr:Port", -22, BA_COL_DST | BA_COL_PORTS | BA_COL_PROTO | BA_COL_ICMP},
   {"sas", TK_SAS, "Src AS", 6, BA_COL_AS},
   {"das", TK_DAS, "Dst AS", 6, BA_COL_AS},
   {"ts", TK_TS, "Date first seen", -23, BA_COL_FIRST},
@@ -35,7 +35,7 @@ static const struct {
   {"sa", TK_SA, "Src IP Addr", 16, BA_COL_SRC},
   {"da", TK_DA, "Dst IP Addr", 16, BA_COL_DST},
   {"sp", TK_SP, "Src Pt", 6, BA_COL_PORTS},
-  {"dp", TK_DP, "Dst Pt", 6, BA_COL_PORTS},
+  {"dp", TK_DP, "Dst Pt", 6, BA_COL_PORTS | BA_COL_PROTO | BA_COL_ICMP},
   {"flg", TK_FLG, "Flags", 8, BA_COL_FLAGS},
   {"pkt", TK_PKT, "Packets", 8, BA_COL_PACKETS},
   {"byt", TK_BYT, "Bytes", 8, BA_COL_BYTES},
@@ -206,9 +206,20 @@ static uint64_t dur_ms(const ba_record_t *r) {
   return r->last_ns > r->first_ns ? (r->last_ns - r->first_ns) / 1000000ull : 0;
 }
 
+/* nfdump prints an ICMP destination "port" as type.code. */
+static void dport_text(const ba_record_t *r, char *buf, size_t cap) {
+  if (r->proto == 1 || r->proto == 58) {
+    unsigned t = (r->icmp_type || r->icmp_code) ? r->icmp_type : (unsigned)(r->dst_port >> 8);
+    unsigned c = (r->icmp_type || r->icmp_code) ? r->icmp_code : (unsigned)(r->dst_port & 0xFF);
+    snprintf(buf, cap, "%u.%u", t, c);
+  } else {
+    snprintf(buf, cap, "%u", r->dst_port);
+  }
+}
+
 static void put_token(ob_t *o, const ba_query_format_t *f, const fitem_t *it, const ba_record_t *r,
                       uint64_t flows) {
-  char a[INET6_ADDRSTRLEN + 8], t8[8], fl[9];
+  char a[INET6_ADDRSTRLEN + 8], t8[16], fl[9];
   uint64_t d;
   switch (it->tk) {
     case TK_LIT: ob_put(o, f->text + it->lit_off, it->lit_len); break;
@@ -223,9 +234,13 @@ static void put_token(ob_t *o, const ba_query_format_t *f, const fitem_t *it, co
     case TK_SA: addr_text(r->src, r->ipver, a, sizeof(a)); ob_printf(o, "%16s", a); break;
     case TK_DA: addr_text(r->dst, r->ipver, a, sizeof(a)); ob_printf(o, "%16s", a); break;
     case TK_SAP: addr_text(r->src, r->ipver, a, sizeof(a)); ob_printf(o, "%16s:%-5u", a, r->src_port); break;
-    case TK_DAP: addr_text(r->dst, r->ipver, a, sizeof(a)); ob_printf(o, "%16s:%-5u", a, r->dst_port); break;
+    case TK_DAP:
+      addr_text(r->dst, r->ipver, a, sizeof(a));
+      dport_text(r, t8, sizeof(t8));
+      ob_printf(o, "%16s:%-5s", a, t8);
+      break;
     case TK_SP: ob_printf(o, "%6u", r->src_port); break;
-    case TK_DP: ob_printf(o, "%6u", r->dst_port); break;
+    case TK_DP: dport_text(r, t8, sizeof(t8)); ob_printf(o, "%6s", t8); break;
     case TK_FLG: flags_text(r->tcp_flags, fl); ob_printf(o, "%8s", fl); break;
     case TK_PKT: ob_printf(o, "%8" PRIu64, r->packets); break;
     case TK_BYT: ob_printf(o, "%8" PRIu64, r->bytes); break;
