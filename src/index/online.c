@@ -139,7 +139,7 @@ int ba_idx_online_finish(ba_idx_online_t *b, ba_idx_attr_t *out) {
   BA_RETURN_IF(b->err, b->err);
   memset(out, 0, sizeof *out);
   int rc = BA_OK;
-  size_t n = b->nslots;
+  size_t n = b->nslots, k = 0;
   if (n) {
     out->values = ba_malloc(n * sizeof *out->values);
     out->bms = ba_calloc(n, sizeof *out->bms);
@@ -149,7 +149,6 @@ int ba_idx_online_finish(ba_idx_online_t *b, ba_idx_attr_t *out) {
     }
   }
   /* Ascending values by walking the map. */
-  size_t k = 0;
   for (uint32_t v = 0; v < b->domain && k < n; v++) {
     if (!b->map[v]) continue;
     slot_t *s = &b->slots[b->map[v] - 1];
