@@ -182,19 +182,44 @@ static ba_bitmap_t *and_terms(ba_segment_t *seg, const term *t, size_t nt) {
   return acc;
 }
 
-static void test_same_answers(void **state) {
-  (void)state;
+/* One input, written once in arrival order and once through oLSH. */
+typedef struct {
+  ba_record_t *in;
   uint8_t *frames;
-  ba_record_t *in = gen(NREC, &frames);
-  char *dir = ba_test_mkdtemp();
-  char da[4096], db[4096];
-  snprintf(da, sizeof da, "%s/plain", dir);
-  snprintf(db, sizeof db, "%s/olsh", dir);
-  write_store(da, in, NREC, BA_REORDER_NONE);
-  write_store(db, in, NREC, BA_REORDER_OLSH);
+  char *dir;
   ba_store_t *sa, *sb;
-  assert_int_equal(ba_store_open(da, &sa), BA_OK);
-  assert_int_equal(ba_store_open(db, &sb), BA_OK);
+} fixture;
+
+static int setup(void **state) {
+  fixture *fx = calloc(1, sizeof *fx);
+  fx->in = gen(NREC, &fx->frames);
+  fx->dir = ba_test_mkdtemp();
+  char da[4096], db[4096];
+  snprintf(da, sizeof da, "%s/plain", fx->dir);
+  snprintf(db, sizeof db, "%s/olsh", fx->dir);
+  write_store(da, fx->in, NREC, BA_REORDER_NONE);
+  write_store(db, fx->in, NREC, BA_REORDER_OLSH);
+  if (ba_store_open(da, &fx->sa) != BA_OK || ba_store_open(db, &fx->sb) != BA_OK) return -1;
+  *state = fx;
+  return 0;
+}
+
+static int teardown(void **state) {
+  fixture *fx = *state;
+  ba_store_close(fx->sa);
+  ba_store_close(fx->sb);
+  ba_test_rmtree(fx->dir);
+  free(fx->dir);
+  free(fx->in);
+  free(fx->frames);
+  free(fx);
+  return 0;
+}
+
+static void test_same_answers(void **state) {
+  fixture *fx = *state;
+  const ba_record_t *in = fx->in;
+  ba_store_t *sa = fx->sa, *sb = fx->sb;
   size_t nseg = ba_store_segment_count(sa);
   assert_int_equal(nseg, 3);
   assert_int_equal(ba_store_segment_count(sb), nseg);
@@ -276,12 +301,6 @@ static void test_same_answers(void **state) {
   free(ga.ids);
   free(gb.ids);
   free(want);
-  ba_store_close(sa);
-  ba_store_close(sb);
-  ba_test_rmtree(dir);
-  free(dir);
-  free(in);
-  free(frames);
 }
 
 /* The query module on both stores: the same set of records, equal to the
@@ -315,18 +334,9 @@ static void run_query(ba_store_t *s, ba_query_t *q, idset *g) {
 }
 
 static void test_same_query_results(void **state) {
-  (void)state;
-  uint8_t *frames;
-  ba_record_t *in = gen(NREC, &frames);
-  char *dir = ba_test_mkdtemp();
-  char da[4096], db[4096];
-  snprintf(da, sizeof da, "%s/plain", dir);
-  snprintf(db, sizeof db, "%s/olsh", dir);
-  write_store(da, in, NREC, BA_REORDER_NONE);
-  write_store(db, in, NREC, BA_REORDER_OLSH);
-  ba_store_t *sa, *sb;
-  assert_int_equal(ba_store_open(da, &sa), BA_OK);
-  assert_int_equal(ba_store_open(db, &sb), BA_OK);
+  fixture *fx = *state;
+  const ba_record_t *in = fx->in;
+  ba_store_t *sa = fx->sa, *sb = fx->sb;
   static const char *const filters[] = {
       "src ip 10.4.0.1", "src ip 10.4.0.7 and dst port 443", "dst port 443", "proto udp",
       "src net 10.4.0.0/24 and dst port 53", "not dst port 80", "src port > 50000 and proto tcp",
@@ -356,15 +366,9 @@ static void test_same_query_results(void **state) {
   free(ga.ids);
   free(gb.ids);
   free(want);
-  ba_store_close(sa);
-  ba_store_close(sb);
-  ba_test_rmtree(dir);
-  free(dir);
-  free(in);
-  free(frames);
 }
 
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_same_answers), cmocka_unit_test(test_same_query_results)};
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  return cmocka_run_group_tests(tests, setup, teardown);
 }
