@@ -119,24 +119,25 @@ int main(int argc, char **argv) {
 #if BENCH_HAVE_ROARING
     printf(" (CRoaring %.1f MB)", rbytes / 1e6);
 #endif
-    printf("\n%6s %10s %10s %10s %10s %10s %12s %12s\n", "bins", "it/1t", "it/2t", "red/1t", "red/2t", "roaring",
-           "best/roar", "red2/it1");
+    printf("\n%6s %9s %9s %9s %9s %9s %9s %9s %10s %9s\n", "bins", "it/1t", "it/2t", "red/1t", "red/2t", "bset/1t",
+           "bset/2t", "roaring", "best/roar", "red1/it1");
     for (size_t ki = 0; ki < nk; ki++) {
       size_t k = ks[ki];
-      double med[5];
-      uint64_t check[5] = {0};
-      for (int m = 0; m < 5; m++) {
+      double med[7];
+      uint64_t check[7] = {0};
+      for (int m = 0; m < 7; m++) {
         double *t = malloc(reps * sizeof(double));
         for (int rep = 0; rep < reps; rep++) {
           uint32_t *p = picks[ki * reps + rep];
           uint64_t t0, t1, c = 0;
-          if (m < 4) {
+          if (m < 6) {
             const ba_bitmap_t **in = malloc(k * sizeof(*in));
             for (size_t j = 0; j < k; j++) in[j] = bm[p[j]];
             ba_bitmap_t *out;
             t0 = now_ns();
-            if (ba_query_or_many(in, k, rows, codec, m >= 2 ? BA_RANGE_REDUCTION : BA_RANGE_ITERATIVE,
-                                 (m & 1) ? 2 : 1, &out) < 0)
+            static const ba_range_strategy_t strat[3] = {BA_RANGE_ITERATIVE, BA_RANGE_REDUCTION,
+                                                         BA_RANGE_BITSET};
+            if (ba_query_or_many(in, k, rows, codec, strat[m / 2], (m & 1) ? 2 : 1, &out) < 0)
               return 1;
             t1 = now_ns();
             ba_bitmap_count(out, &c);
@@ -169,22 +170,22 @@ int main(int argc, char **argv) {
         med[m] = t[reps / 2];
         free(t);
       }
-      for (int m = 1; m < 4; m++)
+      for (int m = 1; m < 6; m++)
         if (check[m] != check[0]) {
           fprintf(stderr, "result mismatch between strategies at k=%zu\n", k);
           return 1;
         }
 #if BENCH_HAVE_ROARING
-      if (check[4] != check[0]) {
+      if (check[6] != check[0]) {
         fprintf(stderr, "result mismatch with CRoaring at k=%zu\n", k);
         return 1;
       }
 #endif
       double best = med[0];
-      for (int m = 1; m < 4; m++)
+      for (int m = 1; m < 6; m++)
         if (med[m] < best) best = med[m];
-      printf("%6zu %10.2f %10.2f %10.2f %10.2f %10.2f %12.2f %12.2f\n", k, med[0], med[1], med[2], med[3], med[4],
-             med[4] > 0 ? best / med[4] : 0.0, med[0] > 0 ? med[3] / med[0] : 0.0);
+      printf("%6zu %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f %10.2f %9.2f\n", k, med[0], med[1], med[2], med[3],
+             med[4], med[5], med[6], med[6] > 0 ? best / med[6] : 0.0, med[0] > 0 ? med[2] / med[0] : 0.0);
     }
     for (uint32_t v = 0; v < card; v++) ba_bitmap_free(bm[v]);
     free(bm);

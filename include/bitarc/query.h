@@ -51,7 +51,11 @@ uint32_t ba_query_columns(const ba_query_t *q);
 /* ---------- execution over a store ---------- */
 typedef enum ba_range_strategy {
   BA_RANGE_ITERATIVE = 0, /* R <- R | A_j, the bins split among threads */
-  BA_RANGE_REDUCTION = 1  /* pairwise tree, each level's pairs split among threads */
+  BA_RANGE_REDUCTION = 1, /* pairwise tree, each level's pairs split among threads */
+  BA_RANGE_BITSET = 2,    /* decompress: OR every bin's runs into a plain bitset (one per
+                             thread), then encode once (the GPU paper's decompression
+                             strategy on a CPU) */
+  BA_RANGE_AUTO = 3       /* bitset from 32 bins on, else reduction (the planner's default) */
 } ba_range_strategy_t;
 
 typedef void (*ba_query_explain_fn)(void *ctx, const char *line);
@@ -66,6 +70,9 @@ typedef struct ba_query_exec_opts {
   ba_query_explain_fn explain; /* if set: receives the plan, one line per call */
   void *explain_ctx;
   int explain_only;            /* plan only: no rows are read */
+  int count_only;              /* only stats->rows_matched is wanted: rows the index answers
+                                  exactly are counted from the bitmap, not read; fn may be
+                                  called for the others (limit is ignored) */
 } ba_query_exec_opts_t;
 void ba_query_exec_opts_init(ba_query_exec_opts_t *o);
 

@@ -40,7 +40,8 @@ static void usage(FILE *f) {
           "      --explain          print the plan per segment (bitmap expression, rows, blocks)\n"
           "                         and do not read any rows\n"
           "      --threads N        threads for range ORs (1 or 2, default 1)\n"
-          "      --strategy S       range OR strategy: reduction (default) or iterative\n"
+          "      --strategy S       range OR strategy: auto (default: bitset from 32 bins, else\n"
+          "                         reduction), iterative, reduction or bitset\n"
           "      --scan             debug: linear scan + evaluator instead of the index\n"
           "  -q, --quiet            no summary on stderr\n"
           "\n"
@@ -244,7 +245,7 @@ int ba_cmd_query(int argc, char **argv) {
   const char *store_dir = NULL, *window = NULL, *ffile = NULL, *ofmt = "line", *wfile = NULL;
   const char *stat = NULL, *aggs = NULL;
   int local = 0, count_only = 0, explain = 0, threads = 1, scan = 0, quiet = 0, have_limit = 0;
-  ba_range_strategy_t strategy = BA_RANGE_REDUCTION;
+  ba_range_strategy_t strategy = BA_RANGE_AUTO;
   uint64_t limit = 0;
   int c;
   optind = 1;
@@ -287,8 +288,10 @@ int ba_cmd_query(int argc, char **argv) {
       case 'S':
         if (!strcmp(optarg, "iterative")) strategy = BA_RANGE_ITERATIVE;
         else if (!strcmp(optarg, "reduction")) strategy = BA_RANGE_REDUCTION;
+        else if (!strcmp(optarg, "bitset")) strategy = BA_RANGE_BITSET;
+        else if (!strcmp(optarg, "auto")) strategy = BA_RANGE_AUTO;
         else {
-          ba_cli_err("query", "--strategy wants iterative or reduction, not '%s'", optarg);
+          ba_cli_err("query", "--strategy wants auto, iterative, reduction or bitset, not '%s'", optarg);
           return 2;
         }
         break;
@@ -401,6 +404,7 @@ int ba_cmd_query(int argc, char **argv) {
   eo.strategy = strategy;
   eo.force_scan = scan;
   eo.limit = (stat || aggs) ? 0 : limit;
+  eo.count_only = count_only && !o.pcap && !o.agg;
   if (o.agg) eo.out_cols = BA_COL_SRC | BA_COL_DST | BA_COL_PORTS | BA_COL_PROTO | BA_COL_PACKETS |
                            BA_COL_BYTES | BA_COL_FIRST | BA_COL_LAST;
   else if (o.pcap) eo.out_cols = BA_COL_FRAME | BA_COL_FIRST;

@@ -147,6 +147,11 @@ static int present_values(segctx_t *c, ba_attr_t attr, size_t *n) {
   return 0;
 }
 
+static const char *strategy_tag(ba_range_strategy_t s, size_t k) {
+  if (s == BA_RANGE_AUTO) s = k >= 32 ? BA_RANGE_BITSET : BA_RANGE_REDUCTION;
+  return s == BA_RANGE_REDUCTION ? "-red" : s == BA_RANGE_ITERATIVE ? "-it" : "-bitset";
+}
+
 typedef int (*value_pred_fn)(const void *ctx, uint32_t v);
 
 /* OR of the bitmaps of every present value of attr accepted by pred. If more
@@ -194,7 +199,7 @@ static int or_values(segctx_t *c, ba_attr_t attr, value_pred_fn pred, const void
         if ((pred(pctx, c->vals[i]) != 0) != use_compl) sb_add(c->ex, "%s%u", shown++ ? "|" : "", c->vals[i]);
     } else {
       sb_add(c->ex, "%sOR%s[%zu %s]", use_compl ? "~" : "",
-             c->opts->strategy == BA_RANGE_REDUCTION ? "-red" : "-it", k, ba_attr_name(attr));
+             strategy_tag(c->opts->strategy, k), k, ba_attr_name(attr));
     }
   }
   if (rc == 0) {
@@ -617,7 +622,7 @@ static int feed_rows(void *vctx, const uint64_t *rows, size_t n) {
 void ba_query_exec_opts_init(ba_query_exec_opts_t *o) {
   memset(o, 0, sizeof(*o));
   o->threads = 1;
-  o->strategy = BA_RANGE_REDUCTION;
+  o->strategy = BA_RANGE_AUTO;
 }
 
 static void explain_line(const ba_query_exec_opts_t *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -715,6 +720,11 @@ static int run_segment(ba_query_t *q, const qnode_t *root, segctx_t *c, runctx_t
     pres_drop(r);
     return 0;
   }
+  if (o->count_only && exact) {
+    st->rows_matched += ncand;
+    pres_drop(r);
+    return 0;
+  }
   run->check = !exact;
   rowfeed_t f = {0};
   f.seg = c->seg;
@@ -766,7 +776,7 @@ int ba_query_run(ba_query_t *q, ba_store_t *s, const ba_query_exec_opts_t *opts,
   run.fn = fn;
   run.ctx = ctx;
   run.stats = stats;
-  run.limit = o.limit;
+  run.limit = o.count_only ? 0 : o.limit;
   segctx_t c = {0};
   c.opts = &o;
   c.stats = stats;

@@ -159,6 +159,103 @@ done:
   return rc;
 }
 
+/* ---------- decompression strategy ---------- */
+
+typedef struct bitset_job {
+  const ba_bitmap_t *const *bms;
+  size_t lo, hi;
+  uint64_t *words; /* row r is bit 63 - r % 64 of word r / 64 (MSB first) */
+  uint64_t nwords;
+  int rc;
+} bitset_job_t;
+
+static int set_run(void *ctx, int value, uint64_t start, uint64_t nrows) {
+  bitset_job_t *j = ctx;
+  if (!value || nrows == 0) return 0;
+  uint64_t end = start + nrows; /* exclusive; within nwords * 64 */
+  uint64_t w0 = start / 64, w1 = (end - 1) / 64;
+  uint64_t m0 = ~0ull >> (start % 64);
+  uint64_t m1 = ~0ull << (63 - (end - 1) % 64);
+  if (w0 == w1) {
+    j->words[w0] |= m0 & m1;
+    return 0;
+  }
+  j->words[w0] |= m0;
+  for (uint64_t w = w0 + 1; w < w1; w++) j->words[w] = ~0ull;
+  j->words[w1] |= m1;
+  return 0;
+}
+
+static void *bitset_main(void *arg) {
+  bitset_job_t *j = arg;
+  for (size_t i = j->lo; i < j->hi && j->rc == 0; i++) j->rc = ba_bitmap_foreach_run(j->bms[i], set_run, j);
+  return NULL;
+}
+
+static int encode_words(const uint64_t *w, uint64_t nwords, uint64_t rows, ba_codec_t c, ba_bitmap_t **out) {
+  ba_bitmap_t *bm;
+  BA_FORWARD(ba_bitmap_create(c, &bm));
+  int rc = 0;
+  uint64_t i = 0;
+  while (i < nwords && rc == 0) {
+    uint64_t x = w[i];
+    if (x == 0 || x == ~0ull) {
+      uint64_t k = i + 1;
+      while (k < nwords && w[k] == x) k++;
+      uint64_t n = (k - i) * 64;
+      if (k == nwords && n > rows - i * 64) n = rows - i * 64;
+      rc = ba_bitmap_append_run(bm, x != 0, n);
+      i = k;
+    } else {
+      unsigned nb = i + 1 == nwords && rows % 64 ? (unsigned)(rows % 64) : 64;
+      rc = ba_bitmap_append_bits(bm, nb == 64 ? x : x >> (64 - nb), nb);
+      i++;
+    }
+  }
+  if (rc == 0) rc = ba_bitmap_finish(bm, rows);
+  if (rc < 0) {
+    ba_bitmap_free(bm);
+    return rc;
+  }
+  *out = bm;
+  return 0;
+}
+
+static int run_bitset(const ba_bitmap_t *const *bms, size_t n, uint64_t rows, ba_codec_t c, int threads,
+                      ba_bitmap_t **out) {
+  for (size_t i = 0; i < n; i++)
+    if (ba_bitmap_rows(bms[i]) > rows) rows = ba_bitmap_rows(bms[i]);
+  uint64_t nwords = (rows + 63) / 64;
+  int t_use = threads >= 2 && n >= 8 ? 2 : 1;
+  bitset_job_t jobs[MAX_THREADS];
+  pthread_t tid[MAX_THREADS];
+  int started[MAX_THREADS] = {0};
+  int rc = 0;
+  size_t share = (n + (size_t)t_use - 1) / (size_t)t_use;
+  for (int t = 0; t < t_use; t++) {
+    jobs[t] = (bitset_job_t){bms, (size_t)t * share, BA_MIN(n, (size_t)(t + 1) * share), NULL, nwords, 0};
+    jobs[t].words = ba_calloc(nwords ? nwords : 1, sizeof(uint64_t));
+    if (!jobs[t].words) rc = BA_ERR_NOMEM;
+  }
+  if (rc == 0) {
+    for (int t = 1; t < t_use; t++)
+      if (pthread_create(&tid[t], NULL, bitset_main, &jobs[t]) == 0) started[t] = 1;
+      else bitset_main(&jobs[t]);
+    bitset_main(&jobs[0]);
+    for (int t = 1; t < t_use; t++)
+      if (started[t]) pthread_join(tid[t], NULL);
+    for (int t = 0; t < t_use; t++)
+      if (jobs[t].rc < 0) rc = jobs[t].rc;
+  }
+  if (rc == 0) {
+    for (int t = 1; t < t_use; t++)
+      for (uint64_t w = 0; w < nwords; w++) jobs[0].words[w] |= jobs[t].words[w];
+    rc = encode_words(jobs[0].words, nwords, rows, c, out);
+  }
+  for (int t = 0; t < t_use; t++) ba_free(jobs[t].words);
+  return rc;
+}
+
 int ba_query_or_many(const ba_bitmap_t *const *bms, size_t n, uint64_t rows, ba_codec_t out_codec,
                      ba_range_strategy_t strategy, int threads, ba_bitmap_t **out) {
   BA_RETURN_IF(!out || (n && !bms), BA_ERR_INVALID);
@@ -175,6 +272,8 @@ int ba_query_or_many(const ba_bitmap_t *const *bms, size_t n, uint64_t rows, ba_
     *out = e;
     return 0;
   }
+  if (strategy == BA_RANGE_AUTO) strategy = n >= 32 ? BA_RANGE_BITSET : BA_RANGE_REDUCTION;
+  if (strategy == BA_RANGE_BITSET && n >= 2) return run_bitset(bms, n, rows, out_codec, threads, out);
   if (strategy == BA_RANGE_REDUCTION) return run_reduction(bms, n, out_codec, threads, out);
   return run_iterative(bms, n, out_codec, threads, out);
 }

@@ -31,11 +31,11 @@ static void test_or_many(void **state) {
         assert_int_equal(ba_bitmap_from_rows(codecs[ci], ids, m, rows, &bms[i]), 0);
         for (size_t j = 0; j < m; j++) ref[ids[j]] = 1;
       }
-      for (int st = 0; st < 2; st++)
+      for (int st = 0; st < 4; st++)
         for (int th = 1; th <= 2; th++) {
           ba_bitmap_t *out;
           assert_int_equal(ba_query_or_many((const ba_bitmap_t *const *)bms, n, rows, codecs[ci],
-                                            st ? BA_RANGE_ITERATIVE : BA_RANGE_REDUCTION, th, &out),
+                                            (ba_range_strategy_t)st, th, &out),
                            0);
           size_t cnt;
           assert_int_equal(ba_bitmap_to_rows(out, ids, rows, &cnt), 0);
