@@ -401,6 +401,22 @@ static inline void fz_exercise(const ba_bitmap_t *a, const fz_bits_t *ra, unsign
   fz_bits_free(&rb);
 }
 
+/* FZ_STATS=1 in the environment: print how many inputs were valid bitmaps at exit. */
+static unsigned long long fz_nvalid, fz_ninputs;
+static inline void fz_stats_print(void) {
+  fprintf(stderr, "fuzz_codec: %llu of %llu inputs were valid bitmaps\n", fz_nvalid, fz_ninputs);
+}
+static inline void fz_stats(int valid) {
+  static int init;
+  if (!init) {
+    init = 1;
+    const char *e = getenv("FZ_STATS");
+    if (e && *e == '1') atexit(fz_stats_print);
+  }
+  fz_ninputs++;
+  fz_nvalid += (unsigned long long)valid;
+}
+
 /* Codec fuzz body: validity agreement, then fz_exercise. */
 static inline int fz_codec_input(ba_codec_t codec, const uint8_t *data, size_t size) {
   if (size < 5) return 0;
@@ -430,6 +446,7 @@ static inline int fz_codec_input(ba_codec_t codec, const uint8_t *data, size_t s
              ba_codec_name(codec), rc == 0 ? "valid" : "corrupt", ok == 0 ? "valid" : "corrupt",
              nwords, (unsigned long long)nrows);
   if (rc == 0 && ok == 0) fz_exercise(bm, &ref, seed);
+  fz_stats(rc == 0 && ok == 0);
   ba_bitmap_free(bm);
   fz_bits_free(&ref);
   free(words);

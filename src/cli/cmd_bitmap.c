@@ -42,7 +42,7 @@ static void usage(FILE *f) {
     "  -h, --help            this text\n"
     "\n"
     "Rows are packed MSB-first: with 32-bit words a group holds 31 rows and its\n"
-    "first row is payload bit 30 (doc/codecs.md, decision D-1).\n"
+    "first row is payload bit 30 (decision D-1 of the codec spec).\n"
     "\n"
     "examples:\n"
     "  # The bitmap of the MASC paper's Fig. 5 (7 groups of 31 rows, 217 rows);\n"

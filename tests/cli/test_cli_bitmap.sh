@@ -39,6 +39,12 @@ expect_words wah32   "$FIG5" "WAH32 canonical" "80000001 0003FFFF 7FFFF000 80000
 help_fig5=$("$B" bitmap --help | sed -n '/Fig. 5/,/encode --codec masc/p' | grep -oE '[01]{31}' | tr -d '\n')
 [ "$help_fig5" = "$FIG5" ] && ok || bad "the Fig. 5 example in --help is not the figure's bitmap: $help_fig5"
 
+# scripts/demo.sh shows the same bitmap; its bit strings must be the figure's.
+if [ -n "${BA_SOURCE_DIR:-}" ] && [ -f "$BA_SOURCE_DIR/scripts/demo.sh" ]; then
+  demo_fig5=$(sed -n '/Fig. 5/,/encode --codec masc/p' "$BA_SOURCE_DIR/scripts/demo.sh" | grep -oE '[01]{31}' | tr -d '\n')
+  [ "$demo_fig5" = "$FIG5" ] && ok || bad "scripts/demo.sh's Fig. 5 bits differ from the figure: $demo_fig5"
+fi
+
 # --- MASC Figs. 2-4 (single words) and the ASCR WAH example (V-M2/3/4, V-W1).
 expect_words masc    "$(rep 0 191)" "MASC Fig. 2" "000000C5"
 expect_words masc    "$(rep 1 191)" "MASC Fig. 3" "800000C5"
