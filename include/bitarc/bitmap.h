@@ -79,6 +79,13 @@ int ba_bitmap_count(const ba_bitmap_t *bm, uint64_t *out);
  * the walk and is returned. */
 typedef int (*ba_rows_fn)(void *ctx, const uint64_t *rows, size_t n);
 int ba_bitmap_foreach(const ba_bitmap_t *bm, ba_rows_fn fn, void *ctx);
+/* As ba_bitmap_foreach, restricted to the set rows in [from, to) (`to` is
+ * clipped to the row count): the walk starts at the word holding `from` and
+ * stops at `to`, so rows before `from` are never expanded (e.g. the rows of a
+ * start-time window of a time-sorted segment). */
+int ba_bitmap_foreach_range(const ba_bitmap_t *bm, uint64_t from, uint64_t to, ba_rows_fn fn, void *ctx);
+/* Number of set rows in [from, to). */
+int ba_bitmap_count_range(const ba_bitmap_t *bm, uint64_t from, uint64_t to, uint64_t *out);
 /* Writes up to `cap` set rows; *n gets the total count (may exceed cap). */
 int ba_bitmap_to_rows(const ba_bitmap_t *bm, uint64_t *rows, size_t cap, size_t *n);
 /* Run view: fn(ctx, value, start_row, nrows) for maximal runs, in order. */
