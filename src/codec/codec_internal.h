@@ -104,6 +104,11 @@ struct ba_bitmap {
   unsigned group;    /* ops->group_bits */
   int run_val;       /* bit-run codecs: value of the open run */
   int finished;
+  /* MASC/MASC-QT query table (masc_qt_table.h), built on the first range
+   * selection of a large finished bitmap and kept until ba_bitmap_free;
+   * installed with a compare-and-swap so concurrent readers stay safe. Never
+   * copied by clone. */
+  _Atomic(struct ba_masc_qt_table *) qt;
 };
 
 /* A fresh, empty, unfinished bitmap for `ops`. */

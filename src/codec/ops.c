@@ -585,8 +585,20 @@ int ba_bitmap_equal(const ba_bitmap_t *a, const ba_bitmap_t *b) {
 
 /* ---- OR of many: one plain bitset ---- */
 
-/* Crossover (bench/codec_fast, 2-vCPU AMD EPYC, Release): TBD. */
-#define BA_ORMANY_MIN_N 3
+/* Crossover, measured with bench/codec_fast (2-vCPU AMD EPYC, Release, CPU
+ * time; unions/s of the k most frequent values, tree vs bitset):
+ * - operand count: at k = 4 the tree wins for group codecs (real wah32 31.8k
+ *   vs 18.1k, uniform 3.8k vs 1.5k, zipf 638 vs 459), k = 8 is even (real
+ *   17.0k vs 15.3k, uniform 1.2k vs 991), from k = 16 the bitset wins (real
+ *   10.1k vs 14.7k, k = 1024: 500 vs 3.1k). MASC operands pay their many runs
+ *   in every tree level: the bitset already wins at k = 4 (real 1.4k vs 1.9k,
+ *   zipf 37 vs 76; uniform 2.7k vs 2.3k is the exception).
+ * - density: on clustered runs the inputs are tiny next to N / 64 and the tree
+ *   wins up to k = 64 (wah32 4.5k vs 2.3k) and loses from k = 256 (912 vs
+ *   1.4k). The rule words * ceil(log2 k) >= N / 64 (ratio 1:1 below) picks the
+ *   faster side in every measured case but the near-ties (within 10%). */
+#define BA_ORMANY_MIN_N_GROUP 8
+#define BA_ORMANY_MIN_N_RUNS 3
 #define BA_ORMANY_RATIO_NUM 1
 #define BA_ORMANY_RATIO_DEN 1
 
@@ -678,9 +690,10 @@ static int or_many_pick(const ba_bitmap_t *const *bms, size_t n, uint64_t N) {
   while (((size_t)1 << lg) < n) lg++;
   /* Tree: about words * log2(n) word visits (each level re-reads every row's
    * encoding); bitset: N / 64 words cleared, scanned and encoded plus one visit
-   * of every input word. BA_ORMANY_RATIO is the measured cost of one bitset
-   * word relative to one tree word visit (see the crossover note below). */
-  return n >= BA_ORMANY_MIN_N && words * lg * BA_ORMANY_RATIO_DEN >= (N / 64) * BA_ORMANY_RATIO_NUM;
+   * of every input word. BA_ORMANY_RATIO_NUM/DEN is the measured cost of one bitset
+   * word relative to one tree word visit (see the crossover note above). */
+  size_t min_n = bms[0]->group ? BA_ORMANY_MIN_N_GROUP : BA_ORMANY_MIN_N_RUNS;
+  return n >= min_n && words * lg * BA_ORMANY_RATIO_DEN >= (N / 64) * BA_ORMANY_RATIO_NUM;
 }
 
 int ba_bitmap_or_many_with(const ba_bitmap_t *const *bms, size_t n, ba_codec_t out_codec, int strategy,
