@@ -375,7 +375,7 @@ static inline unsigned bm_popcnt(uint64_t x) {
 }
 
 /* Counting straight from the words of a finished (validated) bitmap, one loop
- * per codec with no token calls; COMPAX goes through its decoder. The generic
+ * per codec with no token calls. The generic
  * token loop stays as the reference (ba_bitmap_count_generic). */
 static int bm_count_words(const ba_bitmap_t *bm, uint64_t *out) {
   uint64_t c = 0;
@@ -424,6 +424,20 @@ static int bm_count_words(const ba_bitmap_t *bm, uint64_t *out) {
         uint32_t x = w[i];
         if (x >> 31) c += (uint64_t)((x & 0x01FFFFFFu) >> 5) * 31 + (x & 31u);
         else if (x & 0x40000000u) c += (x >> 25) & 31u;
+      }
+      break;
+    }
+    case BA_CODEC_COMPAX: { /* [L], [0F], [LFL] = two dirty bytes, [FLF] = one */
+      const uint32_t *w = (const uint32_t *)bm->vec.w;
+      for (size_t i = 0; i < n; i++) {
+        uint32_t x = w[i];
+        switch (x >> 29) {
+          case 0: break;
+          case 1: c += bm_popcnt((x >> 16) & 0xFFu) + bm_popcnt(x & 0xFFu); break;
+          case 2: c += bm_popcnt((x >> 8) & 0xFFu); break;
+          case 3: return 0; /* reserved: the decoder reports it */
+          default: c += bm_popcnt(x & 0x7FFFFFFFu); break;
+        }
       }
       break;
     }

@@ -257,8 +257,8 @@ static void test_count(void **state) {
   const uint64_t big[] = {(UINT64_C(1) << 25) * 31 + 77, (UINT64_C(1) << 30) * 31 + 5};
   for (size_t i = 0; i < BA_ARRAY_LEN(big); i++) {
     for (size_t ci = 0; ci < g_ncodecs; ci++) {
-      /* COMPAX has no 1-fills (one literal word per group of ones) and no
-       * count loop of its own: skipped here. */
+      /* COMPAX has no 1-fills: one literal word per group of ones, too many
+       * words for these sizes (its count loop is checked above). */
       if (g_codecs[ci] == BA_CODEC_COMPAX) continue;
       ba_bitmap_t *bm;
       assert_int_equal(ba_bitmap_create(g_codecs[ci], &bm), BA_OK);
