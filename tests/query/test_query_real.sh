@@ -49,13 +49,17 @@ proto udp|ip.proto#1 == 17 or ipv6.nxt#1 == 17
 flags S|tcp.flags.syn#1 == 1 and (ip.proto#1 == 6 or ipv6.nxt#1 == 6)
 flags SA|tcp.flags.syn#1 == 1 and tcp.flags.ack#1 == 1 and (ip.proto#1 == 6 or ipv6.nxt#1 == 6)
 flags S and not flags AFRPU|tcp.flags#1 & 0x3f == 0x02 and (ip.proto#1 == 6 or ipv6.nxt#1 == 6)
-net 192.168.0.0/16|ip.addr#1 == 192.168.0.0/16
+net 172.16.0.0/12|ip.addr#1 == 172.16.0.0/12
+ip 10.0.2.15|ip.addr#1 == 10.0.2.15
+dst ip in [10.102.0.2 10.102.0.9 64.13.134.52]|ip.dst#1 == 10.102.0.2 or ip.dst#1 == 10.102.0.9 or ip.dst#1 == 64.13.134.52
+src ip 10.0-102.*.*|ip.src#1 >= 10.0.0.0 and ip.src#1 <= 10.102.255.255
 src net 10.0.0.0/8|ip.src#1 == 10.0.0.0/8
 ip *.*.*.1|
 dst port 80|(tcp.dstport#1 == 80 and (ip.proto#1 == 6 or ipv6.nxt#1 == 6)) or (udp.dstport#1 == 80 and (ip.proto#1 == 17 or ipv6.nxt#1 == 17))
 port 53|(udp.port#1 == 53 and (ip.proto#1 == 17 or ipv6.nxt#1 == 17)) or (tcp.port#1 == 53 and (ip.proto#1 == 6 or ipv6.nxt#1 == 6))
 src port > 1023 and proto tcp|tcp.srcport#1 > 1023 and (ip.proto#1 == 6 or ipv6.nxt#1 == 6)
-net 2001::/16|ipv6.addr#1 == 2001::/16
+ip ::1|ipv6.addr#1 == ::1
+src net ::/8 and port 8080|
 not (proto tcp or proto udp)|
 port in [1024-2048, 8080] and proto tcp|
 bytes > 1000|
