@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 
 #include "bitarc/bitarc.h"
+#include "bitarc/query.h"
 #include "common/common.h"
 #include "reorder/olsh.h"
 
@@ -146,6 +147,14 @@ static int walk_fn(const char *path, const struct stat *st, int type, struct FTW
 }
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
+/* Replay: the captures were taken years apart and many hold long idle
+ * stretches; a collector would see them back to back. With --replay (the
+ * default) each file follows the previous one and gaps between consecutive
+ * packets are capped at one second, so one-hour slices hold real traffic
+ * mixes instead of one file each. */
+static int g_replay = 1;
+static uint64_t g_clock = 1763769600ull * 1000000000ull;
+
 static void load_captures(const char *dir, recset *s) {
   if (nftw(dir, walk_fn, 16, FTW_PHYS) != 0 || g_npaths == 0) {
     fprintf(stderr, "bench_olsh: no captures under %s, skipping the real data sets\n", dir);
@@ -159,10 +168,20 @@ static void load_captures(const char *dir, recset *s) {
     int dlt = pcap_datalink(p);
     struct pcap_pkthdr *ph;
     const u_char *data;
+    uint64_t prev = 0;
+    int first = 1;
     while (pcap_next_ex(p, &ph, &data) == 1) {
       ba_record_t *r = recset_add(s);
       r->kind = BA_REC_PACKET;
-      r->first_ns = r->last_ns = (uint64_t)ph->ts.tv_sec * 1000000000ull + (uint64_t)ph->ts.tv_usec;
+      uint64_t ts = (uint64_t)ph->ts.tv_sec * 1000000000ull + (uint64_t)ph->ts.tv_usec;
+      if (g_replay) {
+        uint64_t gap = first || ts < prev ? 1000000 : BA_MIN(ts - prev, 1000000000ull);
+        g_clock += gap;
+        prev = ts;
+        first = 0;
+        ts = g_clock;
+      }
+      r->first_ns = r->last_ns = ts;
       r->packets = 1;
       r->bytes = ph->len;
       r->caplen = ph->caplen;
@@ -715,20 +734,178 @@ static void bench_set(const recset *s) {
   free(z.start);
 }
 
+/* ---------- through the real store ---------- */
+
+static const char *g_store_base;
+static const char *g_store_codecs = "wah32,compax";
+
+static int rm_fn(const char *path, const struct stat *st, int type, struct FTW *ftw) {
+  (void)st; (void)type; (void)ftw;
+  remove(path);
+  return 0;
+}
+
+static int count_sink(void *ctx, const ba_record_t *recs, size_t n) {
+  *(uint64_t *)ctx += n + (recs[0].first_ns & 1);
+  return 0;
+}
+
+typedef struct {
+  double ingest_secs;
+  uint64_t archive, index, file, segments;
+  double query_ms;
+  uint64_t matched, blocks;
+} store_result;
+
+/* Filters: exact IPv4 sources (the paper's lookups), a service, a /16 and a
+ * service, a protocol. All built from the data with a fixed seed. */
+static size_t make_filters(const recset *s, char (*f)[96], size_t cap) {
+  size_t n = 0;
+  rng_state = 0xF00D;
+  for (int tries = 0; n < 20 && tries < 5000; tries++) {
+    const ba_record_t *r = &s->r[rnd() % s->n];
+    if (r->ipver != 4) continue;
+    uint32_t ip = ba_addr_get_v4(r->src);
+    snprintf(f[n++], 96, "src ip %u.%u.%u.%u", ip >> 24, ip >> 16 & 255, ip >> 8 & 255, ip & 255);
+  }
+  const ba_record_t *r = &s->r[rnd() % s->n];
+  uint32_t ip = ba_addr_get_v4(r->dst);
+  if (n + 4 <= cap) {
+    snprintf(f[n++], 96, "dst port 443");
+    snprintf(f[n++], 96, "dst net %u.%u.0.0/16 and dst port %u", ip >> 24, ip >> 16 & 255, r->dst_port);
+    snprintf(f[n++], 96, "proto udp");
+    snprintf(f[n++], 96, "src port 53 or dst port 53");
+  }
+  return n;
+}
+
+static void store_run(const recset *s, ba_codec_t codec, int olsh, char (*filters)[96], size_t nf,
+                      store_result *res) {
+  memset(res, 0, sizeof *res);
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%s/bench-olsh-%s-%d", g_store_base, ba_codec_name(codec), olsh);
+  nftw(dir, rm_fn, 16, FTW_DEPTH | FTW_PHYS);
+  ba_store_opts_t o;
+  ba_store_opts_init(&o);
+  o.codec = codec;
+  o.reorder = olsh ? BA_REORDER_OLSH : BA_REORDER_NONE;
+  ba_store_writer_t *w;
+  uint64_t t0 = ba_now_ns();
+  if (ba_store_writer_open(dir, &o, &w) != BA_OK) die("cannot open the store writer");
+  for (size_t i = 0; i < s->n; i += 1024)
+    if (ba_store_writer_append(w, s->r + i, BA_MIN(1024, s->n - i)) != BA_OK) die(ba_store_writer_errmsg(w));
+  if (ba_store_writer_close(w) != BA_OK) die("store close failed");
+  res->ingest_secs = (double)(ba_now_ns() - t0) / 1e9;
+  ba_store_t *st;
+  if (ba_store_open(dir, &st) != BA_OK) die("cannot open the store");
+  res->segments = ba_store_segment_count(st);
+  for (size_t k = 0; k < res->segments; k++) {
+    ba_segment_t *seg;
+    ba_segment_info_t info;
+    if (ba_store_segment(st, k, &seg) != BA_OK || ba_segment_info(seg, &info) != BA_OK) die("bad segment");
+    res->archive += info.bytes_archive;
+    res->index += info.bytes_index;
+    res->file += info.bytes_file;
+  }
+  /* Warm cache, best of three per filter. */
+  for (size_t q = 0; q < nf; q++) {
+    ba_query_t *qq;
+    if (ba_query_create(&qq) != BA_OK || ba_query_compile(qq, filters[q]) != BA_OK) die(filters[q]);
+    ba_query_exec_opts_t eo;
+    ba_query_exec_opts_init(&eo);
+    eo.out_cols = BA_COL_FIRST | BA_COL_LAST | BA_COL_SRC | BA_COL_DST | BA_COL_PORTS | BA_COL_PROTO |
+                  BA_COL_PACKETS | BA_COL_BYTES;
+    double best = 1e30;
+    for (int rep = 0; rep < 3; rep++) {
+      ba_query_stats_t qs;
+      uint64_t cnt = 0;
+      uint64_t q0 = ba_now_ns();
+      if (ba_query_run(qq, st, &eo, count_sink, &cnt, &qs) != BA_OK) die("query failed");
+      double ms = (double)(ba_now_ns() - q0) / 1e6;
+      if (ms < best) best = ms;
+      if (rep == 0) {
+        res->matched += qs.rows_matched;
+        res->blocks += qs.blocks_read;
+      }
+    }
+    res->query_ms += best;
+    ba_query_free(qq);
+  }
+  ba_store_close(st);
+  nftw(dir, rm_fn, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static void bench_store(const recset *s) {
+  if (!s->n || !g_store_base) return;
+  char filters[32][96];
+  size_t nf = make_filters(s, filters, 32);
+  printf("\n== store: %s: %zu records (ba_store_writer, default options; %zu filters) ==\n", s->name, s->n, nf);
+  printf("%-26s %13s %13s %7s\n", "", "arrival", "oLSH", "ratio");
+  char list[256];
+  snprintf(list, sizeof list, "%s", g_store_codecs);
+  for (char *save = NULL, *name = strtok_r(list, ",", &save); name; name = strtok_r(NULL, ",", &save)) {
+    ba_codec_t c;
+    if (ba_codec_from_name(name, &c) != BA_OK) die("unknown codec");
+    store_result r[2];
+    for (int mode = 0; mode < 2; mode++) {
+      /* Ingest timing: best of three writes (queries on the first). */
+      store_run(s, c, mode, filters, nf, &r[mode]);
+      for (int rep = 1; rep < 3; rep++) {
+        store_result t;
+        store_run(s, c, mode, filters, 0, &t);
+        if (t.ingest_secs < r[mode].ingest_secs) r[mode].ingest_secs = t.ingest_secs;
+      }
+    }
+    if (r[0].matched != r[1].matched) printf("  WARNING: %s: %llu matches without oLSH, %llu with\n", name,
+                                             (unsigned long long)r[0].matched, (unsigned long long)r[1].matched);
+    char label[64];
+#define ROW(lbl, a, b, fmt)                                                                      \
+  do {                                                                                           \
+    char x_[32], y_[32];                                                                         \
+    snprintf(x_, sizeof x_, fmt, (double)(a));                                                   \
+    snprintf(y_, sizeof y_, fmt, (double)(b));                                                   \
+    printf("%-26s %13s %13s %7.3f\n", lbl, x_, y_, (double)(b) / (double)(a));                   \
+  } while (0)
+    snprintf(label, sizeof label, "[%s] archive bytes", name);
+    ROW(label, r[0].archive, r[1].archive, "%.0f");
+    snprintf(label, sizeof label, "[%s] index bytes", name);
+    ROW(label, r[0].index, r[1].index, "%.0f");
+    snprintf(label, sizeof label, "[%s] file bytes", name);
+    ROW(label, r[0].file, r[1].file, "%.0f");
+    snprintf(label, sizeof label, "[%s] ingest records/s", name);
+    ROW(label, s->n / r[0].ingest_secs, s->n / r[1].ingest_secs, "%.0f");
+    snprintf(label, sizeof label, "[%s] query ms (sum)", name);
+    ROW(label, r[0].query_ms, r[1].query_ms, "%.2f");
+    snprintf(label, sizeof label, "[%s] blocks read", name);
+    ROW(label, r[0].blocks, r[1].blocks, "%.0f");
+    printf("  [%s] %llu segments, %llu matches (same with and without oLSH: %s)\n", name,
+           (unsigned long long)r[0].segments, (unsigned long long)r[0].matched,
+           r[0].matched == r[1].matched ? "yes" : "NO");
+#undef ROW
+  }
+}
+
 static void usage(void) {
   fprintf(stderr,
           "usage: bench_olsh [--traces DIR] [--flows N] [--codecs LIST] [--timed-codec C]\n"
           "                  [--mmax M] [--mmin M] [--nchains P] [--nfuncs n] [--width W] [--max-block B] [--q Q]\n"
-          "                  [--weights w1,...,w11]\n"
+          "                  [--weights w1,...,w11] [--store TMPDIR [--store-codecs LIST] [--store-only]]\n"
+          "                  [--no-replay]\n"
           "  Compares arrival order with oLSH on the shared captures (packets, and flows\n"
           "  aggregated from them) and on N generated flows (default 1000000).\n"
-          "  example: bench_olsh --flows 2000000 --codecs wah32,compax\n");
+          "  --store TMPDIR also writes every set through the real store writer (arrival\n"
+          "  order and BA_REORDER_OLSH, default store options) and runs queries on it;\n"
+          "  the stores are made and removed under TMPDIR.\n"
+          "  Captures are replayed back to back with idle gaps capped at 1 s unless\n"
+          "  --no-replay keeps their original timestamps.\n"
+          "  example: bench_olsh --flows 2000000 --codecs wah32,compax --store /tmp\n");
   exit(2);
 }
 
 int main(int argc, char **argv) {
   const char *traces = BA_SHARED_DATA_DEFAULT "/traces";
   size_t nflows = 1000000;
+  int store_only = 0;
   ba_olsh_opts_init(&g_olsh);
   static const struct option opts[] = {
       {"traces", required_argument, 0, 't'}, {"flows", required_argument, 0, 'f'},
@@ -736,7 +913,9 @@ int main(int argc, char **argv) {
       {"mmax", required_argument, 0, 'M'},   {"mmin", required_argument, 0, 'm'},
       {"nchains", required_argument, 0, 'P'}, {"nfuncs", required_argument, 0, 'n'},
       {"width", required_argument, 0, 'w'},  {"max-block", required_argument, 0, 'B'},
-      {"q", required_argument, 0, 'Q'},      {"weights", required_argument, 0, 'W'},      {"help", no_argument, 0, 'h'},
+      {"q", required_argument, 0, 'Q'},      {"weights", required_argument, 0, 'W'},
+      {"store", required_argument, 0, 'S'},  {"store-only", no_argument, 0, 'O'},
+      {"no-replay", no_argument, 0, 'R'},  {"store-codecs", required_argument, 0, 'C'},      {"help", no_argument, 0, 'h'},
       {0, 0, 0, 0}};
   int c;
   while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -751,6 +930,10 @@ int main(int argc, char **argv) {
       case 'n': g_olsh.nfuncs = (uint32_t)strtoul(optarg, NULL, 10); break;
       case 'w': g_olsh.width = strtod(optarg, NULL); break;
       case 'B': g_olsh.max_block = (uint32_t)strtoul(optarg, NULL, 10); break;
+      case 'S': g_store_base = optarg; break;
+      case 'O': store_only = 1; break;
+      case 'R': g_replay = 0; break;
+      case 'C': g_store_codecs = optarg; break;
       case 'Q': g_olsh.q = (uint32_t)strtoul(optarg, NULL, 10); break;
       case 'W': {
         char *e = optarg;
@@ -780,8 +963,13 @@ int main(int argc, char **argv) {
     packets_to_flows(&pk, &fl);
   }
   if (nflows) gen_flows(nflows, &gen);
-  bench_set(&pk);
-  bench_set(&fl);
-  bench_set(&gen);
+  if (!store_only) {
+    bench_set(&pk);
+    bench_set(&fl);
+    bench_set(&gen);
+  }
+  bench_store(&pk);
+  bench_store(&fl);
+  bench_store(&gen);
   return 0;
 }

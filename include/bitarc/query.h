@@ -9,7 +9,7 @@
  *   ba_query_run(q, store, &opts, sink, ctx, &stats);
  *   ba_query_free(q);
  *
- * Grammar and semantics: doc/query.md. A query handle is not thread-safe;
+ * Grammar and semantics: src/query/GRAMMAR.md. A query handle is not thread-safe;
  * ba_query_match may be called from several threads once compiled. */
 #ifndef BITARC_QUERY_H
 #define BITARC_QUERY_H

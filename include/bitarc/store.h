@@ -38,7 +38,7 @@ int ba_compress_from_name(const char *name, ba_compress_t *out);
 typedef enum ba_reorder { BA_REORDER_NONE = 0, BA_REORDER_OLSH = 1 } ba_reorder_t;
 
 typedef struct ba_store_opts {
-  ba_codec_t codec;           /* index codec (default chosen by measurement) */
+  ba_codec_t codec;           /* index codec (default plwah, chosen by measurement: bench/RESULTS.md) */
   ba_compress_t compress;     /* default LZO, as NET-FLi */
   uint32_t block_rows;        /* default 4000 */
   uint32_t slice_seconds;     /* default 3600 */

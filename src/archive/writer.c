@@ -128,7 +128,7 @@ static void set_err(ba_store_writer_t *w, int rc, const char *fmt, ...) {
 
 void ba_store_opts_init(ba_store_opts_t *o) {
   memset(o, 0, sizeof *o);
-  o->codec = BA_CODEC_WAH32;
+  o->codec = BA_CODEC_PLWAH; /* smallest index at equal speed: bench/RESULTS.md, "Store writer" */
   o->compress = BA_COMPRESS_LZO;
   o->block_rows = 4000;
   o->slice_seconds = 3600;

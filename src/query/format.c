@@ -1,5 +1,5 @@
 /* Output formats modelled on nfdump's -o line/long/csv/json and fmt:%tokens.
- * Differences (doc/query.md): numbers are printed unscaled (nfdump -N), times
+ * Differences (src/query/GRAMMAR.md): numbers are printed unscaled (nfdump -N), times
  * in UTC unless asked for local time, JSON as one object per line. */
 #include <arpa/inet.h>
 #include <inttypes.h>
@@ -64,6 +64,7 @@ struct ba_query_format {
   fitem_t *items;
   size_t n;
   uint32_t cols;
+  const char *header; /* fixed header (nfdump's) for line/long */
 };
 
 typedef struct ob {
@@ -135,9 +136,15 @@ int ba_query_format_create(const char *spec, int local, ba_query_format_t **out,
   BA_RETURN_IF(!f, BA_ERR_NOMEM);
   f->local = local;
   int rc = 0;
-  if (!strcmp(spec, "line")) rc = parse_fmt(f, "%ts %td %pr %sap -> %dap %pkt %byt %fl", err, errcap);
-  else if (!strcmp(spec, "long"))
+  if (!strcmp(spec, "line")) {
+    rc = parse_fmt(f, "%ts %td %pr %sap -> %dap %pkt %byt %fl", err, errcap);
+    f->header = "Date first seen             Duration     Proto      Src IP Addr:Port          Dst IP Addr:Port"
+                "   Packets    Bytes Flows\n";
+  } else if (!strcmp(spec, "long")) {
     rc = parse_fmt(f, "%ts %td %pr %sap -> %dap %flg %tos %pkt %byt %fl", err, errcap);
+    f->header = "Date first seen             Duration     Proto      Src IP Addr:Port          Dst IP Addr:Port"
+                "     Flags Tos  Packets    Bytes Flows\n";
+  }
   else if (!strcmp(spec, "csv")) {
     f->mode = FM_CSV;
     f->cols = BA_COL_ALL & ~(uint32_t)BA_COL_FRAME;
@@ -262,6 +269,8 @@ int ba_query_format_header(const ba_query_format_t *f, char *buf, size_t cap, si
   ob_t o = {buf, cap, 0};
   if (f->mode == FM_CSV) {
     ob_printf(&o, "ts,te,td,sa,da,sp,dp,pr,flg,stos,ipkt,ibyt,fl,in,out,sas,das,ra\n");
+  } else if (f->header) {
+    ob_printf(&o, "%s", f->header);
   } else if (f->mode == FM_FMT) {
     for (size_t i = 0; i < f->n; i++) {
       const fitem_t *it = &f->items[i];

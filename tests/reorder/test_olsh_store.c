@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "testsupport.h"
+#include "bitarc/query.h"
 #include "common/common.h"
 
 #define SLICE_S 3600u
@@ -181,19 +182,44 @@ static ba_bitmap_t *and_terms(ba_segment_t *seg, const term *t, size_t nt) {
   return acc;
 }
 
-static void test_same_answers(void **state) {
-  (void)state;
+/* One input, written once in arrival order and once through oLSH. */
+typedef struct {
+  ba_record_t *in;
   uint8_t *frames;
-  ba_record_t *in = gen(NREC, &frames);
-  char *dir = ba_test_mkdtemp();
-  char da[4096], db[4096];
-  snprintf(da, sizeof da, "%s/plain", dir);
-  snprintf(db, sizeof db, "%s/olsh", dir);
-  write_store(da, in, NREC, BA_REORDER_NONE);
-  write_store(db, in, NREC, BA_REORDER_OLSH);
+  char *dir;
   ba_store_t *sa, *sb;
-  assert_int_equal(ba_store_open(da, &sa), BA_OK);
-  assert_int_equal(ba_store_open(db, &sb), BA_OK);
+} fixture;
+
+static int setup(void **state) {
+  fixture *fx = calloc(1, sizeof *fx);
+  fx->in = gen(NREC, &fx->frames);
+  fx->dir = ba_test_mkdtemp();
+  char da[4096], db[4096];
+  snprintf(da, sizeof da, "%s/plain", fx->dir);
+  snprintf(db, sizeof db, "%s/olsh", fx->dir);
+  write_store(da, fx->in, NREC, BA_REORDER_NONE);
+  write_store(db, fx->in, NREC, BA_REORDER_OLSH);
+  if (ba_store_open(da, &fx->sa) != BA_OK || ba_store_open(db, &fx->sb) != BA_OK) return -1;
+  *state = fx;
+  return 0;
+}
+
+static int teardown(void **state) {
+  fixture *fx = *state;
+  ba_store_close(fx->sa);
+  ba_store_close(fx->sb);
+  ba_test_rmtree(fx->dir);
+  free(fx->dir);
+  free(fx->in);
+  free(fx->frames);
+  free(fx);
+  return 0;
+}
+
+static void test_same_answers(void **state) {
+  fixture *fx = *state;
+  const ba_record_t *in = fx->in;
+  ba_store_t *sa = fx->sa, *sb = fx->sb;
   size_t nseg = ba_store_segment_count(sa);
   assert_int_equal(nseg, 3);
   assert_int_equal(ba_store_segment_count(sb), nseg);
@@ -275,15 +301,74 @@ static void test_same_answers(void **state) {
   free(ga.ids);
   free(gb.ids);
   free(want);
-  ba_store_close(sa);
-  ba_store_close(sb);
-  ba_test_rmtree(dir);
-  free(dir);
-  free(in);
-  free(frames);
+}
+
+/* The query module on both stores: the same set of records, equal to the
+ * records of the input the evaluator accepts (linear scan). */
+typedef struct {
+  uint32_t *ids;
+  size_t n, cap;
+} idset;
+
+static int id_sink(void *ctx, const ba_record_t *recs, size_t n) {
+  idset *g = ctx;
+  for (size_t i = 0; i < n; i++) {
+    if (g->n == g->cap) {
+      g->cap = g->cap ? 2 * g->cap : 256;
+      g->ids = realloc(g->ids, g->cap * sizeof *g->ids);
+    }
+    g->ids[g->n++] = recs[i].src_as;
+  }
+  return 0;
+}
+
+static void run_query(ba_store_t *s, ba_query_t *q, idset *g) {
+  ba_query_exec_opts_t eo;
+  ba_query_exec_opts_init(&eo);
+  eo.out_cols = BA_COL_AS;
+  ba_query_stats_t st;
+  g->n = 0;
+  assert_int_equal(ba_query_run(q, s, &eo, id_sink, g, &st), BA_OK);
+  assert_int_equal(st.rows_damaged, 0);
+  qsort(g->ids, g->n, sizeof *g->ids, cmp_u32);
+}
+
+static void test_same_query_results(void **state) {
+  fixture *fx = *state;
+  const ba_record_t *in = fx->in;
+  ba_store_t *sa = fx->sa, *sb = fx->sb;
+  static const char *const filters[] = {
+      "src ip 10.4.0.1", "src ip 10.4.0.7 and dst port 443", "dst port 443", "proto udp",
+      "src net 10.4.0.0/24 and dst port 53", "not dst port 80", "src port > 50000 and proto tcp",
+      "dst host 192.168.0.3 or src port 40000", "ipv6", "any", "src ip 10.4.1.200 or dst ip 192.168.1.44",
+      "flags S and not flags A", "dst net 192.168.0.0/28",
+  };
+  idset ga = {0}, gb = {0};
+  uint32_t *want = malloc(NREC * sizeof *want);
+  size_t nonempty = 0;
+  for (size_t f = 0; f < BA_ARRAY_LEN(filters); f++) {
+    ba_query_t *q;
+    assert_int_equal(ba_query_create(&q), BA_OK);
+    if (ba_query_compile(q, filters[f]) != BA_OK) fail_msg("filter does not compile: %s", filters[f]);
+    run_query(sa, q, &ga);
+    run_query(sb, q, &gb);
+    size_t nw = 0;
+    for (size_t i = 0; i < NREC; i++)
+      if (ba_query_match(q, &in[i]) == 1) want[nw++] = (uint32_t)i;
+    if (ga.n != nw || gb.n != nw)
+      fail_msg("%s: %zu matches without oLSH, %zu with, %zu by linear scan", filters[f], ga.n, gb.n, nw);
+    assert_memory_equal(ga.ids, want, nw * sizeof *want);
+    assert_memory_equal(gb.ids, want, nw * sizeof *want);
+    nonempty += nw > 0;
+    ba_query_free(q);
+  }
+  assert_true(nonempty >= BA_ARRAY_LEN(filters) - 2);
+  free(ga.ids);
+  free(gb.ids);
+  free(want);
 }
 
 int main(void) {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(test_same_answers)};
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_same_answers), cmocka_unit_test(test_same_query_results)};
+  return cmocka_run_group_tests(tests, setup, teardown);
 }
