@@ -98,7 +98,14 @@ typedef struct segctx {
   int has_non_v6;
   uint32_t *vals;  /* scratch for present values */
   size_t vals_cap;
+  struct bmcache *cache; /* index bitmaps loaded for this segment (one reference each) */
+  size_t ncache, cache_cap;
 } segctx_t;
+
+typedef struct bmcache {
+  uint32_t attr, value;
+  pb_t p;
+} bmcache_t;
 
 static int pb_and(segctx_t *c, pb_t a, pb_t b, pb_t *out) {
   if (a.kind == PB_NONE || b.kind == PB_NONE) { *out = pb_none(); return 0; }
@@ -129,10 +136,30 @@ static int pb_not(segctx_t *c, pb_t a, pb_t *out) {
   return pb_wrap(r, out);
 }
 
+/* The bitmap of attr == v, loaded once per segment (a filter may name the
+ * same octet or port several times: `ip in [...]`, either-side terms). */
 static int pb_index(segctx_t *c, ba_attr_t attr, uint32_t v, pb_t *out) {
+  for (size_t i = 0; i < c->ncache; i++)
+    if (c->cache[i].attr == (uint32_t)attr && c->cache[i].value == v) {
+      *out = pb_ref(c->cache[i].p);
+      return 0;
+    }
   ba_bitmap_t *bm;
   BA_FORWARD(ba_segment_index(c->seg, attr, v, &bm));
-  return pb_wrap(bm, out);
+  pb_t p;
+  BA_FORWARD(pb_wrap(bm, &p));
+  if (c->ncache == c->cache_cap && ba_grow((void **)&c->cache, &c->cache_cap, c->ncache + 1, sizeof(bmcache_t)) < 0) {
+    *out = p; /* uncached */
+    return 0;
+  }
+  c->cache[c->ncache++] = (bmcache_t){(uint32_t)attr, v, pb_ref(p)};
+  *out = p;
+  return 0;
+}
+
+static void cache_clear(segctx_t *c) {
+  for (size_t i = 0; i < c->ncache; i++) pb_drop(c->cache[i].p);
+  c->ncache = 0;
 }
 
 /* Present values of attr; c->vals holds them. */
@@ -178,7 +205,7 @@ static int or_values(segctx_t *c, ba_attr_t attr, value_pred_fn pred, const void
   int use_compl = total && nacc > n / 2 + 1;
   size_t k = use_compl ? n - nacc : nacc;
   const ba_bitmap_t **bms = ba_calloc(k, sizeof(*bms));
-  ba_bitmap_t **own = ba_calloc(k, sizeof(*own));
+  pb_t *own = ba_calloc(k, sizeof(*own));
   int rc = 0;
   if (!bms || !own) {
     rc = BA_ERR_NOMEM;
@@ -188,8 +215,8 @@ static int or_values(segctx_t *c, ba_attr_t attr, value_pred_fn pred, const void
   for (size_t i = 0; i < n && rc == 0; i++) {
     int acc = pred(pctx, c->vals[i]) != 0;
     if (acc == use_compl) continue;
-    rc = ba_segment_index(c->seg, attr, c->vals[i], &own[j]);
-    bms[j] = own[j];
+    rc = pb_index(c, attr, c->vals[i], &own[j]);
+    if (rc == 0) bms[j] = own[j].o->bm;
     j++;
   }
   if (c->ex) {
@@ -202,7 +229,9 @@ static int or_values(segctx_t *c, ba_attr_t attr, value_pred_fn pred, const void
              strategy_tag(c->opts->strategy, k), k, ba_attr_name(attr));
     }
   }
-  if (rc == 0) {
+  if (rc == 0 && k == 1 && !use_compl) {
+    *out = pb_ref(own[0]); /* one value: its bitmap as is */
+  } else if (rc == 0) {
     ba_bitmap_t *r;
     rc = ba_query_or_many(bms, k, c->info.rows, c->codec, c->opts->strategy, c->opts->threads, &r);
     c->stats->bitmap_ops += k > 1 ? k - 1 : 0;
@@ -216,7 +245,7 @@ static int or_values(segctx_t *c, ba_attr_t attr, value_pred_fn pred, const void
     if (rc == 0) rc = pb_wrap(r, out);
   }
 done:
-  for (size_t i = 0; own && i < k; i++) ba_bitmap_free(own[i]);
+  for (size_t i = 0; own && i < k; i++) pb_drop(own[i]);
   ba_free(own);
   ba_free(bms);
   return rc;
@@ -795,8 +824,11 @@ int ba_query_run(ba_query_t *q, ba_store_t *s, const ba_query_exec_opts_t *opts,
     stats->segments_used++;
     stats->rows_total += c.info.rows;
     rc = run_segment(q, root, &c, &run, &stop);
+    cache_clear(&c);
     if (rc != 0) break;
   }
+  cache_clear(&c);
+  ba_free(c.cache);
   ba_free(c.vals);
   ba_free(run.batch);
   return rc;
