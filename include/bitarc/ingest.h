@@ -167,8 +167,9 @@ typedef struct ba_collector_stats {
 /* Binds the socket and starts the receive thread. Detail of a failure in
  * errbuf. */
 int ba_collector_start(const ba_collector_opts_t *opts, ba_collector_t **out, char *errbuf, size_t errlen);
-/* Decodes queued datagrams for up to timeout_ms, delivering records to fn
- * (call from one thread). Returns 0, or the sink's status. */
+/* Waits up to min(timeout_ms, 20 ms) for a batch of datagrams (wakes early
+ * once 256 KiB are queued), then decodes everything queued, delivering
+ * records to fn (call from one thread). Returns 0, or the sink's status. */
 int ba_collector_poll(ba_collector_t *c, int timeout_ms, ba_record_sink_fn fn, void *ctx);
 /* Stops receiving, decodes what is queued, finishes the decoder. */
 int ba_collector_stop(ba_collector_t *c, ba_record_sink_fn fn, void *ctx);

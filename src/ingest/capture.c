@@ -141,6 +141,7 @@ int ba_capture_ingest(const char *path, FILE *fp, const ba_capture_opts_t *opts,
   held_pkt_t *held = NULL;
   size_t nheld = 0;
   int rc = BA_OK;
+  uint64_t pos = 0;
   if (!s || !arena) {
     rc = BA_ERR_NOMEM;
     goto done;
@@ -157,7 +158,7 @@ int ba_capture_ingest(const char *path, FILE *fp, const ba_capture_opts_t *opts,
   if (opts->flows) ba_flow_decoder_counts(opts->flows, &before);
 
   FILE *pf = pcap_file(pc);
-  uint64_t pos = pf ? (uint64_t)ftell(pf) : 0;
+  pos = pf ? (uint64_t)ftell(pf) : 0;
   struct pcap_pkthdr *h;
   const u_char *data;
   int r;

@@ -24,6 +24,9 @@
 #define RX_MAX 65536
 #define ENT_HDR 20 /* u32 length + 16-byte exporter */
 #define WRAP_MARK 0xffffffffu
+#define WAKE_BYTES (256u << 10)
+#define WAKE_MS 20
+#define RX_NAP_US 500
 
 struct ba_collector {
   int fd;
@@ -147,8 +150,16 @@ static void *rx_main(void *arg) {
       c->received_bytes += msgs[i].msg_len;
       if (ring_push(c, ex, iov[i].iov_base, msgs[i].msg_len)) c->queue_dropped++;
     }
-    pthread_cond_signal(&c->cv);
+    /* Wake the decoder only for a worthwhile amount; it also wakes by itself
+     * every WAKE_MS, so a trickle is decoded with at most that delay. */
+    if (c->wr - c->rd >= WAKE_BYTES) pthread_cond_signal(&c->cv);
     pthread_mutex_unlock(&c->mu);
+    if (n < RX_BATCH / 2) {
+      /* Few datagrams waiting: let the kernel buffer collect a batch instead of
+       * waking per datagram (SO_RCVBUF holds far more than RX_NAP_US of traffic). */
+      struct timespec nap = {0, RX_NAP_US * 1000L};
+      nanosleep(&nap, NULL);
+    }
   }
   return NULL;
 }
@@ -257,7 +268,8 @@ static int drain(ba_collector_t *c, uint64_t upto, ba_record_sink_fn fn, void *c
 int ba_collector_poll(ba_collector_t *c, int timeout_ms, ba_record_sink_fn fn, void *ctx) {
   BA_RETURN_IF(!c, BA_ERR_INVALID);
   pthread_mutex_lock(&c->mu);
-  if (c->rd == c->wr && timeout_ms > 0) {
+  if (c->wr - c->rd < WAKE_BYTES && timeout_ms > 0) {
+    if (timeout_ms > WAKE_MS) timeout_ms = WAKE_MS;
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     ts.tv_sec += timeout_ms / 1000;

@@ -686,25 +686,34 @@ static int rec_finish(ba_flow_decoder_t *d, const nf_hdr_t *h, ba_record_t *r, n
   return 0;
 }
 
+/* Length of a field of the record at rp (avail bytes left in the set) whose
+ * data starts at *o2; a variable-length prefix (1 byte, or 255 + 2 bytes) is
+ * consumed. Returns -1 when the field does not fit. */
+static inline int field_len(const nf_field_t *f, const uint8_t *rp, size_t avail, size_t *o2, size_t *fl) {
+  size_t l = f->len;
+  if (l == 65535) {
+    if (*o2 >= avail) return -1;
+    l = rp[(*o2)++];
+    if (l == 255) {
+      if (avail - *o2 < 2) return -1;
+      l = ba_load_be16(rp + *o2);
+      *o2 += 2;
+    }
+  }
+  if (l > avail - *o2) return -1;
+  *fl = l;
+  return 0;
+}
+
 static void data_set(ba_flow_decoder_t *d, const nf_hdr_t *h, const nf_tmpl_t *t, const uint8_t *p, size_t len) {
   size_t off = 0;
   while (len - off >= t->min_len) {
     const uint8_t *rp = p + off;
     if (t->options) {
       /* Options data: parsed for its length (and systemInitTimeMilliseconds), never a flow. */
-      size_t o2 = 0;
+      size_t o2 = 0, fl;
       for (uint16_t i = 0; i < t->nfields; i++) {
-        size_t fl = t->fields[i].len;
-        if (fl == 65535) {
-          if (o2 >= len - off) goto bad;
-          fl = rp[o2++];
-          if (fl == 255) {
-            if (len - off - o2 < 2) goto bad;
-            fl = ba_load_be16(rp + o2);
-            o2 += 2;
-          }
-        }
-        if (fl > len - off - o2) goto bad;
+        if (field_len(&t->fields[i], rp, len - off, &o2, &fl)) goto bad;
         if (t->fields[i].op == OP_SYSINIT_MS) d->cur->sysinit_ms = (int64_t)(be_uint(rp + o2, (unsigned)fl) & 0x7fffffffffffull);
         o2 += fl;
       }
@@ -720,24 +729,14 @@ static void data_set(ba_flow_decoder_t *d, const nf_hdr_t *h, const nf_tmpl_t *t
       for (uint16_t i = 0; i < t->nplan; i++) apply(r, &s, t->plan[i].op, rp + t->plan[i].off, t->plan[i].len);
       off += t->min_len;
     } else {
-      size_t o2 = 0;
+      size_t o2 = 0, fl;
       for (uint16_t i = 0; i < t->nfields; i++) {
-        size_t fl = t->fields[i].len;
-        if (fl == 65535) {
-          if (o2 >= len - off) goto bad;
-          fl = rp[o2++];
-          if (fl == 255) {
-            if (len - off - o2 < 2) goto bad;
-            fl = ba_load_be16(rp + o2);
-            o2 += 2;
-          }
-        }
-        if (fl > len - off - o2) goto bad;
+        if (field_len(&t->fields[i], rp, len - off, &o2, &fl)) goto bad;
         if (t->fields[i].op != OP_SKIP) {
           uint8_t op = t->fields[i].op;
           /* Variable-length encodings only make sense for octet arrays. */
           if (t->fields[i].len == 65535 && op != OP_FRAME_SECTION) op = OP_SKIP;
-          if (op != OP_SKIP && (fl <= 65535)) apply(r, &s, op, rp + o2, (unsigned)fl);
+          if (op != OP_SKIP) apply(r, &s, op, rp + o2, (unsigned)fl);
         }
         o2 += fl;
       }
