@@ -23,6 +23,7 @@
 
 #include "testsupport.h"
 #include "common/common.h"
+#include "crashutil.h"
 
 #define RATE "4000"
 #define SECONDS 4.5
@@ -162,19 +163,6 @@ static int is_complete(const char *dir, const char *name, char done[][256], size
   return 0;
 }
 
-static size_t complete_names(const char *dir, char names[][256], size_t cap) {
-  DIR *d = opendir(dir);
-  if (!d) return 0;
-  size_t n = 0;
-  struct dirent *e;
-  while ((e = readdir(d)) != NULL) {
-    size_t l = strlen(e->d_name);
-    if (l > 7 && !strcmp(e->d_name + l - 7, ".bitarc") && n < cap) snprintf(names[n++], 256, "%s", e->d_name);
-  }
-  closedir(d);
-  return n;
-}
-
 static void test_kill9_collect(void **state) {
   (void)state;
   const char *bitarc = getenv("BITARC"), *flowgen = getenv("FLOWGEN");
@@ -185,7 +173,7 @@ static void test_kill9_collect(void **state) {
   int long_run = getenv("BA_LONG_TESTS") && atoi(getenv("BA_LONG_TESTS")) > 0;
   int iters = long_run ? 40 : 5;
   char *dir = ba_test_mkdtemp();
-  char st[4096], err[4096], out[4096], log[4096], fout[4096], cmd[8192];
+  char st[4096], err[4096], out[4096], log[4096], fout[4096];
   snprintf(st, sizeof st, "%s/st", dir);
   snprintf(err, sizeof err, "%s/collect.err", dir);
   snprintf(out, sizeof out, "%s/collect.out", dir);
@@ -226,23 +214,13 @@ static void test_kill9_collect(void **state) {
     int status;
     waitpid(cpid, &status, 0);
     assert_true(WIFSIGNALED(status));
-    size_t ndone = complete_names(st, done, 1024);
+    size_t ndone = ba_crash_complete_names(st, done, 1024);
     waitpid(fpid, &status, 0);
     assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     read_log(log);
     sent_total += g_nsent;
 
-    snprintf(cmd, sizeof cmd, "'%s' verify --store '%s' --recover 2>&1", bitarc, st);
-    FILE *p = popen(cmd, "r");
-    assert_non_null(p);
-    char line[4096];
-    int said = 0;
-    unsigned long long rec = 0;
-    while (fgets(line, sizeof line, p))
-      if (sscanf(line, "recovered %llu records", &rec) == 1) said = 1;
-    int vst = pclose(p);
-    if (!said) fail_msg("iteration %d: verify --recover did not report what it recovered", it);
-    if (!WIFEXITED(vst) || WEXITSTATUS(vst) != 0) fail_msg("iteration %d: verify after recovery: exit %d", it, vst);
+    unsigned long long rec = ba_crash_recover(bitarc, st, it);
     recovered_total += rec;
 
     ba_store_t *s;
