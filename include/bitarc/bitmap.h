@@ -100,6 +100,12 @@ int ba_bitmap_andnot(const ba_bitmap_t *a, const ba_bitmap_t *b, ba_codec_t c, b
 /* Complement over the bitmap's own row count. */
 int ba_bitmap_not(const ba_bitmap_t *a, ba_codec_t c, ba_bitmap_t **out);
 int ba_bitmap_and_count(const ba_bitmap_t *a, const ba_bitmap_t *b, uint64_t *out);
+/* OR of n finished bitmaps (any codecs and row counts) by pairwise tree
+ * reduction; n = 0 gives an empty bitmap of 0 rows. */
+int ba_bitmap_or_many(const ba_bitmap_t *const *bms, size_t n, ba_codec_t out_codec,
+                      ba_bitmap_t **out);
+/* Re-encodes a finished bitmap in another codec (same rows, same bits). */
+int ba_bitmap_convert(const ba_bitmap_t *a, ba_codec_t c, ba_bitmap_t **out);
 
 /* --- serialization: magic-less record [u8 codec][u8 flags][u16 reserved]
  *     [u64 nrows][u64 nwords][words, little-endian] --- */

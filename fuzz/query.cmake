@@ -1,0 +1,2 @@
+# Query module fuzz targets (owner: query).
+ba_add_fuzzer(filter ${CMAKE_CURRENT_LIST_DIR}/fuzz_filter.c)

@@ -1,0 +1,120 @@
+/* Queries: nfdump's filter language (plus wildcards, port ranges, relative
+ * times), compiled once, evaluated on records or answered from a store's
+ * bitmap indexes with selective block reads.
+ *
+ *   ba_query_t *q;
+ *   ba_query_create(&q);
+ *   if (ba_query_compile(q, "src ip 10.4.*.* and dst port 137") == BA_ERR_SYNTAX)
+ *     fprintf(stderr, "%s at column %zu\n", ba_query_errmsg(q), ba_query_errcol(q));
+ *   ba_query_run(q, store, &opts, sink, ctx, &stats);
+ *   ba_query_free(q);
+ *
+ * Grammar and semantics: doc/query.md. A query handle is not thread-safe;
+ * ba_query_match may be called from several threads once compiled. */
+#ifndef BITARC_QUERY_H
+#define BITARC_QUERY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bitarc/bitmap.h"
+#include "bitarc/errors.h"
+#include "bitarc/record.h"
+#include "bitarc/store.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ba_query ba_query_t;
+
+int ba_query_create(ba_query_t **out);
+void ba_query_free(ba_query_t *q);
+/* "Now" for relative times (`after 3h ago`), in ns since the epoch; default:
+ * the wall clock at compile time. Set before ba_query_compile. */
+void ba_query_set_now(ba_query_t *q, uint64_t now_ns);
+/* Parses `text` (an empty filter or "any" matches everything). On a syntax
+ * error returns BA_ERR_SYNTAX; ba_query_errmsg names the offending token and
+ * ba_query_errcol gives its 0-based byte column in `text`. */
+int ba_query_compile(ba_query_t *q, const char *text);
+const char *ba_query_errmsg(const ba_query_t *q);
+size_t ba_query_errcol(const ba_query_t *q);
+/* The compiled tree as canonical text (S-expressions); *len gets the full
+ * length, the buffer gets at most cap-1 bytes and a NUL. */
+int ba_query_dump(const ba_query_t *q, char *buf, size_t cap, size_t *len);
+/* 1 if the record matches, 0 if not (the record evaluator, exact nfdump
+ * semantics; fields the query does not use are not read). */
+int ba_query_match(const ba_query_t *q, const ba_record_t *r);
+/* Columns (ba_col_t mask) the evaluator reads. */
+uint32_t ba_query_columns(const ba_query_t *q);
+
+/* ---------- execution over a store ---------- */
+typedef enum ba_range_strategy {
+  BA_RANGE_ITERATIVE = 0, /* R <- R | A_j, the bins split among threads */
+  BA_RANGE_REDUCTION = 1  /* pairwise tree, each level's pairs split among threads */
+} ba_range_strategy_t;
+
+typedef void (*ba_query_explain_fn)(void *ctx, const char *line);
+
+typedef struct ba_query_exec_opts {
+  uint64_t start_ns, end_ns;   /* time window [start, end) on first_ns; 0,0 = all */
+  uint32_t out_cols;           /* columns the caller needs in delivered records */
+  int threads;                 /* 1 or 2 (range ORs); 0 = 1 */
+  ba_range_strategy_t strategy;
+  int force_scan;              /* linear scan + evaluator (debug/oracle) */
+  uint64_t limit;              /* stop after this many matches; 0 = all */
+  ba_query_explain_fn explain; /* if set: receives the plan, one line per call */
+  void *explain_ctx;
+  int explain_only;            /* plan only: no rows are read */
+} ba_query_exec_opts_t;
+void ba_query_exec_opts_init(ba_query_exec_opts_t *o);
+
+typedef struct ba_query_stats {
+  uint64_t segments_total, segments_used;
+  uint64_t rows_total;        /* rows in the segments used */
+  uint64_t rows_candidate;    /* rows the index proposed */
+  uint64_t rows_matched;      /* rows delivered */
+  uint64_t blocks_read;       /* blocks holding candidate rows */
+  uint64_t rows_damaged;      /* rows lost in damaged blocks */
+  uint64_t bitmap_ops;        /* compressed-domain operations done */
+  uint64_t first_ns, last_ns; /* of matched records */
+  uint64_t packets, bytes;    /* sums over matched records */
+} ba_query_stats_t;
+
+/* Runs the query over every segment of the store that overlaps the window,
+ * in segment order; matching records go to `fn` in row order per segment
+ * (fields outside opts->out_cols | ba_query_columns are zero). A non-zero
+ * return from fn stops the run and is returned. Damaged blocks are skipped
+ * and counted in stats->rows_damaged. */
+int ba_query_run(ba_query_t *q, ba_store_t *s, const ba_query_exec_opts_t *opts,
+                 ba_record_sink_fn fn, void *ctx, ba_query_stats_t *stats);
+
+/* OR of n bitmaps (range query over bins) with the given strategy and 1..2
+ * threads; out_codec for every intermediate and the result. n = 0 gives an
+ * empty bitmap of `rows` rows. */
+int ba_query_or_many(const ba_bitmap_t *const *bms, size_t n, uint64_t rows, ba_codec_t out_codec,
+                     ba_range_strategy_t strategy, int threads, ba_bitmap_t **out);
+
+/* ---------- parsing helpers shared with the CLI ---------- */
+/* nfdump's -t window "YYYY/MM/dd.hh:mm[:ss][-YYYY/MM/dd.hh:mm[:ss]]" or a
+ * relative "3h" / "45m" / "2d" (the last N units before now_ns). local != 0
+ * reads the times in the local time zone instead of UTC. */
+int ba_query_parse_window(const char *text, uint64_t now_ns, int local, uint64_t *start_ns,
+                          uint64_t *end_ns);
+
+/* ---------- output formatting (text into a caller buffer) ---------- */
+typedef struct ba_query_format ba_query_format_t;
+/* "line", "long", "csv", "ndjson" or "fmt:<%tokens>"; BA_ERR_SYNTAX names the
+ * bad token. */
+int ba_query_format_create(const char *spec, ba_query_format_t **out, char *err, size_t errcap);
+void ba_query_format_free(ba_query_format_t *f);
+/* Header line (may be empty), a record, columns needed. Outputs end in '\n'. */
+int ba_query_format_header(const ba_query_format_t *f, char *buf, size_t cap, size_t *len);
+int ba_query_format_record(const ba_query_format_t *f, const ba_record_t *r, char *buf, size_t cap,
+                           size_t *len);
+uint32_t ba_query_format_columns(const ba_query_format_t *f);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,158 @@
+/* MASC (Maximized Stride with Carrier) and its query-table word variant MASC-QT.
+ * Layout and rules: specs/codecs.md §5 (doc/codecs.md in the tree), D-11, D-12.
+ *
+ *   0-fill          0 | 0 | 00000 | counter:20 | additional:5    L = 31*counter + additional zeros
+ *   1-carried 0-fill 0 | 1 | c:5   | counter:20 | additional:5    L zeros, then c (1..30) ones
+ *   1-fill          1 | t | 00000 | counter:20 | additional:5    L ones; t = 0 (MASC), 1 (MASC-QT)
+ *
+ * MASC is a bit-run code: tokens are FILL0/FILL1 of any number of bits. The
+ * encoder merges adjacent runs of the same value, keeps a closed 0-run pending
+ * until the next 1-run is known (the carrier decision), and splits runs longer
+ * than MAXRUN bits into several words; only the last word of a 0-run carries. */
+#include "bitarc/bitmap.h"
+#include "codec/codec_internal.h"
+#include "common/common.h"
+#include "codec/masc_qt_table.h"
+
+#define MS_MAXRUN ((((uint64_t)1 << 20) - 1) * 31 + 30) /* 32,505,855 bits (D-12) */
+#define MS_MAXCARRY 30
+#define MS_BIT31 0x80000000u
+#define MS_BIT30 0x40000000u
+#define MS_CARRIER_SHIFT 25
+#define MS_FIELD_29_25 0x3E000000u
+#define MS_COUNT_MASK 0x01FFFFFFu /* counter and additional */
+
+/* Encoder state (ba_enc_state_t.s): */
+#define MS_S_VAL 0  /* value of the open run */
+#define MS_S_LEN 1  /* length of the open run, 0 = none */
+#define MS_S_ZERO 2 /* closed 0-run waiting for the next 1-run, 0 = none */
+
+static uint32_t ms_len_field(uint64_t len) {
+  return (uint32_t)(((len / 31) << 5) | (len % 31));
+}
+
+/* Emits a run of `len` >= 1 bits of value `v`; `carry` ones ride on the last word of a 0-run. */
+static int ms_emit(ba_wordvec_t *out, int qt, int v, uint64_t len, uint64_t carry) {
+  uint32_t tag = v ? (MS_BIT31 | (qt ? MS_BIT30 : 0)) : 0;
+  while (len > MS_MAXRUN) {
+    BA_FORWARD(ba_wordvec_push32(out, tag | ms_len_field(MS_MAXRUN)));
+    len -= MS_MAXRUN;
+  }
+  uint32_t w = tag | ms_len_field(len);
+  if (carry) w |= MS_BIT30 | ((uint32_t)carry << MS_CARRIER_SHIFT);
+  return ba_wordvec_push32(out, w);
+}
+
+/* A maximal run is complete (the next run has the other value, or the stream ended). */
+static int ms_close_run(ba_wordvec_t *out, ba_enc_state_t *st, int qt, int v, uint64_t len) {
+  if (v == 0) { /* runs alternate, so nothing can be pending here */
+    st->s[MS_S_ZERO] = len;
+    return BA_OK;
+  }
+  uint64_t z = st->s[MS_S_ZERO];
+  st->s[MS_S_ZERO] = 0;
+  if (z) {
+    if (len <= MS_MAXCARRY) return ms_emit(out, qt, 0, z, len);
+    BA_FORWARD(ms_emit(out, qt, 0, z, 0));
+  }
+  return ms_emit(out, qt, 1, len, 0);
+}
+
+static int ms_put(ba_wordvec_t *out, ba_enc_state_t *st, const ba_tok_t *tok, int qt) {
+  BA_RETURN_IF(tok->kind != BA_TOK_FILL0 && tok->kind != BA_TOK_FILL1, BA_ERR_INVALID);
+  uint64_t v = tok->kind == BA_TOK_FILL1;
+  if (tok->n == 0) return BA_OK;
+  uint64_t *s = st->s;
+  if (s[MS_S_LEN] && s[MS_S_VAL] == v) {
+    BA_RETURN_IF(tok->n > UINT64_MAX - s[MS_S_LEN], BA_ERR_OVERFLOW);
+    s[MS_S_LEN] += tok->n;
+    return BA_OK;
+  }
+  if (s[MS_S_LEN]) BA_FORWARD(ms_close_run(out, st, qt, (int)s[MS_S_VAL], s[MS_S_LEN]));
+  s[MS_S_VAL] = v;
+  s[MS_S_LEN] = tok->n;
+  return BA_OK;
+}
+
+static int ms_end(ba_wordvec_t *out, ba_enc_state_t *st, int qt) {
+  if (st->s[MS_S_LEN]) BA_FORWARD(ms_close_run(out, st, qt, (int)st->s[MS_S_VAL], st->s[MS_S_LEN]));
+  if (st->s[MS_S_ZERO]) BA_FORWARD(ms_emit(out, qt, 0, st->s[MS_S_ZERO], 0));
+  memset(st, 0, sizeof *st);
+  return BA_OK;
+}
+
+static int masc_put(ba_wordvec_t *out, ba_enc_state_t *st, const ba_tok_t *tok) { return ms_put(out, st, tok, 0); }
+static int masc_qt_put(ba_wordvec_t *out, ba_enc_state_t *st, const ba_tok_t *tok) { return ms_put(out, st, tok, 1); }
+static int masc_end(ba_wordvec_t *out, ba_enc_state_t *st) { return ms_end(out, st, 0); }
+static int masc_qt_end(ba_wordvec_t *out, ba_enc_state_t *st) { return ms_end(out, st, 1); }
+
+/* Decoder state (ba_dec_t.s): s[0] = ones carried by the last word, not yet returned. */
+static void ms_dec_init(ba_dec_t *d, const void *words, size_t nwords) {
+  memset(d, 0, sizeof *d);
+  d->words = words;
+  d->nwords = nwords;
+}
+
+int ba_masc_word(uint32_t x, int qt, int *v, uint64_t *len, uint32_t *carry) {
+  uint32_t add = x & 31u;
+  uint64_t l = (uint64_t)((x & MS_COUNT_MASK) >> 5) * 31 + add;
+  BA_RETURN_IF(add == 31 || l == 0, BA_ERR_CORRUPT);
+  uint32_t c = (x & MS_FIELD_29_25) >> MS_CARRIER_SHIFT;
+  *len = l;
+  if (x & MS_BIT31) { /* 1-fill: bit 30 is the MASC-QT type tag (D-11) */
+    BA_RETURN_IF(c != 0, BA_ERR_CORRUPT);
+    BA_RETURN_IF(((x & MS_BIT30) != 0) != (qt != 0), BA_ERR_CORRUPT);
+    *v = 1;
+    *carry = 0;
+    return BA_OK;
+  }
+  if (x & MS_BIT30)
+    BA_RETURN_IF(c == 0 || c > MS_MAXCARRY, BA_ERR_CORRUPT);
+  else
+    BA_RETURN_IF(c != 0, BA_ERR_CORRUPT);
+  *v = 0;
+  *carry = c;
+  return BA_OK;
+}
+
+static int ms_dec_next(ba_dec_t *d, ba_tok_t *tok, int qt) {
+  tok->lit = 0;
+  if (d->s[0]) {
+    tok->kind = BA_TOK_FILL1;
+    tok->n = d->s[0];
+    d->s[0] = 0;
+    return 1;
+  }
+  if (d->pos >= d->nwords) return 0;
+  int v;
+  uint32_t c;
+  BA_FORWARD(ba_masc_word(((const uint32_t *)d->words)[d->pos++], qt, &v, &tok->n, &c));
+  tok->kind = v ? BA_TOK_FILL1 : BA_TOK_FILL0;
+  d->s[0] = c;
+  return 1;
+}
+
+static int masc_dec_next(ba_dec_t *d, ba_tok_t *tok) { return ms_dec_next(d, tok, 0); }
+static int masc_qt_dec_next(ba_dec_t *d, ba_tok_t *tok) { return ms_dec_next(d, tok, 1); }
+
+const ba_codec_ops_t ba_masc_ops = {
+  .id = BA_CODEC_MASC,
+  .name = "masc",
+  .word_bytes = 4,
+  .group_bits = 0,
+  .put = masc_put,
+  .end = masc_end,
+  .dec_init = ms_dec_init,
+  .dec_next = masc_dec_next,
+};
+
+const ba_codec_ops_t ba_masc_qt_ops = {
+  .id = BA_CODEC_MASC_QT,
+  .name = "masc-qt",
+  .word_bytes = 4,
+  .group_bits = 0,
+  .put = masc_qt_put,
+  .end = masc_qt_end,
+  .dec_init = ms_dec_init,
+  .dec_next = masc_qt_dec_next,
+};

@@ -1,0 +1,42 @@
+/* MASC query table (MASC §III.D; specs/codecs.md §5.5, D-13): an in-memory
+ * acceleration structure rebuilt from the words on load, never stored.
+ *
+ * One entry per word: its type tag (1 = the word holds ones: a 1-fill or a
+ * 1-carried 0-fill; MASC-QT's bit 30) and its start row (the paper's
+ * "chunk offset * 31 + bit offset", here absolute instead of per window).
+ * Selection of the set rows in [a, b) binary-searches the first word and then
+ * visits only tagged words, skipping pure 0-fills without decoding them: the
+ * paper's "B = 1.5Wa + 2Wb drops to Wa + Wb". Works for MASC and MASC-QT words. */
+#ifndef BA_CODEC_MASC_QT_TABLE_H
+#define BA_CODEC_MASC_QT_TABLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bitarc/bitmap.h"
+
+/* Decodes one MASC word (qt = 1 for MASC-QT): run value *v and length *len,
+ * then *carry ones (0 if none). BA_ERR_CORRUPT per the spec's §5.3 rules. */
+int ba_masc_word(uint32_t x, int qt, int *v, uint64_t *len, uint32_t *carry);
+
+typedef struct ba_masc_qt_table ba_masc_qt_table_t;
+
+/* Builds the table of `nwords` words of `codec` (BA_CODEC_MASC or
+ * BA_CODEC_MASC_QT); validates every word (BA_ERR_CORRUPT) and the total row
+ * count (BA_ERR_OVERFLOW if it does not fit 64 bits). The words are not kept:
+ * pass the same words to the calls below. */
+int ba_masc_qt_table_build(ba_codec_t codec, const uint32_t *words, size_t nwords,
+                           ba_masc_qt_table_t **out);
+void ba_masc_qt_table_free(ba_masc_qt_table_t *t);
+/* Rows described by the words (sum of all runs). */
+uint64_t ba_masc_qt_table_rows(const ba_masc_qt_table_t *t);
+/* Index of the word whose runs contain `row`; the word count if row >= rows. */
+size_t ba_masc_qt_table_seek(const ba_masc_qt_table_t *t, uint64_t row);
+/* Calls fn with batches of the increasing set rows in [a, b) (b is clipped to
+ * the row count); a non-zero return from fn stops and is returned. */
+int ba_masc_qt_table_select(const ba_masc_qt_table_t *t, const uint32_t *words, uint64_t a, uint64_t b,
+                            ba_rows_fn fn, void *ctx);
+/* Number of set rows in [a, b). */
+uint64_t ba_masc_qt_table_count(const ba_masc_qt_table_t *t, const uint32_t *words, uint64_t a, uint64_t b);
+
+#endif

@@ -1,0 +1,68 @@
+/* Query module internals: the filter AST shared by parser, evaluator and planner. */
+#ifndef BA_QUERY_INTERNAL_H
+#define BA_QUERY_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bitarc/query.h"
+
+typedef enum qnode_kind {
+  QN_TRUE = 0, QN_FALSE, QN_AND, QN_OR, QN_NOT,
+  QN_IPVER,  /* ipver == num */
+  QN_ADDR,   /* address set (v4 octet patterns, v6 prefixes) */
+  QN_PORT,   /* port in ranges */
+  QN_PROTO,  /* proto in ranges */
+  QN_FLAGS,  /* cmp QC_EQ: (tcp_flags & mask) == mask; QC_GT: any of mask (see parse.c) */
+  QN_TIME,   /* first/last ns cmp value */
+  QN_NUM     /* non-indexed numeric field cmp value */
+} qnode_kind_t;
+
+typedef enum qdir { QD_EITHER = 0, QD_SRC, QD_DST, QD_BOTH } qdir_t;
+typedef enum qcmp { QC_EQ = 0, QC_GT, QC_LT, QC_GE, QC_LE } qcmp_t;
+
+typedef enum qfield {
+  QF_PACKETS = 0, QF_BYTES, QF_DURATION, QF_PPS, QF_BPS, QF_BPP, QF_FLOWS,
+  QF_AS, QF_IF, QF_TOS, QF_ICMP_TYPE, QF_ICMP_CODE, QF_VLAN, QF_FIRST, QF_LAST
+} qfield_t;
+
+/* One address item: a v4 pattern (each octet a 256-bit set) or a v6 prefix. */
+typedef struct qaddr {
+  uint8_t v6;
+  uint8_t plen;          /* v6 prefix length */
+  uint8_t a6[16];
+  uint64_t oct[4][4];    /* v4: allowed values of octet i, 256-bit set */
+} qaddr_t;
+
+typedef struct qrange { uint32_t lo, hi; } qrange_t;
+
+typedef struct qnode {
+  qnode_kind_t kind;
+  qdir_t dir;
+  qcmp_t cmp;
+  qfield_t field;
+  uint32_t col;          /* column in the source text (for messages) */
+  struct qnode *kid[2];  /* AND/OR: two kids; NOT: kid[0] */
+  uint64_t value;        /* IPVER, FLAGS mask, TIME/NUM value */
+  size_t n;              /* ranges / addrs count */
+  qrange_t *ranges;      /* PORT, PROTO: sorted, merged */
+  qaddr_t *addrs;        /* ADDR */
+} qnode_t;
+
+struct ba_query {
+  qnode_t *root;
+  uint64_t now_ns;
+  int now_set;
+  uint32_t cols;
+  size_t errcol;
+  char errmsg[256];
+};
+
+void qnode_free(qnode_t *n);
+qnode_t *qnode_new(qnode_kind_t kind);
+int qnode_eval(const qnode_t *n, const ba_record_t *r);
+uint32_t qnode_columns(const qnode_t *n);
+int qaddr_match(const qaddr_t *a, const uint8_t addr[16]);
+int qaddr_v4_in(const qaddr_t *a, int octet, unsigned v);
+
+#endif

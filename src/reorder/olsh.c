@@ -1,0 +1,442 @@
+/* oLSH reordering buffer: Program 1 of netfli-archive-and-index.txt §4.4.
+ *
+ * Layout. Buffered records live in a slot array (grown on demand, never past
+ * MMax + 1 slots) threaded into P chains in arrival order; packet frames live
+ * in one byte arena (grown on demand, never past frame_bytes) that is
+ * compacted in allocation order when full. Chains are also threaded into
+ * per-length lists so the longest chain is found in O(1) amortized time.
+ *
+ * Insertion sort, done lazily. Program 1 keeps each chain insertion-sorted by
+ * H2. A stable insertion sort of a sequence gives exactly the stable sort of
+ * that sequence, so chains are kept in arrival order and stably sorted by H2
+ * when emitted: same output, O(n log n) instead of O(n^2) per chain. */
+#include "reorder/olsh.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "common/common.h"
+
+#define OLSH_DIM 11
+#define OLSH_NIL UINT32_MAX
+#define OLSH_MAX_FUNCS 64
+
+typedef struct olsh_slot {
+  ba_record_t rec;       /* rec.frame is NULL while buffered; the frame is at foff */
+  uint64_t foff;         /* arena offset of the frame (flen > 0) */
+  uint32_t flen;         /* frame bytes held in the arena */
+  uint32_t h2;
+  uint32_t next;         /* next slot of the chain, or of the free list */
+  uint32_t aprev, anext; /* arena allocation order (slots holding a frame) */
+} olsh_slot;
+
+typedef struct olsh_chain {
+  uint32_t head, tail, len;
+  uint32_t lprev, lnext; /* list of chains with the same length */
+} olsh_chain;
+
+struct ba_olsh {
+  ba_olsh_opts_t o;
+  double *a1, *a2;       /* nfuncs x OLSH_DIM projections for H1 and H2 */
+  double *b1, *b2;       /* offsets in [0, W) */
+  olsh_chain *chains;    /* P */
+  uint32_t *len_head;    /* [1..maxlen]: chains of that length, most recent first */
+  uint32_t maxlen;       /* lengths a chain can have while buffered */
+  uint32_t top;          /* no chain is longer than this */
+  olsh_slot *slots;
+  size_t slot_cap, slot_limit;
+  uint32_t free_head, slot_used;
+  size_t count;          /* buffered records */
+  uint8_t *arena;
+  size_t arena_cap;      /* allocated bytes, <= frame_bytes */
+  uint64_t arena_end;    /* next free offset */
+  uint64_t arena_live;   /* frame bytes of buffered records */
+  uint32_t ahead, atail;
+  ba_record_t *batch;    /* one emitted chain */
+  uint32_t *idx;
+  uint64_t *keys, *tmp;
+  size_t bmax;           /* longest chain ever emitted */
+  ba_olsh_stats_t st;
+};
+
+void ba_olsh_opts_init(ba_olsh_opts_t *o) {
+  memset(o, 0, sizeof *o);
+  o->nfuncs = 4;
+  o->nchains = 1024;
+  o->max_block = 4000;
+  o->mmax = 100000;
+  o->mmin = 50000;
+  o->width = 1000.0;
+  o->seed = 0x6F4C5348u; /* "oLSH" */
+  o->q = 1u << 30;
+  o->frame_bytes = 64u << 20;
+}
+
+static int olsh_opts_valid(const ba_olsh_opts_t *o) {
+  return o && o->nfuncs >= 1 && o->nfuncs <= OLSH_MAX_FUNCS && o->nchains >= 1 && o->max_block >= 1 &&
+         o->mmax >= 1 && o->mmax < (1u << 31) && o->mmin < o->mmax && o->q >= 1 && isfinite(o->width) &&
+         o->width > 0.0 && o->frame_bytes <= (uint64_t)SIZE_MAX / 2;
+}
+
+/* Sizes derived from the options (shared by create and mem_bound). */
+/* Longest chain that can sit in the buffer: longer than maxBlockSize is
+ * emitted at once, and no chain exceeds MMax + 1 records. */
+static size_t olsh_maxlen(const ba_olsh_opts_t *o) { return BA_MIN((size_t)o->max_block, (size_t)o->mmax + 1); }
+static size_t olsh_bmax(const ba_olsh_opts_t *o) { return BA_MIN((size_t)o->max_block, (size_t)o->mmax) + 1; }
+
+static size_t olsh_fixed_bytes(const ba_olsh_opts_t *o) {
+  size_t b = olsh_bmax(o);
+  return sizeof(struct ba_olsh) + 2 * (size_t)o->nfuncs * (OLSH_DIM + 1) * sizeof(double) +
+         (size_t)o->nchains * sizeof(olsh_chain) + (olsh_maxlen(o) + 1) * sizeof(uint32_t) +
+         b * (sizeof(ba_record_t) + sizeof(uint32_t) + 2 * sizeof(uint64_t));
+}
+
+size_t ba_olsh_mem_bound(const ba_olsh_opts_t *o) {
+  if (!olsh_opts_valid(o)) return 0;
+  return olsh_fixed_bytes(o) + ((size_t)o->mmax + 1) * sizeof(olsh_slot) + (size_t)o->frame_bytes;
+}
+
+size_t ba_olsh_mem_bytes(const ba_olsh_t *h) {
+  return olsh_fixed_bytes(&h->o) + h->slot_cap * sizeof(olsh_slot) + h->arena_cap;
+}
+
+/* splitmix64: the seeded stream the projections are drawn from. */
+static uint64_t olsh_rand(uint64_t *s) {
+  uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+/* Uniform in (0, 1). */
+static double olsh_unif(uint64_t *s) { return ((double)(olsh_rand(s) >> 11) + 0.5) / 9007199254740992.0; }
+/* Standard normal (Marsaglia's polar method: only log and sqrt, both exact
+ * or correctly rounded in glibc, so projections are the same everywhere). */
+static double olsh_gauss(uint64_t *s) {
+  for (;;) {
+    double u = 2.0 * olsh_unif(s) - 1.0, v = 2.0 * olsh_unif(s) - 1.0, q = u * u + v * v;
+    if (q > 0.0 && q < 1.0) return u * sqrt(-2.0 * log(q) / q);
+  }
+}
+
+int ba_olsh_create(const ba_olsh_opts_t *o, ba_olsh_t **out) {
+  BA_RETURN_IF(!out, BA_ERR_INVALID);
+  *out = NULL;
+  BA_RETURN_IF(!olsh_opts_valid(o), BA_ERR_INVALID);
+  ba_olsh_t *h = ba_calloc(1, sizeof *h);
+  BA_RETURN_IF(!h, BA_ERR_NOMEM);
+  h->o = *o;
+  size_t nf = (size_t)o->nfuncs * OLSH_DIM;
+  h->maxlen = (uint32_t)olsh_maxlen(o);
+  h->bmax = olsh_bmax(o);
+  h->slot_limit = (size_t)o->mmax + 1;
+  h->a1 = ba_malloc(2 * nf * sizeof(double));
+  h->b1 = ba_malloc(2 * (size_t)o->nfuncs * sizeof(double));
+  h->chains = ba_malloc((size_t)o->nchains * sizeof(olsh_chain));
+  h->len_head = ba_malloc(((size_t)h->maxlen + 1) * sizeof(uint32_t));
+  h->batch = ba_malloc(h->bmax * sizeof(ba_record_t));
+  h->idx = ba_malloc(h->bmax * sizeof(uint32_t));
+  h->keys = ba_malloc(2 * h->bmax * sizeof(uint64_t));
+  if (!h->a1 || !h->b1 || !h->chains || !h->len_head || !h->batch || !h->idx || !h->keys) {
+    ba_olsh_free(h);
+    return BA_ERR_NOMEM;
+  }
+  h->a2 = h->a1 + nf;
+  h->b2 = h->b1 + o->nfuncs;
+  h->tmp = h->keys + h->bmax;
+  uint64_t s = o->seed;
+  for (size_t i = 0; i < 2 * nf; i++) h->a1[i] = olsh_gauss(&s);
+  for (size_t i = 0; i < 2 * (size_t)o->nfuncs; i++) h->b1[i] = olsh_unif(&s) * o->width;
+  for (uint32_t c = 0; c < o->nchains; c++)
+    h->chains[c] = (olsh_chain){OLSH_NIL, OLSH_NIL, 0, OLSH_NIL, OLSH_NIL};
+  for (size_t l = 0; l <= h->maxlen; l++) h->len_head[l] = OLSH_NIL;
+  h->free_head = OLSH_NIL;
+  h->ahead = h->atail = OLSH_NIL;
+  *out = h;
+  return BA_OK;
+}
+
+void ba_olsh_free(ba_olsh_t *h) {
+  if (!h) return;
+  ba_free(h->a1);
+  ba_free(h->b1);
+  ba_free(h->chains);
+  ba_free(h->len_head);
+  ba_free(h->slots);
+  ba_free(h->arena);
+  ba_free(h->batch);
+  ba_free(h->idx);
+  ba_free(h->keys);
+  ba_free(h);
+}
+
+size_t ba_olsh_buffered(const ba_olsh_t *h) { return h ? h->count : 0; }
+uint64_t ba_olsh_buffered_frame_bytes(const ba_olsh_t *h) { return h ? h->arena_live : 0; }
+void ba_olsh_get_stats(const ba_olsh_t *h, ba_olsh_stats_t *st) { *st = h->st; }
+
+/* ---------- hashing ---------- */
+
+static void olsh_vector(const ba_record_t *r, double v[OLSH_DIM]) {
+  /* IPv4 (and non-IP, all zero) use a.b.c.d at bytes 12..15 of the mapped
+   * form; IPv6 uses its first four bytes, the prefix that groups hosts. */
+  int off = r->ipver == 6 ? 0 : 12;
+  for (int i = 0; i < 4; i++) {
+    v[i] = r->src[off + i];
+    v[4 + i] = r->dst[off + i];
+  }
+  v[8] = r->src_port;
+  v[9] = r->dst_port;
+  v[10] = r->proto;
+}
+
+static uint32_t olsh_sum_mod(const double *a, const double *b, uint32_t n, double w, const double v[OLSH_DIM],
+                             uint32_t mod) {
+  int64_t sum = 0;
+  for (uint32_t i = 0; i < n; i++, a += OLSH_DIM) {
+    double dot = b[i];
+    for (int k = 0; k < OLSH_DIM; k++) dot += a[k] * v[k];
+    sum += (int64_t)floor(dot / w);
+  }
+  int64_t m = sum % (int64_t)mod;
+  return (uint32_t)(m < 0 ? m + (int64_t)mod : m);
+}
+
+void ba_olsh_hash(const ba_olsh_t *h, const ba_record_t *r, uint32_t *h1, uint32_t *h2) {
+  double v[OLSH_DIM];
+  olsh_vector(r, v);
+  *h1 = olsh_sum_mod(h->a1, h->b1, h->o.nfuncs, h->o.width, v, h->o.nchains);
+  *h2 = olsh_sum_mod(h->a2, h->b2, h->o.nfuncs, h->o.width, v, h->o.q);
+}
+
+/* ---------- length lists ---------- */
+
+static void olsh_len_unlink(ba_olsh_t *h, uint32_t c) {
+  olsh_chain *ch = &h->chains[c];
+  if (ch->lprev != OLSH_NIL) h->chains[ch->lprev].lnext = ch->lnext;
+  else h->len_head[ch->len] = ch->lnext;
+  if (ch->lnext != OLSH_NIL) h->chains[ch->lnext].lprev = ch->lprev;
+  ch->lprev = ch->lnext = OLSH_NIL;
+}
+
+static void olsh_len_push(ba_olsh_t *h, uint32_t c) {
+  olsh_chain *ch = &h->chains[c];
+  uint32_t first = h->len_head[ch->len];
+  ch->lprev = OLSH_NIL;
+  ch->lnext = first;
+  if (first != OLSH_NIL) h->chains[first].lprev = c;
+  h->len_head[ch->len] = c;
+  if (ch->len > h->top) h->top = ch->len;
+}
+
+/* The longest buffered chain (most recent to reach that length), or NIL. */
+static uint32_t olsh_longest(ba_olsh_t *h) {
+  while (h->top > 0 && h->len_head[h->top] == OLSH_NIL) h->top--;
+  return h->top ? h->len_head[h->top] : OLSH_NIL;
+}
+
+/* ---------- frame arena ---------- */
+
+static void olsh_arena_unlink(ba_olsh_t *h, uint32_t s) {
+  olsh_slot *sl = &h->slots[s];
+  if (sl->aprev != OLSH_NIL) h->slots[sl->aprev].anext = sl->anext;
+  else h->ahead = sl->anext;
+  if (sl->anext != OLSH_NIL) h->slots[sl->anext].aprev = sl->aprev;
+  else h->atail = sl->aprev;
+  h->arena_live -= sl->flen;
+  sl->flen = 0;
+  /* Space after the last live frame is free again. */
+  h->arena_end = h->atail == OLSH_NIL ? 0 : h->slots[h->atail].foff + h->slots[h->atail].flen;
+}
+
+/* Slides live frames down in allocation order (which is offset order). */
+static void olsh_arena_compact(ba_olsh_t *h) {
+  uint64_t dst = 0;
+  for (uint32_t s = h->ahead; s != OLSH_NIL; s = h->slots[s].anext) {
+    olsh_slot *sl = &h->slots[s];
+    if (sl->foff != dst) memmove(h->arena + dst, h->arena + sl->foff, sl->flen);
+    sl->foff = dst;
+    dst += sl->flen;
+  }
+  h->arena_end = dst;
+  h->st.compactions++;
+}
+
+static int olsh_emit_chain(ba_olsh_t *h, uint32_t c, ba_record_sink_fn emit, void *ctx);
+
+/* Makes room for `need` (<= frame_bytes) frame bytes at arena_end. */
+static int olsh_arena_reserve(ba_olsh_t *h, uint64_t need, ba_record_sink_fn emit, void *ctx) {
+  uint64_t budget = h->o.frame_bytes;
+  if (h->arena_end + need > budget) {
+    olsh_arena_compact(h);
+    /* Leave at most half the budget live so the next compaction is at least
+     * half a budget of new frames away (amortized O(1) per byte). */
+    int rc = BA_OK;
+    int evicted = 0;
+    while ((h->arena_live > budget / 2 || h->arena_live + need > budget) && h->count > 0) {
+      uint32_t c = olsh_longest(h);
+      h->st.frame_chains++;
+      evicted = 1;
+      if ((rc = olsh_emit_chain(h, c, emit, ctx)) != 0) break;
+    }
+    if (evicted) olsh_arena_compact(h);
+    if (rc != 0) return rc;
+  }
+  if (h->arena_end + need > h->arena_cap) {
+    size_t ncap = h->arena_cap ? h->arena_cap * 2 : 64 * 1024;
+    if (ncap < h->arena_end + need) ncap = (size_t)(h->arena_end + need);
+    if (ncap > budget) ncap = (size_t)budget;
+    uint8_t *p = ba_realloc(h->arena, ncap);
+    BA_RETURN_IF(!p, BA_ERR_NOMEM);
+    h->arena = p;
+    h->arena_cap = ncap;
+  }
+  return BA_OK;
+}
+
+/* ---------- emission ---------- */
+
+static void olsh_merge_sort(uint64_t *k, uint64_t *tmp, size_t n) {
+  if (n <= 24) {
+    for (size_t i = 1; i < n; i++) {
+      uint64_t x = k[i];
+      size_t j = i;
+      for (; j > 0 && k[j - 1] > x; j--) k[j] = k[j - 1];
+      k[j] = x;
+    }
+    return;
+  }
+  size_t m = n / 2;
+  olsh_merge_sort(k, tmp, m);
+  olsh_merge_sort(k + m, tmp, n - m);
+  if (k[m - 1] <= k[m]) return; /* already ordered: common for similar records */
+  memcpy(tmp, k, m * sizeof *k);
+  size_t i = 0, j = m, o = 0;
+  while (i < m && j < n) k[o++] = tmp[i] <= k[j] ? tmp[i++] : k[j++];
+  while (i < m) k[o++] = tmp[i++];
+}
+
+/* Removes chain c, hands its records to the sink sorted by (H2, arrival) and
+ * frees their slots and frames. */
+static int olsh_emit_chain(ba_olsh_t *h, uint32_t c, ba_record_sink_fn emit, void *ctx) {
+  olsh_chain *ch = &h->chains[c];
+  size_t n = 0;
+  int sorted = 1;
+  for (uint32_t s = ch->head; s != OLSH_NIL; s = h->slots[s].next) {
+    h->idx[n] = s;
+    h->keys[n] = ((uint64_t)h->slots[s].h2 << 32) | n;
+    if (n && h->keys[n] < h->keys[n - 1]) sorted = 0;
+    n++;
+  }
+  if (!sorted) olsh_merge_sort(h->keys, h->tmp, n);
+  for (size_t i = 0; i < n; i++) {
+    const olsh_slot *sl = &h->slots[h->idx[(uint32_t)h->keys[i]]];
+    h->batch[i] = sl->rec;
+    if (sl->flen) h->batch[i].frame = h->arena + sl->foff;
+  }
+  if (ch->len <= h->maxlen) olsh_len_unlink(h, c);
+  ch->head = ch->tail = OLSH_NIL;
+  ch->len = 0;
+  int rc = emit(ctx, h->batch, n);
+  /* Free after the sink returned: the batch's frames point into the arena. */
+  for (size_t i = 0; i < n; i++) {
+    uint32_t s = h->idx[i];
+    if (h->slots[s].flen) olsh_arena_unlink(h, s);
+    h->slots[s].next = h->free_head;
+    h->free_head = s;
+  }
+  h->count -= n;
+  h->st.emitted += n;
+  h->st.batches++;
+  return rc;
+}
+
+static int olsh_drain(ba_olsh_t *h, size_t target, ba_record_sink_fn emit, void *ctx, uint64_t *reason) {
+  while (h->count > target) {
+    uint32_t c = olsh_longest(h);
+    if (reason) (*reason)++;
+    int rc = olsh_emit_chain(h, c, emit, ctx);
+    if (rc != 0) return rc;
+  }
+  return 0;
+}
+
+static int olsh_slot_alloc(ba_olsh_t *h, uint32_t *out) {
+  if (h->free_head != OLSH_NIL) {
+    *out = h->free_head;
+    h->free_head = h->slots[*out].next;
+    return BA_OK;
+  }
+  if (h->slot_used == h->slot_cap) {
+    size_t ncap = h->slot_cap ? h->slot_cap * 2 : 256;
+    if (ncap > h->slot_limit) ncap = h->slot_limit;
+    BA_RETURN_IF(ncap <= h->slot_cap, BA_ERR_OVERFLOW); /* cannot happen: count <= MMax + 1 */
+    olsh_slot *p = ba_realloc(h->slots, ncap * sizeof *p);
+    BA_RETURN_IF(!p, BA_ERR_NOMEM);
+    h->slots = p;
+    h->slot_cap = ncap;
+  }
+  *out = h->slot_used++;
+  return BA_OK;
+}
+
+static int olsh_push_one(ba_olsh_t *h, const ba_record_t *r, ba_record_sink_fn emit, void *ctx) {
+  uint32_t flen = r->frame ? r->caplen : 0;
+  if (flen > h->o.frame_bytes) {
+    /* Larger than the whole frame budget: it cannot be buffered. */
+    h->st.pushed++;
+    h->st.passthrough++;
+    h->st.emitted++;
+    h->st.batches++;
+    return emit(ctx, r, 1);
+  }
+  int rc;
+  if (flen && (rc = olsh_arena_reserve(h, flen, emit, ctx)) != 0) return rc;
+  uint32_t s;
+  BA_FORWARD(olsh_slot_alloc(h, &s));
+  olsh_slot *sl = &h->slots[s];
+  sl->rec = *r;
+  sl->rec.frame = NULL;
+  sl->flen = flen;
+  sl->next = OLSH_NIL;
+  if (flen) {
+    sl->foff = h->arena_end;
+    memcpy(h->arena + sl->foff, r->frame, flen);
+    h->arena_end += flen;
+    h->arena_live += flen;
+    sl->anext = OLSH_NIL;
+    sl->aprev = h->atail;
+    if (h->atail != OLSH_NIL) h->slots[h->atail].anext = s;
+    else h->ahead = s;
+    h->atail = s;
+  }
+  uint32_t c;
+  ba_olsh_hash(h, r, &c, &sl->h2);
+  olsh_chain *ch = &h->chains[c];
+  if (ch->tail != OLSH_NIL) h->slots[ch->tail].next = s;
+  else ch->head = s;
+  ch->tail = s;
+  if (ch->len) olsh_len_unlink(h, c);
+  ch->len++;
+  h->count++;
+  h->st.pushed++;
+  if (ch->len <= h->maxlen) olsh_len_push(h, c);
+  if (ch->len > h->o.max_block) {
+    h->st.full_chains++;
+    if ((rc = olsh_emit_chain(h, c, emit, ctx)) != 0) return rc;
+  }
+  if (h->count > h->o.mmax) return olsh_drain(h, h->o.mmin, emit, ctx, &h->st.mem_chains);
+  return 0;
+}
+
+int ba_olsh_push(ba_olsh_t *h, const ba_record_t *recs, size_t n, ba_record_sink_fn emit, void *ctx) {
+  BA_RETURN_IF(!h || (!recs && n) || !emit, BA_ERR_INVALID);
+  for (size_t i = 0; i < n; i++) {
+    int rc = olsh_push_one(h, &recs[i], emit, ctx);
+    if (rc != 0) return rc;
+  }
+  return 0;
+}
+
+int ba_olsh_flush(ba_olsh_t *h, ba_record_sink_fn emit, void *ctx) {
+  BA_RETURN_IF(!h || !emit, BA_ERR_INVALID);
+  return olsh_drain(h, 0, emit, ctx, NULL);
+}
