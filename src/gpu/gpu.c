@@ -279,12 +279,13 @@ static int column_join(ba_codec_t c, wvec_t *a, uint64_t *rows_a, const void *b,
 typedef struct {
   uint32_t key;
   wvec_t w;
+  uint64_t rows; /* rows encoded in w; the rest up to joiner_t.rows are zeros to come */
 } jcol_t;
 
 /* The joined columns of a split batch, keys ascending. */
 typedef struct {
   jcol_t *col;
-  size_t n, cap;
+  size_t n;
   uint64_t rows;
 } joiner_t;
 
@@ -293,53 +294,60 @@ static void joiner_free(joiner_t *jn) {
   ba_free(jn->col);
 }
 
+/* Brings column o up to `rows` rows with zeros (deferred while the value is
+ * absent from pieces, so absent values cost nothing per piece). */
+static int jcol_pad(ba_codec_t c, jcol_t *o, uint64_t rows) {
+  if (o->rows >= rows) return BA_OK;
+  uint64_t add = rows - o->rows;
+  wvec_t z = {0};
+  int rc = zeros_append(&z, c, add);
+  if (rc == BA_OK) rc = column_join(c, &o->w, &o->rows, z.w, z.n, add);
+  ba_free(z.w);
+  return rc;
+}
+
 /* Adds the columns of one piece (rows_p rows) after the rows joined so far. */
 static int joiner_add(joiner_t *jn, ba_codec_t c, const ba_gpu_piece_t *p, uint64_t rows_p) {
   size_t wb = ba_codec_word_bits(c) / 8;
-  size_t nn = 0, ia = 0, ib = 0;
-  /* union of keys, merged in place into a new array */
-  jcol_t *out = ba_calloc(jn->n + p->nkeys ? jn->n + p->nkeys : 1, sizeof *out);
-  if (!out) return BA_ERR_NOMEM;
-  int rc = BA_OK;
-  while (rc == BA_OK && (ia < jn->n || ib < p->nkeys)) {
-    jcol_t *o = &out[nn++];
-    if (ib == p->nkeys || (ia < jn->n && jn->col[ia].key < p->keys[ib])) {
-      *o = jn->col[ia++];
-      memset(&jn->col[ia - 1].w, 0, sizeof(wvec_t));
-      uint64_t r = jn->rows;
-      wvec_t z = {0};
-      rc = zeros_append(&z, c, rows_p);
-      if (rc == BA_OK) rc = column_join(c, &o->w, &r, z.w, z.n, rows_p);
-      ba_free(z.w);
-      continue;
-    }
-    uint64_t r = 0;
-    if (ia < jn->n && jn->col[ia].key == p->keys[ib]) {
-      *o = jn->col[ia++];
-      memset(&jn->col[ia - 1].w, 0, sizeof(wvec_t));
-      r = jn->rows;
-    } else {
-      o->key = p->keys[ib];
-      if (jn->rows) rc = zeros_append(&o->w, c, jn->rows);
-      r = jn->rows;
-    }
-    const uint8_t *pw = (const uint8_t *)p->words + p->offsets[ib] * wb;
-    if (rc == BA_OK) rc = column_join(c, &o->w, &r, pw, (size_t)(p->offsets[ib + 1] - p->offsets[ib]), rows_p);
-    ib++;
+  size_t nn = 0, ia = 0, ib = 0, nnew = 0;
+  for (size_t i = 0, k = 0; i < p->nkeys; i++) { /* keys new to the join */
+    while (k < jn->n && jn->col[k].key < p->keys[i]) k++;
+    nnew += !(k < jn->n && jn->col[k].key == p->keys[i]);
   }
-  /* columns not moved (only on error) are freed with the old array */
-  for (size_t i = 0; i < jn->n; i++) ba_free(jn->col[i].w.w);
-  ba_free(jn->col);
-  jn->col = out;
-  jn->n = nn;
-  jn->cap = nn;
+  jcol_t *col = jn->col;
+  if (nnew) { /* merge the new keys in, keeping the order */
+    col = ba_calloc(jn->n + nnew, sizeof *col);
+    if (!col) return BA_ERR_NOMEM;
+    while (ia < jn->n || ib < p->nkeys) {
+      if (ib == p->nkeys || (ia < jn->n && jn->col[ia].key <= p->keys[ib])) {
+        if (ib < p->nkeys && jn->col[ia].key == p->keys[ib]) ib++;
+        col[nn++] = jn->col[ia++];
+      } else {
+        col[nn].key = p->keys[ib++];
+        nn++;
+      }
+    }
+    ba_free(jn->col);
+    jn->col = col;
+    jn->n = nn;
+  }
+  int rc = BA_OK;
+  for (size_t i = 0, k = 0; i < p->nkeys && rc == BA_OK; i++) {
+    while (col[k].key < p->keys[i]) k++;
+    rc = jcol_pad(c, &col[k], jn->rows);
+    const uint8_t *pw = (const uint8_t *)p->words + p->offsets[i] * wb;
+    if (rc == BA_OK) rc = column_join(c, &col[k].w, &col[k].rows, pw, (size_t)(p->offsets[i + 1] - p->offsets[i]), rows_p);
+  }
   jn->rows += rows_p;
   return rc;
 }
 
-static int joiner_to_index(joiner_t *jn, ba_gpu_index_t *ix, size_t wb) {
+static int joiner_to_index(joiner_t *jn, ba_codec_t c, ba_gpu_index_t *ix, size_t wb) {
   size_t total = 0;
-  for (size_t i = 0; i < jn->n; i++) total += jn->col[i].w.n;
+  for (size_t i = 0; i < jn->n; i++) {
+    BA_FORWARD(jcol_pad(c, &jn->col[i], jn->rows));
+    total += jn->col[i].w.n;
+  }
   ix->keys = ba_malloc(jn->n ? jn->n * sizeof(uint32_t) : 1);
   ix->offsets = ba_malloc((jn->n + 1) * sizeof(uint64_t));
   ix->words = ba_malloc(total ? total * wb : 1);
@@ -437,7 +445,7 @@ static int build_device(ba_gpu_t *g, ba_codec_t codec, const uint32_t *values, s
     }
     piece_free(&p);
   }
-  if (rc == BA_OK) rc = joiner_to_index(&jn, ix, wb);
+  if (rc == BA_OK) rc = joiner_to_index(&jn, codec, ix, wb);
   joiner_free(&jn);
   return rc;
 }

@@ -21,6 +21,8 @@
 #include <cstring>
 #include <new>
 
+#include <thrust/fill.h>
+
 namespace BA_CCCL_NS {
 namespace bagpu {
 
@@ -189,6 +191,17 @@ struct meta_op {
   }
 };
 
+/* One element to or from the device (no thrust::reference: its host path
+ * binds a null policy reference, which UBSan rejects). */
+template <class T> static T get1(const ba_vec<T> &v, size_t i) {
+  T x;
+  thrust::copy(v.begin() + i, v.begin() + i + 1, &x);
+  return x;
+}
+template <class T> static void set1(ba_vec<T> &v, size_t i, T x) {
+  thrust::fill_n(ba_par, v.begin() + i, 1, x);
+}
+
 template <class T> static T *host_alloc(size_t n) {
   T *p = (T *)ba_malloc(n ? n * sizeof(T) : 1);
   if (!p) throw std::bad_alloc();
@@ -217,7 +230,7 @@ static void fuse_and_copy(ba_gpu_piece_t *p, step_timer &tm, const Emit &em, u64
   thrust::transform(ba_par, c0, c0 + k, offs.begin(), cnt);
   tm.lap(BA_GPU_STEP_FILLS);
   thrust::exclusive_scan(ba_par, offs.begin(), offs.end(), offs.begin(), (u64)0);
-  u64 total = offs[k];
+  u64 total = get1(offs, k);
   ba_vec<W> words(total);
   write_op<Emit, W> wr = {em, thrust::raw_pointer_cast(offs.data()), thrust::raw_pointer_cast(words.data())};
   thrust::for_each(ba_par, c0, c0 + k, wr);
@@ -230,7 +243,7 @@ static void fuse_and_copy(ba_gpu_piece_t *p, step_timer &tm, const Emit &em, u64
                 thrust::raw_pointer_cast(headidx.data()), thrust::raw_pointer_cast(keys.data()),
                 thrust::raw_pointer_cast(offsets.data())};
   thrust::for_each(ba_par, c0, c0 + nkeys, mo);
-  offsets[nkeys] = total;
+  set1(offsets, nkeys, total);
   tm.lap(BA_GPU_STEP_META);
   p->keys = host_alloc<u32>(nkeys);
   p->offsets = host_alloc<u64>(nkeys + 1);
@@ -538,7 +551,7 @@ static void range(ba_gpu_rangejob_t *j) {
   count_op<wrun_emit> cnt = {we};
   thrust::transform(ba_par, c0, c0 + nr, offs.begin(), cnt);
   thrust::exclusive_scan(ba_par, offs.begin(), offs.end(), offs.begin(), (u64)0);
-  u64 total = offs[nr];
+  u64 total = get1(offs, nr);
   ba_vec<u64> out(total);
   write_op<wrun_emit, u64> wr = {we, thrust::raw_pointer_cast(offs.data()), thrust::raw_pointer_cast(out.data())};
   thrust::for_each(ba_par, c0, c0 + nr, wr);
