@@ -84,7 +84,8 @@ int ba_bitmap_to_rows(const ba_bitmap_t *bm, uint64_t *rows, size_t cap, size_t 
 /* Run view: fn(ctx, value, start_row, nrows) for maximal runs, in order. */
 typedef int (*ba_runs_fn)(void *ctx, int value, uint64_t start, uint64_t nrows);
 int ba_bitmap_foreach_run(const ba_bitmap_t *bm, ba_runs_fn fn, void *ctx);
-/* 1 if both describe the same bits (any codecs), 0 if not, <0 on error. */
+/* 1 if both have the same row count and the same bits (any codecs), 0 if
+ * not, <0 on error. */
 int ba_bitmap_equal(const ba_bitmap_t *a, const ba_bitmap_t *b);
 
 /* --- boolean algebra in the compressed domain --- */

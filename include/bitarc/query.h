@@ -9,7 +9,7 @@
  *   ba_query_run(q, store, &opts, sink, ctx, &stats);
  *   ba_query_free(q);
  *
- * Grammar and semantics: doc/query.md. A query handle is not thread-safe;
+ * Grammar and semantics: src/query/GRAMMAR.md. A query handle is not thread-safe;
  * ba_query_match may be called from several threads once compiled. */
 #ifndef BITARC_QUERY_H
 #define BITARC_QUERY_H
@@ -51,7 +51,11 @@ uint32_t ba_query_columns(const ba_query_t *q);
 /* ---------- execution over a store ---------- */
 typedef enum ba_range_strategy {
   BA_RANGE_ITERATIVE = 0, /* R <- R | A_j, the bins split among threads */
-  BA_RANGE_REDUCTION = 1  /* pairwise tree, each level's pairs split among threads */
+  BA_RANGE_REDUCTION = 1, /* pairwise tree, each level's pairs split among threads */
+  BA_RANGE_BITSET = 2,    /* decompress: OR every bin's runs into a plain bitset (one per
+                             thread), then encode once (the GPU paper's decompression
+                             strategy on a CPU) */
+  BA_RANGE_AUTO = 3       /* bitset from 32 bins on, else reduction (the planner's default) */
 } ba_range_strategy_t;
 
 typedef void (*ba_query_explain_fn)(void *ctx, const char *line);
@@ -66,6 +70,9 @@ typedef struct ba_query_exec_opts {
   ba_query_explain_fn explain; /* if set: receives the plan, one line per call */
   void *explain_ctx;
   int explain_only;            /* plan only: no rows are read */
+  int count_only;              /* only stats->rows_matched is wanted: rows the index answers
+                                  exactly are counted from the bitmap, not read; fn may be
+                                  called for the others (limit is ignored) */
 } ba_query_exec_opts_t;
 void ba_query_exec_opts_init(ba_query_exec_opts_t *o);
 
@@ -104,15 +111,45 @@ int ba_query_parse_window(const char *text, uint64_t now_ns, int local, uint64_t
 
 /* ---------- output formatting (text into a caller buffer) ---------- */
 typedef struct ba_query_format ba_query_format_t;
-/* "line", "long", "csv", "ndjson" or "fmt:<%tokens>"; BA_ERR_SYNTAX names the
- * bad token. */
-int ba_query_format_create(const char *spec, ba_query_format_t **out, char *err, size_t errcap);
+/* "line", "long", "csv", "ndjson" or "fmt:<text with %tokens>" (tokens as
+ * nfdump: %ts %te %td %pr %sa %da %sap %dap %sp %dp %flg %pkt %byt %fl %tos
+ * %in %out %sas %das %ra %bps %pps %bpp). On a bad spec returns BA_ERR_SYNTAX
+ * and writes the reason into err. Times print in UTC unless local != 0. */
+int ba_query_format_create(const char *spec, int local, ba_query_format_t **out, char *err, size_t errcap);
 void ba_query_format_free(ba_query_format_t *f);
-/* Header line (may be empty), a record, columns needed. Outputs end in '\n'. */
+/* Header line (len 0 if the format has none), then one line per record; every
+ * output ends in '\n'. `flows` is what %fl prints (1 for a plain record, the
+ * group size for aggregates). *len gets the full length; on truncation
+ * BA_ERR_OVERFLOW (cap 1024 always suffices for line/long/csv/ndjson). */
 int ba_query_format_header(const ba_query_format_t *f, char *buf, size_t cap, size_t *len);
-int ba_query_format_record(const ba_query_format_t *f, const ba_record_t *r, char *buf, size_t cap,
-                           size_t *len);
+int ba_query_format_record(const ba_query_format_t *f, const ba_record_t *r, uint64_t flows, char *buf,
+                           size_t cap, size_t *len);
+/* Columns (ba_col_t) the format prints. */
 uint32_t ba_query_format_columns(const ba_query_format_t *f);
+
+/* ---------- statistics (-s) and aggregation (-A) ---------- */
+enum {
+  BA_AGG_SRCIP = 1u << 0, BA_AGG_DSTIP = 1u << 1, BA_AGG_SRCPORT = 1u << 2, BA_AGG_DSTPORT = 1u << 3,
+  BA_AGG_PROTO = 1u << 4,
+  BA_AGG_IP = 1u << 5,    /* -s ip: each flow counts for its src and its dst address */
+  BA_AGG_PORT = 1u << 6   /* -s port: likewise for ports */
+};
+typedef enum ba_agg_order { BA_ORDER_FLOWS = 0, BA_ORDER_PACKETS, BA_ORDER_BYTES } ba_agg_order_t;
+typedef struct ba_query_agg_row {
+  ba_record_t key;  /* the grouped fields set (an -s ip/port key is in src/src_port), others zero;
+                       first_ns/last_ns = min first / max last of the group */
+  uint64_t flows, packets, bytes;
+} ba_query_agg_row_t;
+typedef struct ba_query_agg ba_query_agg_t;
+/* "srcip,dstip,srcport,dstport,proto" (any subset, also "ip", "port") into
+ * BA_AGG_* bits; BA_ERR_SYNTAX for an unknown name. */
+int ba_query_agg_parse(const char *fields, uint32_t *out);
+int ba_query_agg_create(uint32_t fields, ba_query_agg_t **out);
+void ba_query_agg_free(ba_query_agg_t *a);
+int ba_query_agg_add(ba_query_agg_t *a, const ba_record_t *recs, size_t n);
+/* Groups sorted by the order (descending; ties by key), valid until the next
+ * add or free. */
+int ba_query_agg_result(ba_query_agg_t *a, ba_agg_order_t order, const ba_query_agg_row_t **rows, size_t *n);
 
 #ifdef __cplusplus
 }

@@ -38,7 +38,7 @@ int ba_compress_from_name(const char *name, ba_compress_t *out);
 typedef enum ba_reorder { BA_REORDER_NONE = 0, BA_REORDER_OLSH = 1 } ba_reorder_t;
 
 typedef struct ba_store_opts {
-  ba_codec_t codec;           /* index codec (default chosen by measurement) */
+  ba_codec_t codec;           /* index codec (default plwah, chosen by measurement: bench/RESULTS.md) */
   ba_compress_t compress;     /* default LZO, as NET-FLi */
   uint32_t block_rows;        /* default 4000 */
   uint32_t slice_seconds;     /* default 3600 */
@@ -58,7 +58,12 @@ typedef struct ba_store_writer_stats {
 } ba_store_writer_stats_t;
 
 /* Creates the directory (mode 0700) if needed. Recovers any unfinished slice
- * left by a crash (reported through ba_store_writer_recovered). */
+ * left by a crash (reported through ba_store_writer_recovered). One writer
+ * per store: a second one gets BA_ERR_BUSY (flock on DIR/.lock).
+ * Open slices: a record of a new slice closes every slice more than one slice
+ * older; at most 4 slices are open (least recently used is closed); records of
+ * an already closed slice go to a new segment "seg-...-N.bitarc". Records with
+ * an unknown kind, caplen > 262144 or caplen > 0 without a frame are dropped. */
 int ba_store_writer_open(const char *dir, const ba_store_opts_t *opts, ba_store_writer_t **out);
 /* Records may arrive in any time order; each goes to the slice of first_ns.
  * Frames of packet records are copied. */
@@ -100,6 +105,9 @@ size_t ba_store_segment_count(const ba_store_t *s);
 /* Segments are ordered by start time. Opening validates the header and
  * footer (magic, version, CRC32C); blocks are checked when read. */
 int ba_store_segment(ba_store_t *s, size_t i, ba_segment_t **out);
+/* File name of segment i, also for one that failed to open (NULL if i is out
+ * of range). */
+const char *ba_store_segment_name(const ba_store_t *s, size_t i);
 int ba_segment_info(const ba_segment_t *seg, ba_segment_info_t *out);
 
 /* The bitmap of rows whose attribute equals value; an all-zero bitmap of
@@ -125,9 +133,20 @@ typedef enum ba_col {
  * and ba_store_errmsg names segment and block. */
 int ba_segment_read_rows(ba_segment_t *seg, const uint64_t *rows, size_t n, uint32_t cols,
                          ba_record_sink_fn fn, void *ctx, uint64_t *damaged);
+/* Damage with damaged == NULL: the undamaged rows are still delivered, then
+ * the first error is returned. Segment handles are not thread-safe: use one
+ * store handle per thread. */
 /* Every row in order (the linear scan used as the test oracle). */
 int ba_segment_scan(ba_segment_t *seg, uint32_t cols, ba_record_sink_fn fn, void *ctx,
                     uint64_t *damaged);
+/* Rebuilds every segment's index with the batch builder on `device` ("cpu";
+ * others answer BA_ERR_NODEVICE until built) using `threads` threads, in
+ * `codec`, replacing each segment atomically (write to a temp name, fsync,
+ * rename). Takes the store's writer lock (BA_ERR_BUSY while a writer runs).
+ * *nsegs (may be NULL) counts rewritten segments; detail of a failure goes
+ * to errbuf. A segment with damaged blocks is left as it is (error). */
+int ba_store_reindex(const char *dir, ba_codec_t codec, const char *device, int threads,
+                     size_t *nsegs, char *errbuf, size_t errcap);
 /* Checks every block and index of a segment; returns 0 if clean, else the
  * first error, with detail in ba_store_errmsg. *nbad counts damaged blocks. */
 int ba_segment_verify(ba_segment_t *seg, uint64_t *nbad);

@@ -19,4 +19,38 @@ int ba_cmd_bench(int argc, char **argv);
 /* printf-style error to stderr with the "bitarc <cmd>: " prefix. */
 void ba_cli_err(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* ---- shared by ingest and collect (defined in cmd_ingest.c) ---- */
+struct ba_store_opts;
+struct ba_ingest_counts;
+/* Store options both commands accept (getopt_long codes and table entries). */
+enum {
+  BA_CLI_OPT_CODEC = 1000, BA_CLI_OPT_COMPRESS, BA_CLI_OPT_SLICE, BA_CLI_OPT_REORDER, BA_CLI_OPT_THREADS,
+  BA_CLI_OPT_BLOCK_ROWS, BA_CLI_OPT_TIME_BIN, BA_CLI_OPT_OLSH_MEM
+};
+#define BA_CLI_STORE_LONGOPTS                                                                            \
+  {"codec", required_argument, 0, BA_CLI_OPT_CODEC}, {"compress", required_argument, 0, BA_CLI_OPT_COMPRESS}, \
+  {"slice", required_argument, 0, BA_CLI_OPT_SLICE}, {"reorder", required_argument, 0, BA_CLI_OPT_REORDER},   \
+  {"threads", required_argument, 0, BA_CLI_OPT_THREADS},                                                   \
+  {"block-rows", required_argument, 0, BA_CLI_OPT_BLOCK_ROWS},                                             \
+  {"time-bin", required_argument, 0, BA_CLI_OPT_TIME_BIN}, {"olsh-mem", required_argument, 0, BA_CLI_OPT_OLSH_MEM}
+#define BA_CLI_STORE_HELP                                                                                \
+  "store options:\n"                                                                                     \
+  "  --codec NAME        index codec: wah32, wah64, plwah, compax, masc (default: store's)\n"              \
+  "  --compress NAME     column blocks: lzo (default), lz4, zstd, none\n"                                 \
+  "  --slice DUR         time slice per segment: 3600, 1h, 15m, 1d (default 1h)\n"                        \
+  "  --reorder none|olsh online LSH reordering before archiving (default none)\n"                          \
+  "  --olsh-mem N        oLSH buffer budget in records (default: store's)\n"                              \
+  "  --threads N         index/compression threads (default 2)\n"                                         \
+  "  --block-rows N      rows per column block (default 4000)\n"                                         \
+  "  --time-bin DUR      start-time index bin width (default 60 s)\n"
+/* Applies one of the store options; 0, or 2 after an error naming cmd. */
+int ba_cli_store_opt(const char *cmd, int opt, const char *arg, struct ba_store_opts *o);
+/* "1200 s", "1h", "15m", "2d" -> seconds; -1 if not a duration. */
+long ba_cli_parse_seconds(const char *s);
+/* Counts as text ("records 12, dropped 3 (unknown-template 2 data sets, ...)"). */
+void ba_cli_print_counts(FILE *f, const struct ba_ingest_counts *c);
+/* Counts as a JSON object. */
+void ba_cli_json_counts(FILE *f, const struct ba_ingest_counts *c);
+void ba_cli_json_string(FILE *f, const char *s);
+
 #endif

@@ -1,9 +1,428 @@
-/* bitarc ingest: not built yet (placeholder until its issue lands). */
+/* bitarc ingest: pcap/pcapng captures (packets, or NetFlow/IPFIX exports
+ * inside them) into a store, with a per-file and per-exporter summary. */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bitarc/bitarc.h"
+#include "bitarc/ingest.h"
+#include "bitarc/store.h"
 #include "cli/cli.h"
 
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: bitarc ingest --store DIR [options] FILE...\n"
+          "\n"
+          "Reads pcap and pcapng captures into a store. Every packet becomes a record\n"
+          "(non-IP packets too), with its frame kept so queries can write pcaps again.\n"
+          "A capture whose packets are mostly NetFlow v5/v9 or IPFIX export datagrams is\n"
+          "read as flows instead: the exports are decoded (templates kept across files,\n"
+          "per exporter and source id) with the packet's source address as exporter.\n"
+          "A damaged capture keeps every packet before the damage; the error names the\n"
+          "file, the packet number and its offset.\n"
+          "\n"
+          "options:\n"
+          "  -w, --store DIR     the store to write (created if missing)\n"
+          "      --as WHAT       auto (default), packets or flows\n"
+          "  -n, --dry-run       decode and count only, write nothing (no --store needed)\n"
+          "      --report FMT    summary as text (default, stderr) or json (stdout)\n"
+          "  -q, --quiet         no summary, no progress\n"
+          "%s"
+          "\n"
+          "examples:\n"
+          "  bitarc ingest --store /tmp/st capture.pcap\n"
+          "  bitarc ingest --store /tmp/st --compress zstd --codec compax day1/*.pcapng\n"
+          "  bitarc ingest --store /tmp/flows --as flows netflow-exports.pcap\n"
+          "  bitarc ingest --dry-run --report json traces/*.pcap | jq '.totals'\n"
+          "\n"
+          "exit status: 0 ok, 1 some file was damaged (its good packets are stored),\n"
+          "2 bad usage or a file that is no capture.\n",
+          BA_CLI_STORE_HELP);
+}
+
+/* ---------- helpers shared with collect ---------- */
+
+long ba_cli_parse_seconds(const char *s) {
+  char *end;
+  double v = strtod(s, &end);
+  if (end == s || v < 0) return -1;
+  double m = 1;
+  if (!strcmp(end, "") || !strcmp(end, "s")) m = 1;
+  else if (!strcmp(end, "m")) m = 60;
+  else if (!strcmp(end, "h")) m = 3600;
+  else if (!strcmp(end, "d")) m = 86400;
+  else return -1;
+  double r = v * m;
+  if (r > 1e9) return -1;
+  return (long)r;
+}
+
+int ba_cli_store_opt(const char *cmd, int opt, const char *arg, struct ba_store_opts *o) {
+  long v;
+  switch (opt) {
+  case BA_CLI_OPT_CODEC:
+    if (ba_codec_from_name(arg, &o->codec) != 0) {
+      ba_cli_err(cmd, "unknown codec '%s' (wah32, wah64, plwah, compax, masc)", arg);
+      return 2;
+    }
+    return 0;
+  case BA_CLI_OPT_COMPRESS:
+    if (ba_compress_from_name(arg, &o->compress) != 0) {
+      ba_cli_err(cmd, "unknown compressor '%s' (lzo, lz4, zstd, none)", arg);
+      return 2;
+    }
+    return 0;
+  case BA_CLI_OPT_SLICE:
+  case BA_CLI_OPT_TIME_BIN:
+    v = ba_cli_parse_seconds(arg);
+    if (v <= 0) {
+      ba_cli_err(cmd, "--%s '%s' is not a duration (e.g. 3600, 1h, 15m)",
+                 opt == BA_CLI_OPT_SLICE ? "slice" : "time-bin", arg);
+      return 2;
+    }
+    if (opt == BA_CLI_OPT_SLICE) o->slice_seconds = (uint32_t)v;
+    else o->time_bin_seconds = (uint32_t)v;
+    return 0;
+  case BA_CLI_OPT_REORDER:
+    if (!strcmp(arg, "olsh")) o->reorder = BA_REORDER_OLSH;
+    else if (!strcmp(arg, "none")) o->reorder = BA_REORDER_NONE;
+    else {
+      ba_cli_err(cmd, "--reorder '%s': none or olsh", arg);
+      return 2;
+    }
+    return 0;
+  case BA_CLI_OPT_THREADS:
+  case BA_CLI_OPT_BLOCK_ROWS:
+  case BA_CLI_OPT_OLSH_MEM: {
+    char *end;
+    long n = strtol(arg, &end, 10);
+    if (*end || n <= 0 || n > 100000000) {
+      ba_cli_err(cmd, "'%s' is not a positive number", arg);
+      return 2;
+    }
+    if (opt == BA_CLI_OPT_THREADS) o->threads = (int)n;
+    else if (opt == BA_CLI_OPT_BLOCK_ROWS) o->block_rows = (uint32_t)n;
+    else o->olsh_mem_records = (uint32_t)n;
+    return 0;
+  }
+  default:
+    return 2;
+  }
+}
+
+void ba_cli_print_counts(FILE *f, const ba_ingest_counts_t *c) {
+  fprintf(f, "%" PRIu64 " records", c->records);
+  if (c->datagrams) {
+    fprintf(f, " from %" PRIu64 " datagrams (v5 %" PRIu64 ", v9 %" PRIu64 ", ipfix %" PRIu64 ")", c->datagrams,
+            c->datagrams_v5, c->datagrams_v9, c->datagrams_ipfix);
+    fprintf(f, ", templates %" PRIu64, c->templates);
+    if (c->options_templates || c->options_records)
+      fprintf(f, ", options templates %" PRIu64 " (records %" PRIu64 " skipped)", c->options_templates,
+              c->options_records);
+    if (c->template_withdrawals) fprintf(f, ", withdrawals %" PRIu64, c->template_withdrawals);
+    if (c->late_decoded) fprintf(f, ", %" PRIu64 " sets decoded when their template came", c->late_decoded);
+  }
+  uint64_t dr = ba_ingest_counts_dropped(c);
+  if (dr) {
+    fprintf(f, "; dropped:");
+    const char *sep = " ";
+    for (int k = 0; k < BA_DROP_COUNT; k++) {
+      if (!c->dropped[k]) continue;
+      fprintf(f, "%s%s %" PRIu64 " %s", sep, ba_ingest_drop_name((ba_ingest_drop_t)k), c->dropped[k],
+              ba_ingest_drop_unit((ba_ingest_drop_t)k));
+      sep = ", ";
+    }
+  }
+}
+
+void ba_cli_json_string(FILE *f, const char *s) {
+  fputc('"', f);
+  for (; *s; s++) {
+    unsigned char ch = (unsigned char)*s;
+    if (ch == '"' || ch == '\\') fprintf(f, "\\%c", ch);
+    else if (ch < 0x20) fprintf(f, "\\u%04x", ch);
+    else fputc(ch, f);
+  }
+  fputc('"', f);
+}
+
+void ba_cli_json_counts(FILE *f, const ba_ingest_counts_t *c) {
+  fprintf(f,
+          "{\"packets\":%" PRIu64 ",\"records\":%" PRIu64 ",\"datagrams\":%" PRIu64 ",\"datagrams_v5\":%" PRIu64
+          ",\"datagrams_v9\":%" PRIu64 ",\"datagrams_ipfix\":%" PRIu64 ",\"templates\":%" PRIu64
+          ",\"template_withdrawals\":%" PRIu64 ",\"options_templates\":%" PRIu64 ",\"options_records\":%" PRIu64
+          ",\"late_decoded\":%" PRIu64 ",\"dropped\":{",
+          c->packets, c->records, c->datagrams, c->datagrams_v5, c->datagrams_v9, c->datagrams_ipfix, c->templates,
+          c->template_withdrawals, c->options_templates, c->options_records, c->late_decoded);
+  for (int k = 0; k < BA_DROP_COUNT; k++)
+    fprintf(f, "%s\"%s\":%" PRIu64, k ? "," : "", ba_ingest_drop_name((ba_ingest_drop_t)k), c->dropped[k]);
+  fprintf(f, "}}");
+}
+
+/* ---------- ingest ---------- */
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+typedef struct ing {
+  ba_store_writer_t *w;
+  uint64_t stored, flows, packets;
+  const char *file;
+  uint64_t file_size;
+  int progress;
+  uint64_t last_progress_ns;
+  size_t fileno, nfiles;
+} ing_t;
+
+static int sink(void *ctx, const ba_record_t *r, size_t n) {
+  ing_t *g = ctx;
+  if (g->w) {
+    int rc = ba_store_writer_append(g->w, r, n);
+    if (rc) return rc;
+  }
+  g->stored += n;
+  for (size_t i = 0; i < n; i++) {
+    if (r[i].kind == BA_REC_FLOW) g->flows++;
+    else g->packets++;
+  }
+  return 0;
+}
+
+static void progress(void *ctx, uint64_t done) {
+  ing_t *g = ctx;
+  if (!g->progress) return;
+  uint64_t now = now_ns();
+  if (now - g->last_progress_ns < 200000000ull) return;
+  g->last_progress_ns = now;
+  double pct = g->file_size ? 100.0 * (double)done / (double)g->file_size : 0;
+  fprintf(stderr, "\r[%zu/%zu] %s %5.1f%%  %" PRIu64 " records   ", g->fileno, g->nfiles, g->file, pct, g->stored);
+}
+
+static const char *as_name(ba_ingest_as_t a) {
+  return a == BA_INGEST_FLOWS ? "flows" : a == BA_INGEST_PACKETS ? "packets" : "auto";
+}
+
 int ba_cmd_ingest(int argc, char **argv) {
-  (void)argc;
-  (void)argv;
-  ba_cli_err("ingest", "not implemented yet");
-  return 2;
+  static const struct option lo[] = {{"store", required_argument, 0, 'w'},
+                                     {"as", required_argument, 0, 'a'},
+                                     {"dry-run", no_argument, 0, 'n'},
+                                     {"report", required_argument, 0, 'R'},
+                                     {"quiet", no_argument, 0, 'q'},
+                                     {"help", no_argument, 0, 'h'},
+                                     BA_CLI_STORE_LONGOPTS,
+                                     {0, 0, 0, 0}};
+  const char *store = NULL;
+  ba_ingest_as_t as = BA_INGEST_AUTO;
+  int dry = 0, json = 0, quiet = 0, c;
+  ba_store_opts_t so;
+  ba_store_opts_init(&so);
+  optind = 1;
+  while ((c = getopt_long(argc, argv, "w:nqh", lo, NULL)) != -1) {
+    switch (c) {
+    case 'w': store = optarg; break;
+    case 'a':
+      if (!strcmp(optarg, "packets")) as = BA_INGEST_PACKETS;
+      else if (!strcmp(optarg, "flows")) as = BA_INGEST_FLOWS;
+      else if (!strcmp(optarg, "auto")) as = BA_INGEST_AUTO;
+      else {
+        ba_cli_err("ingest", "--as '%s': auto, packets or flows", optarg);
+        return 2;
+      }
+      break;
+    case 'n': dry = 1; break;
+    case 'R':
+      if (!strcmp(optarg, "json")) json = 1;
+      else if (!strcmp(optarg, "text")) json = 0;
+      else {
+        ba_cli_err("ingest", "--report '%s': text or json", optarg);
+        return 2;
+      }
+      break;
+    case 'q': quiet = 1; break;
+    case 'h': usage(stdout); return 0;
+    case '?': usage(stderr); return 2;
+    default:
+      if (ba_cli_store_opt("ingest", c, optarg, &so)) return 2;
+    }
+  }
+  if (optind >= argc) {
+    ba_cli_err("ingest", "no input files (bitarc ingest --help)");
+    return 2;
+  }
+  if (!store && !dry) {
+    ba_cli_err("ingest", "--store DIR is required (or --dry-run)");
+    return 2;
+  }
+  ing_t g;
+  memset(&g, 0, sizeof(g));
+  g.progress = !quiet && isatty(2);
+  g.nfiles = (size_t)(argc - optind);
+  int rc;
+  if (!dry) {
+    rc = ba_store_writer_open(store, &so, &g.w);
+    if (rc) {
+      ba_cli_err("ingest", "cannot open store '%s' for writing: %s%s%s", store, ba_strerror(rc),
+                 g.w ? ": " : "", g.w ? ba_store_writer_errmsg(g.w) : "");
+      return 2;
+    }
+    if (!quiet && ba_store_writer_recovered(g.w))
+      fprintf(stderr, "bitarc ingest: recovered %" PRIu64 " records left by an interrupted writer in %s\n",
+              ba_store_writer_recovered(g.w), store);
+  }
+  ba_flow_decoder_t *dec = NULL;
+  rc = ba_flow_decoder_create(NULL, &dec);
+  if (rc) {
+    ba_cli_err("ingest", "%s", ba_strerror(rc));
+    ba_store_writer_close(g.w);
+    return 2;
+  }
+  int status = 0;
+  size_t nf = g.nfiles;
+  ba_capture_result_t *res = calloc(nf, sizeof(*res));
+  int *frc = calloc(nf, sizeof(*frc));
+  ba_ingest_counts_t tot;
+  memset(&tot, 0, sizeof(tot));
+  uint64_t t0 = now_ns();
+  int stop = 0;
+  for (size_t i = 0; i < nf && res && frc; i++) {
+    const char *path = argv[optind + (int)i];
+    ba_capture_opts_t o;
+    memset(&o, 0, sizeof(o));
+    o.as = as;
+    o.flows = dec;
+    o.progress = progress;
+    o.progress_ctx = &g;
+    g.file = path;
+    g.fileno = i + 1;
+    g.file_size = 0;
+    FILE *fp = fopen(path, "rb");
+    if (!fp) {
+      frc[i] = BA_ERR_IO;
+      snprintf(res[i].errmsg, sizeof(res[i].errmsg), "cannot open: %s", strerror(errno));
+      status = 2;
+      if (g.progress) fputc('\n', stderr);
+      ba_cli_err("ingest", "%s: %s", path, res[i].errmsg);
+      continue;
+    }
+    fseek(fp, 0, SEEK_END);
+    g.file_size = (uint64_t)ftell(fp);
+    rewind(fp);
+    frc[i] = ba_capture_ingest(NULL, fp, &o, sink, &g, &res[i]);
+    ba_ingest_counts_add(&tot, &res[i].counts);
+    if (frc[i]) {
+      if (g.progress) fputc('\n', stderr);
+      if (frc[i] == BA_ERR_TRUNCATED || frc[i] == BA_ERR_CORRUPT) {
+        ba_cli_err("ingest", "%s: damaged at packet %" PRIu64 " (file offset %" PRIu64 "): %s; the %" PRIu64
+                   " packets before it were read", path, res[i].error_packet, res[i].error_offset,
+                   res[i].errmsg, res[i].counts.packets);
+        if (status < 1) status = 1;
+      } else if (frc[i] == BA_ERR_NOT_OURS || frc[i] == BA_ERR_IO) {
+        ba_cli_err("ingest", "%s: not a pcap/pcapng capture: %s", path, res[i].errmsg);
+        status = 2;
+      } else {
+        /* the store refused records: stop */
+        ba_cli_err("ingest", "%s: store: %s%s%s", path, ba_strerror(frc[i]), g.w ? ": " : "",
+                   g.w ? ba_store_writer_errmsg(g.w) : "");
+        status = 2;
+        stop = 1;
+      }
+    }
+    if (stop) break;
+  }
+  if (g.progress) fprintf(stderr, "\r%*s\r", 78, "");
+  ba_flow_decoder_finish(dec);
+  /* held data sets whose template never came show up only now */
+  ba_ingest_counts_t fc;
+  ba_flow_decoder_counts(dec, &fc);
+  tot.dropped[BA_DROP_UNKNOWN_TEMPLATE] = fc.dropped[BA_DROP_UNKNOWN_TEMPLATE];
+  ba_store_writer_stats_t ws;
+  memset(&ws, 0, sizeof(ws));
+  if (g.w) {
+    ba_store_writer_get_stats(g.w, &ws);
+    int crc = ba_store_writer_close(g.w);
+    g.w = NULL;
+    if (crc) {
+      ba_cli_err("ingest", "closing store '%s': %s", store, ba_strerror(crc));
+      status = 2;
+    }
+  }
+  double secs = (double)(now_ns() - t0) / 1e9;
+  size_t nsrc = ba_flow_decoder_sources(dec, NULL, 0);
+  ba_flow_source_t *src = nsrc ? calloc(nsrc, sizeof(*src)) : NULL;
+  if (src) ba_flow_decoder_sources(dec, src, nsrc);
+  if (!quiet && !json && res && frc) {
+    fprintf(stderr, "bitarc ingest: %zu file%s, %" PRIu64 " packets read, %" PRIu64 " records %s (%" PRIu64
+            " packets, %" PRIu64 " flows) in %.2f s",
+            nf, nf == 1 ? "" : "s", tot.packets, g.stored, dry ? "decoded" : "stored", g.packets, g.flows, secs);
+    if (secs > 0) fprintf(stderr, ", %.0f records/s", (double)g.stored / secs);
+    fputc('\n', stderr);
+    for (size_t i = 0; i < nf; i++) {
+      fprintf(stderr, "  %s: ", argv[optind + (int)i]);
+      if (frc[i] == BA_ERR_IO || frc[i] == BA_ERR_NOT_OURS) {
+        fprintf(stderr, "not read: %s\n", res[i].errmsg);
+        continue;
+      }
+      fprintf(stderr, "%s, linktype %d, %" PRIu64 " packets -> ", as_name(res[i].as), res[i].linktype,
+              res[i].counts.packets);
+      ba_cli_print_counts(stderr, &res[i].counts);
+      if (frc[i]) fprintf(stderr, "; damaged at packet %" PRIu64 ": %s", res[i].error_packet, res[i].errmsg);
+      fputc('\n', stderr);
+    }
+    for (size_t i = 0; i < nsrc; i++) {
+      char a[64];
+      ba_addr_format(src[i].addr, a, sizeof(a));
+      fprintf(stderr, "  exporter %s: ", a);
+      ba_cli_print_counts(stderr, &src[i].counts);
+      fputc('\n', stderr);
+    }
+    if (ws.records_dropped)
+      fprintf(stderr, "  store %s dropped %" PRIu64 " records (see bitarc stat)\n", store, ws.records_dropped);
+    if (ba_ingest_counts_dropped(&tot)) {
+      fprintf(stderr, "  totals: ");
+      ba_cli_print_counts(stderr, &tot);
+      fputc('\n', stderr);
+    }
+  }
+  if (json && res && frc) {
+    FILE *f = stdout;
+    fprintf(f, "{\"files\":[");
+    for (size_t i = 0; i < nf; i++) {
+      fprintf(f, "%s{\"file\":", i ? "," : "");
+      ba_cli_json_string(f, argv[optind + (int)i]);
+      fprintf(f, ",\"as\":\"%s\",\"linktype\":%d,\"status\":", as_name(res[i].as), res[i].linktype);
+      ba_cli_json_string(f, frc[i] ? ba_strerror(frc[i]) : "ok");
+      fprintf(f, ",\"error\":");
+      ba_cli_json_string(f, res[i].errmsg);
+      fprintf(f, ",\"error_packet\":%" PRIu64 ",\"error_offset\":%" PRIu64 ",\"counts\":", res[i].error_packet,
+              res[i].error_offset);
+      ba_cli_json_counts(f, &res[i].counts);
+      fputc('}', f);
+    }
+    fprintf(f, "],\"exporters\":[");
+    for (size_t i = 0; i < nsrc; i++) {
+      char a[64];
+      ba_addr_format(src[i].addr, a, sizeof(a));
+      fprintf(f, "%s{\"exporter\":\"%s\",\"counts\":", i ? "," : "", a);
+      ba_cli_json_counts(f, &src[i].counts);
+      fputc('}', f);
+    }
+    fprintf(f, "],\"totals\":");
+    ba_cli_json_counts(f, &tot);
+    fprintf(f, ",\"stored\":%" PRIu64 ",\"stored_packets\":%" PRIu64 ",\"stored_flows\":%" PRIu64
+            ",\"store_dropped\":%" PRIu64 ",\"seconds\":%.3f,\"dry_run\":%s}\n",
+            g.stored, g.packets, g.flows, ws.records_dropped, secs, dry ? "true" : "false");
+  }
+  free(src);
+  free(res);
+  free(frc);
+  ba_flow_decoder_free(dec);
+  return status;
 }

@@ -1,9 +1,117 @@
-/* bitarc stat: not built yet (placeholder until its issue lands). */
+/* bitarc stat: a store's segments, time range, records and bytes per record
+ * for the archive and for each index attribute. */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "bitarc/bitarc.h"
 #include "cli/cli.h"
 
+static void fmt_time(uint64_t ns, char *out, size_t cap) {
+  time_t t = (time_t)(ns / 1000000000ull);
+  struct tm tm;
+  if (!gmtime_r(&t, &tm) || !strftime(out, cap, "%Y-%m-%dT%H:%M:%SZ", &tm)) snprintf(out, cap, "?");
+}
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: bitarc stat --store DIR [-o text|json]\n\n"
+          "Shows every segment of a store (time slice, records, codec, compressor) and\n"
+          "totals: time range, records, bytes per record for the archive and for the\n"
+          "index of each attribute. Segments that fail to open are listed as damaged.\n\n"
+          "examples:\n"
+          "  bitarc stat --store /var/lib/bitarc/st\n"
+          "  bitarc stat --store st -o json | jq .records\n");
+}
+
 int ba_cmd_stat(int argc, char **argv) {
-  (void)argc;
-  (void)argv;
-  ba_cli_err("stat", "not implemented yet");
-  return 2;
+  const char *dir = NULL, *fmt = "text";
+  static const struct option opts[] = {{"store", required_argument, 0, 's'},
+                                       {"output", required_argument, 0, 'o'},
+                                       {"help", no_argument, 0, 'h'},
+                                       {0, 0, 0, 0}};
+  int c;
+  optind = 1;
+  while ((c = getopt_long(argc, argv, "s:o:h", opts, NULL)) != -1) {
+    if (c == 's') dir = optarg;
+    else if (c == 'o') fmt = optarg;
+    else if (c == 'h') {
+      usage(stdout);
+      return 0;
+    } else {
+      usage(stderr);
+      return 2;
+    }
+  }
+  if (!dir || optind != argc || (strcmp(fmt, "text") && strcmp(fmt, "json"))) {
+    ba_cli_err("stat", "%s", !dir ? "--store DIR is required" : "bad arguments (see --help)");
+    return 2;
+  }
+  int json = !strcmp(fmt, "json");
+  ba_store_t *s;
+  int rc = ba_store_open(dir, &s);
+  if (rc < 0) {
+    ba_cli_err("stat", "cannot open store '%s': %s", dir, ba_strerror(rc));
+    return 2;
+  }
+  size_t n = ba_store_segment_count(s), bad = 0;
+  uint64_t rows = 0, archive = 0, index = 0, file = 0, attr[BA_ATTR_COUNT] = {0};
+  uint64_t tmin = UINT64_MAX, tmax = 0;
+  if (json) printf("{\n  \"store\": \"%s\",\n  \"segments\": [", dir);
+  else printf("%-34s %-20s %12s %8s %6s %10s\n", "segment", "slice start", "records", "codec", "comp", "B/rec");
+  for (size_t i = 0; i < n; i++) {
+    ba_segment_t *seg;
+    ba_segment_info_t in;
+    const char *name = ba_store_segment_name(s, i);
+    if (ba_store_segment(s, i, &seg) < 0 || ba_segment_info(seg, &in) < 0) {
+      bad++;
+      if (json) printf("%s\n    {\"name\": \"%s\", \"damaged\": true}", i ? "," : "", name);
+      else printf("%-34s DAMAGED: %s\n", name, ba_store_errmsg(s));
+      continue;
+    }
+    char ts[40];
+    fmt_time(in.start_ns, ts, sizeof ts);
+    rows += in.rows;
+    archive += in.bytes_archive;
+    index += in.bytes_index;
+    file += in.bytes_file;
+    for (int a = 0; a < BA_ATTR_COUNT; a++) attr[a] += in.bytes_index_attr[a];
+    if (in.min_first_ns < tmin) tmin = in.min_first_ns;
+    if (in.max_first_ns > tmax) tmax = in.max_first_ns;
+    if (json)
+      printf("%s\n    {\"name\": \"%s\", \"start\": \"%s\", \"records\": %" PRIu64
+             ", \"blocks\": %u, \"codec\": \"%s\", \"compress\": \"%s\", \"reorder\": %s, "
+             "\"bytes_archive\": %" PRIu64 ", \"bytes_index\": %" PRIu64 ", \"bytes_file\": %" PRIu64 "}",
+             i ? "," : "", in.name, ts, in.rows, in.nblocks, ba_codec_name(in.codec),
+             ba_compress_name(in.compress), in.reorder ? "true" : "false", in.bytes_archive,
+             in.bytes_index, in.bytes_file);
+    else
+      printf("%-34s %-20s %12" PRIu64 " %8s %6s %10.2f\n", in.name, ts, in.rows,
+             ba_codec_name(in.codec), ba_compress_name(in.compress),
+             in.rows ? (double)in.bytes_file / (double)in.rows : 0.0);
+  }
+  double r = rows ? (double)rows : 1.0;
+  char t1[40] = "-", t2[40] = "-";
+  if (rows) {
+    fmt_time(tmin, t1, sizeof t1);
+    fmt_time(tmax, t2, sizeof t2);
+  }
+  if (json) {
+    printf("\n  ],\n  \"segment_count\": %zu,\n  \"damaged_segments\": %zu,\n  \"records\": %" PRIu64
+           ",\n  \"first\": \"%s\",\n  \"last\": \"%s\",\n  \"bytes_archive\": %" PRIu64
+           ",\n  \"bytes_index\": %" PRIu64 ",\n  \"bytes_file\": %" PRIu64
+           ",\n  \"bytes_per_record\": {\"archive\": %.3f, \"index\": %.3f",
+           n, bad, rows, t1, t2, archive, index, file, archive / r, index / r);
+    for (int a = 0; a < BA_ATTR_COUNT; a++) printf(", \"%s\": %.3f", ba_attr_name((ba_attr_t)a), attr[a] / r);
+    printf("}\n}\n");
+  } else {
+    printf("\nsegments %zu (damaged %zu), records %" PRIu64 ", first %s, last %s\n", n, bad, rows, t1, t2);
+    printf("bytes per record: archive %.2f, index %.2f, file %.2f\n", archive / r, index / r, file / r);
+    printf("index bytes per record by attribute:\n");
+    for (int a = 0; a < BA_ATTR_COUNT; a++) printf("  %-10s %8.3f\n", ba_attr_name((ba_attr_t)a), attr[a] / r);
+  }
+  ba_store_close(s);
+  return bad ? 1 : 0;
 }

@@ -211,6 +211,14 @@ int ba_bitmap_append_bits(ba_bitmap_t *bm, uint64_t bits, unsigned nbits) {
 int ba_bitmap_set(ba_bitmap_t *bm, uint64_t row) {
   BA_RETURN_IF(!bm || bm->finished || row < bm->rows, BA_ERR_INVALID);
   BA_RETURN_IF(row >= BA_BITMAP_MAX_ROWS, BA_ERR_OVERFLOW);
+  /* Fast path: the row falls inside the open group (dense columns). */
+  uint64_t step = row - bm->rows + 1;
+  if (bm->group && step < bm->group - bm->pend_n) {
+    bm->pend = (bm->pend << step) | 1;
+    bm->pend_n += (unsigned)step;
+    bm->rows = row + 1;
+    return BA_OK;
+  }
   BA_FORWARD(bm_run(bm, 0, row - bm->rows));
   return bm_run(bm, 1, 1);
 }
@@ -234,11 +242,6 @@ int ba_bm_close(ba_bitmap_t *bm, uint64_t nrows) {
   bm->rows = nrows;
   bm->finished = 1;
   return BA_OK;
-}
-
-int ba_bm_put_groups(ba_bitmap_t *bm, const ba_tok_t *tok) {
-  bm->rows += (tok->kind == BA_TOK_LIT ? 1 : tok->n) * bm->group;
-  return bm->ops->put(&bm->vec, &bm->st, tok);
 }
 
 int ba_bitmap_finish(ba_bitmap_t *bm, uint64_t nrows) {

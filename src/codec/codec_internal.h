@@ -108,11 +108,9 @@ struct ba_bitmap {
 
 /* A fresh, empty, unfinished bitmap for `ops`. */
 int ba_bm_new(const ba_codec_ops_t *ops, ba_bitmap_t **out);
-/* Group-aligned direct feed (ops fast path): `bm` must have no open group and
- * tok counts groups of bm->group rows. */
-int ba_bm_put_groups(ba_bitmap_t *bm, const ba_tok_t *tok);
-/* Finishes a bitmap fed by ba_bm_put_groups and/or appends whose row count may
- * exceed `nrows` by less than one group of zero padding. */
+/* Pads to `nrows` if short, closes the open group or run and the encoder.
+ * Ops that feed whole-group tokens straight into bm->ops->put set bm->rows
+ * themselves first. */
 int ba_bm_close(ba_bitmap_t *bm, uint64_t nrows);
 
 /* The bit-granular path of ba_bitmap_op / ba_bitmap_not, without the

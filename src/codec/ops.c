@@ -66,28 +66,56 @@ static inline int sink_bits(op_sink_t *s, uint64_t bits, unsigned k) {
 
 /* ---- group-wise fast path ---- */
 
+/* Inline copies of the WAH and PLWAH coders, so that the same-codec kernels
+ * below decode and encode without an indirect call per word. */
+#define WAH_W uint32_t
+#define WAH_BITS 32
+#define WAH_PUSH ba_wordvec_push32
+#define WAH_PFX(x) opw32_##x
+#include "codec/wah_tmpl.h"
+#undef WAH_W
+#undef WAH_BITS
+#undef WAH_PUSH
+#undef WAH_PFX
+#define WAH_W uint64_t
+#define WAH_BITS 64
+#define WAH_PUSH ba_wordvec_push64
+#define WAH_PFX(x) opw64_##x
+#include "codec/wah_tmpl.h"
+#undef WAH_W
+#undef WAH_BITS
+#undef WAH_PUSH
+#undef WAH_PFX
+
+#include "codec/plwah_impl.h"
+
+typedef int (*op_dec_fn)(ba_dec_t *, ba_tok_t *);
+typedef int (*op_put_fn)(ba_wordvec_t *, ba_enc_state_t *, const ba_tok_t *);
+
 typedef struct {
-  const ba_codec_ops_t *ops;
+  op_dec_fn dec; /* the operand's decoder; NULL once past its end */
   ba_dec_t d;
-  uint64_t rem; /* groups left in the current token */
+  uint64_t rem;  /* groups left in the current token */
   uint64_t lit;
   int kind;
 } op_gcur_t;
 
-static void gcur_init(op_gcur_t *c, const ba_bitmap_t *bm) {
-  c->ops = bm ? bm->ops : NULL;
+static inline void gcur_init(op_gcur_t *c, const ba_bitmap_t *bm) {
+  c->dec = bm ? bm->ops->dec_next : NULL;
   c->rem = 0;
   c->lit = 0;
   c->kind = BA_TOK_FILL0;
-  if (bm) c->ops->dec_init(&c->d, bm->vec.w, bm->vec.n);
+  if (bm) bm->ops->dec_init(&c->d, bm->vec.w, bm->vec.n);
 }
 
-static inline int gcur_load(op_gcur_t *c) {
+/* `dec` is a compile-time constant in the specialised kernels (NULL in the
+ * generic one, which then calls through c->dec). */
+static inline __attribute__((always_inline)) int gcur_load(op_gcur_t *c, op_dec_fn dec) {
   ba_tok_t t;
-  int rc = c->ops ? c->ops->dec_next(&c->d, &t) : 0;
+  int rc = c->dec ? (dec ? dec(&c->d, &t) : c->dec(&c->d, &t)) : 0;
   if (rc < 0) return BA_ERR_CORRUPT;
   if (rc == 0) { /* past the end: zero padding (D-6) */
-    c->ops = NULL;
+    c->dec = NULL;
     c->kind = BA_TOK_FILL0;
     c->rem = UINT64_MAX;
     return BA_OK;
@@ -98,9 +126,9 @@ static inline int gcur_load(op_gcur_t *c) {
   return c->rem ? BA_OK : BA_ERR_CORRUPT;
 }
 
-static inline int gcur_skip(op_gcur_t *c, uint64_t k) {
+static inline __attribute__((always_inline)) int gcur_skip(op_gcur_t *c, uint64_t k, op_dec_fn dec) {
   while (k) {
-    if (!c->rem) BA_FORWARD(gcur_load(c));
+    if (!c->rem) BA_FORWARD(gcur_load(c, dec));
     uint64_t t = BA_MIN(k, c->rem);
     c->rem -= t;
     k -= t;
@@ -108,98 +136,117 @@ static inline int gcur_skip(op_gcur_t *c, uint64_t k) {
   return BA_OK;
 }
 
-static inline int gsink_fill(op_sink_t *s, int direct, unsigned G, int v, uint64_t k) {
-  if (direct) {
-    ba_tok_t t = {k, 0, (uint8_t)(v ? BA_TOK_FILL1 : BA_TOK_FILL0)};
-    return ba_bm_put_groups(s->out, &t);
-  }
-  return sink_run(s, v, k * G);
-}
-
-static inline int gsink_lit(op_sink_t *s, int direct, unsigned G, uint64_t x) {
-  if (direct) {
-    ba_tok_t t = {1, x, BA_TOK_LIT};
-    return ba_bm_put_groups(s->out, &t);
-  }
-  return sink_bits(s, x, G);
+/* direct: the output has the operands' group size and takes group tokens
+ * straight into its encoder (through `put` when specialised). */
+static inline __attribute__((always_inline)) int gsink_tok(op_sink_t *s, int direct, op_put_fn put,
+                                                           unsigned G, const ba_tok_t *t) {
+  if (direct) return put ? put(&s->out->vec, &s->out->st, t) : s->out->ops->put(&s->out->vec, &s->out->st, t);
+  if (t->kind == BA_TOK_LIT) return sink_bits(s, t->lit, G);
+  return sink_run(s, t->kind == BA_TOK_FILL1, t->n * G);
 }
 
 static inline __attribute__((always_inline)) int op_groups(int op, const ba_bitmap_t *a,
                                                            const ba_bitmap_t *b, uint64_t N,
-                                                           op_sink_t *s) {
+                                                           op_sink_t *s, op_dec_fn dec,
+                                                           op_put_fn put) {
   const unsigned G = a->group;
   const uint64_t all = op_mask(G), full = N / G;
   const unsigned tail = (unsigned)(N % G);
   const int direct = s->out && s->out->group == G;
   op_gcur_t A, B;
+  ba_tok_t t;
   gcur_init(&A, a);
   gcur_init(&B, b);
   uint64_t g = 0;
   while (g < full && !s->stopped) {
-    if (!A.rem) BA_FORWARD(gcur_load(&A));
-    if (!B.rem) BA_FORWARD(gcur_load(&B));
+    if (!A.rem) BA_FORWARD(gcur_load(&A, dec));
+    if (!B.rem) BA_FORWARD(gcur_load(&B, dec));
     uint64_t left = full - g, k;
     int da = A.kind != BA_TOK_LIT ? op_dominant(op, 0, A.kind) : -1;
     int db = B.kind != BA_TOK_LIT ? op_dominant(op, 1, B.kind) : -1;
     if (da >= 0) {
       k = BA_MIN(A.rem, left);
       A.rem -= k;
-      BA_FORWARD(gcur_skip(&B, k));
-      BA_FORWARD(gsink_fill(s, direct, G, da, k));
+      BA_FORWARD(gcur_skip(&B, k, dec));
+      t.kind = (uint8_t)da;
     } else if (db >= 0) {
       k = BA_MIN(B.rem, left);
       B.rem -= k;
-      BA_FORWARD(gcur_skip(&A, k));
-      BA_FORWARD(gsink_fill(s, direct, G, db, k));
+      BA_FORWARD(gcur_skip(&A, k, dec));
+      t.kind = (uint8_t)db;
     } else if (A.kind != BA_TOK_LIT && B.kind != BA_TOK_LIT) {
       k = BA_MIN(BA_MIN(A.rem, B.rem), left);
       A.rem -= k;
       B.rem -= k;
-      BA_FORWARD(gsink_fill(s, direct, G, (int)(op_eval(op, (uint64_t)A.kind, (uint64_t)B.kind) & 1), k));
+      t.kind = (uint8_t)(op_eval(op, (uint64_t)A.kind, (uint64_t)B.kind) & 1);
     } else {
       uint64_t x = A.kind == BA_TOK_LIT ? A.lit : (A.kind ? all : 0);
       uint64_t y = B.kind == BA_TOK_LIT ? B.lit : (B.kind ? all : 0);
       A.rem--;
       B.rem--;
       k = 1;
-      BA_FORWARD(gsink_lit(s, direct, G, op_eval(op, x, y) & all));
+      t.kind = BA_TOK_LIT;
+      t.lit = op_eval(op, x, y) & all;
     }
+    t.n = k;
+    BA_FORWARD(gsink_tok(s, direct, put, G, &t));
     g += k;
   }
   if (tail && !s->stopped) {
-    if (!A.rem) BA_FORWARD(gcur_load(&A));
-    if (!B.rem) BA_FORWARD(gcur_load(&B));
+    if (!A.rem) BA_FORWARD(gcur_load(&A, dec));
+    if (!B.rem) BA_FORWARD(gcur_load(&B, dec));
     uint64_t x = A.kind == BA_TOK_LIT ? A.lit : (A.kind ? all : 0);
     uint64_t y = B.kind == BA_TOK_LIT ? B.lit : (B.kind ? all : 0);
     uint64_t res = op_eval(op, x, y) & all & ~op_mask(G - tail);
-    if (direct) return gsink_lit(s, 1, G, res);
-    return sink_bits(s, res >> (G - tail), tail);
+    if (!direct) return sink_bits(s, res >> (G - tail), tail);
+    t.kind = BA_TOK_LIT;
+    t.n = 1;
+    t.lit = res;
+    BA_FORWARD(gsink_tok(s, direct, put, G, &t));
   }
+  if (direct) s->out->rows = N; /* whole groups went in; the padding is zero */
   return BA_OK;
 }
 
-static int op_groups_and(const ba_bitmap_t *a, const ba_bitmap_t *b, uint64_t N, op_sink_t *s) {
-  return op_groups(BA_OP_AND, a, b, N, s);
-}
-static int op_groups_or(const ba_bitmap_t *a, const ba_bitmap_t *b, uint64_t N, op_sink_t *s) {
-  return op_groups(BA_OP_OR, a, b, N, s);
-}
-static int op_groups_xor(const ba_bitmap_t *a, const ba_bitmap_t *b, uint64_t N, op_sink_t *s) {
-  return op_groups(BA_OP_XOR, a, b, N, s);
-}
-static int op_groups_andnot(const ba_bitmap_t *a, const ba_bitmap_t *b, uint64_t N, op_sink_t *s) {
-  return op_groups(BA_OP_ANDNOT, a, b, N, s);
-}
-static int op_groups_not(const ba_bitmap_t *a, const ba_bitmap_t *b, uint64_t N, op_sink_t *s) {
-  return op_groups(BA_OPX_NOT, a, b, N, s);
-}
-static int op_groups_copy(const ba_bitmap_t *a, const ba_bitmap_t *b, uint64_t N, op_sink_t *s) {
-  return op_groups(BA_OPX_COPY, a, b, N, s);
-}
+/* One kernel per (operation, coder set): generic, wah32, wah64, plwah pair. */
+#define OP_KERNELS(name, op)                                                                     \
+  static int name##_any(const ba_bitmap_t *a, const ba_bitmap_t *b, uint64_t N, op_sink_t *s) { \
+    return op_groups(op, a, b, N, s, NULL, NULL);                                                \
+  }                                                                                              \
+  static int name##_w32(const ba_bitmap_t *a, const ba_bitmap_t *b, uint64_t N, op_sink_t *s) { \
+    return op_groups(op, a, b, N, s, opw32_dec_next, opw32_put);                                 \
+  }                                                                                              \
+  static int name##_w64(const ba_bitmap_t *a, const ba_bitmap_t *b, uint64_t N, op_sink_t *s) { \
+    return op_groups(op, a, b, N, s, opw64_dec_next, opw64_put);                                 \
+  }                                                                                              \
+  static int name##_pl(const ba_bitmap_t *a, const ba_bitmap_t *b, uint64_t N, op_sink_t *s) {  \
+    return op_groups(op, a, b, N, s, plwah_dec_next, plwah_put);                                 \
+  }
+OP_KERNELS(op_and, BA_OP_AND)
+OP_KERNELS(op_or, BA_OP_OR)
+OP_KERNELS(op_xor, BA_OP_XOR)
+OP_KERNELS(op_andnot, BA_OP_ANDNOT)
+OP_KERNELS(op_not, BA_OPX_NOT)
+OP_KERNELS(op_copy, BA_OPX_COPY)
 
 typedef int (*op_fn)(const ba_bitmap_t *, const ba_bitmap_t *, uint64_t, op_sink_t *);
-static const op_fn op_groups_tab[6] = {op_groups_and, op_groups_or,  op_groups_xor,
-                                       op_groups_andnot, op_groups_not, op_groups_copy};
+static const op_fn op_groups_tab[6][4] = {
+    {op_and_any, op_and_w32, op_and_w64, op_and_pl},
+    {op_or_any, op_or_w32, op_or_w64, op_or_pl},
+    {op_xor_any, op_xor_w32, op_xor_w64, op_xor_pl},
+    {op_andnot_any, op_andnot_w32, op_andnot_w64, op_andnot_pl},
+    {op_not_any, op_not_w32, op_not_w64, op_not_pl},
+    {op_copy_any, op_copy_w32, op_copy_w64, op_copy_pl},
+};
+
+/* Picks the kernel once per operand pair: a specialised kernel when every
+ * operand and the output (if any) share that codec. */
+static op_fn op_pick(int op, const ba_bitmap_t *a, const ba_bitmap_t *b, const ba_bitmap_t *out) {
+  ba_codec_t c = a->ops->id;
+  int v = c == BA_CODEC_WAH32 ? 1 : c == BA_CODEC_WAH64 ? 2 : c == BA_CODEC_PLWAH ? 3 : 0;
+  if ((b && b->ops->id != c) || (out && out->ops->id != c)) v = 0;
+  return op_groups_tab[op][v];
+}
 
 /* ---- bit-granular generic path ---- */
 
@@ -324,11 +371,14 @@ static int op_run(int op, const ba_bitmap_t *a, const ba_bitmap_t *b, ba_codec_t
   ba_bitmap_t *o;
   BA_FORWARD(ba_bm_new(ops, &o));
   op_sink_t s = {o, 0, 0, 0};
-  int rc;
-  if (allow_fast && a->group && (!b || b->group == a->group))
-    rc = op_groups_tab[op](a, b, N, &s);
-  else
-    rc = op_bits(op, a, b, N, &s);
+  int rc = BA_OK;
+  /* Output words come from input token boundaries: reserve their sum once
+   * (AND usually needs less; a hint, the encoders still check). */
+  if (ops->word_bytes == a->ops->word_bytes)
+    rc = ba_wordvec_reserve(&o->vec, a->vec.n + (b ? b->vec.n : 0) + 2, ops->word_bytes);
+  if (rc == BA_OK)
+    rc = allow_fast && a->group && (!b || b->group == a->group) ? op_pick(op, a, b, o)(a, b, N, &s)
+                                                                 : op_bits(op, a, b, N, &s);
   if (rc == BA_OK) rc = ba_bm_close(o, N);
   if (rc < 0) {
     ba_bitmap_free(o);
@@ -376,7 +426,7 @@ static int op_count(int op, const ba_bitmap_t *a, const ba_bitmap_t *b, int stop
   uint64_t N = BA_MAX(a->rows, b->rows);
   op_sink_t s = {NULL, 0, stop, 0};
   if (a->group && b->group == a->group)
-    BA_FORWARD(op_groups_tab[op](a, b, N, &s));
+    BA_FORWARD(op_pick(op, a, b, NULL)(a, b, N, &s));
   else
     BA_FORWARD(op_bits(op, a, b, N, &s));
   *out = s.count;

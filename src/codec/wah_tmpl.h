@@ -16,22 +16,22 @@
 #define WAH_VAL ((WAH_W)1 << (WAH_BITS - 2))
 #define WAH_MAXCNT ((WAH_W)(WAH_VAL - 1))
 
-static int WAH_PFX(flush)(ba_wordvec_t *out, ba_enc_state_t *st) {
+static inline int WAH_PFX(flush)(ba_wordvec_t *out, ba_enc_state_t *st) {
   if (!st->s[0]) return 0;
   WAH_W hdr = WAH_FILL | (st->s[0] == 2 ? WAH_VAL : 0);
   uint64_t c = st->s[1];
+  st->s[0] = 0;
+  if (c <= WAH_MAXCNT) return WAH_PUSH(out, hdr | (WAH_W)c);
   int rc = ba_wordvec_reserve(out, (size_t)(c / WAH_MAXCNT) + 1, WAH_BITS / 8);
   if (rc < 0) return rc;
   while (c > WAH_MAXCNT) {
     WAH_PUSH(out, hdr | WAH_MAXCNT);
     c -= WAH_MAXCNT;
   }
-  WAH_PUSH(out, hdr | (WAH_W)c);
-  st->s[0] = 0;
-  return 0;
+  return WAH_PUSH(out, hdr | (WAH_W)c);
 }
 
-static int WAH_PFX(put)(ba_wordvec_t *out, ba_enc_state_t *st, const ba_tok_t *tok) {
+static inline int WAH_PFX(put)(ba_wordvec_t *out, ba_enc_state_t *st, const ba_tok_t *tok) {
   unsigned kind = tok->kind;
   uint64_t n = tok->n;
   if (kind == BA_TOK_LIT) {
@@ -58,15 +58,15 @@ static int WAH_PFX(put)(ba_wordvec_t *out, ba_enc_state_t *st, const ba_tok_t *t
   return 0;
 }
 
-static int WAH_PFX(end)(ba_wordvec_t *out, ba_enc_state_t *st) { return WAH_PFX(flush)(out, st); }
+static inline int WAH_PFX(end)(ba_wordvec_t *out, ba_enc_state_t *st) { return WAH_PFX(flush)(out, st); }
 
-static void WAH_PFX(dec_init)(ba_dec_t *d, const void *words, size_t nwords) {
+static inline void WAH_PFX(dec_init)(ba_dec_t *d, const void *words, size_t nwords) {
   d->words = words;
   d->nwords = nwords;
   d->pos = 0;
 }
 
-static int WAH_PFX(dec_next)(ba_dec_t *d, ba_tok_t *tok) {
+static inline int WAH_PFX(dec_next)(ba_dec_t *d, ba_tok_t *tok) {
   if (d->pos >= d->nwords) return 0;
   WAH_W x = ((const WAH_W *)d->words)[d->pos++];
   if (!(x & WAH_FILL)) {

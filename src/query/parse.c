@@ -1,5 +1,5 @@
 /* Lexer and recursive-descent parser for nfdump's filter language with the
- * bitarc extensions (doc/query.md). Precedence: not > and > or.
+ * bitarc extensions (src/query/GRAMMAR.md). Precedence: not > and > or.
  *
  * The lexer is driven by the parser: addresses (IPv4 patterns may contain
  * ',' '-' '*' inside an octet) are scanned straight from the text when the

@@ -59,6 +59,15 @@ struct ba_olsh {
   ba_olsh_stats_t st;
 };
 
+/* Defaults, measured with bench/reorder (see bench/RESULTS.md). The paper
+ * gives neither n, P, W nor a scale for the vector; fed raw, the ports
+ * (0..65535) swamp the address bytes (0..255), so ephemeral client ports
+ * decide the chain and similar host pairs scatter. Scaling ports by 1/4096
+ * and the protocol by 1/16 keeps all eleven dimensions but lets addresses
+ * lead; W = 8 then gives chains of near-identical address pairs. The sum of
+ * four functions spans fewer than P = 1024 values, so P rarely folds
+ * unrelated sums together. MMax = 100000 records (~17 MB of slots) with
+ * MMin = MMax / 2 emits half the buffer per memory purge. */
 void ba_olsh_opts_init(ba_olsh_opts_t *o) {
   memset(o, 0, sizeof *o);
   o->nfuncs = 4;
@@ -66,16 +75,25 @@ void ba_olsh_opts_init(ba_olsh_opts_t *o) {
   o->max_block = 4000;
   o->mmax = 100000;
   o->mmin = 50000;
-  o->width = 1000.0;
+  o->width = 8.0;
   o->seed = 0x6F4C5348u; /* "oLSH" */
   o->q = 1u << 30;
-  o->frame_bytes = 64u << 20;
+  o->frame_bytes = 32u << 20;
+  for (int k = 0; k < 8; k++) o->weight[k] = 1.0;
+  o->weight[8] = o->weight[9] = 1.0 / 4096;
+  o->weight[10] = 1.0 / 16;
+}
+
+static int olsh_weights_valid(const ba_olsh_opts_t *o) {
+  for (int k = 0; k < OLSH_DIM; k++)
+    if (!isfinite(o->weight[k]) || o->weight[k] < 0.0) return 0;
+  return 1;
 }
 
 static int olsh_opts_valid(const ba_olsh_opts_t *o) {
   return o && o->nfuncs >= 1 && o->nfuncs <= OLSH_MAX_FUNCS && o->nchains >= 1 && o->max_block >= 1 &&
          o->mmax >= 1 && o->mmax < (1u << 31) && o->mmin < o->mmax && o->q >= 1 && isfinite(o->width) &&
-         o->width > 0.0 && o->frame_bytes <= (uint64_t)SIZE_MAX / 2;
+         o->width > 0.0 && o->frame_bytes <= (uint64_t)SIZE_MAX / 2 && olsh_weights_valid(o);
 }
 
 /* Sizes derived from the options (shared by create and mem_bound). */
@@ -144,7 +162,8 @@ int ba_olsh_create(const ba_olsh_opts_t *o, ba_olsh_t **out) {
   h->b2 = h->b1 + o->nfuncs;
   h->tmp = h->keys + h->bmax;
   uint64_t s = o->seed;
-  for (size_t i = 0; i < 2 * nf; i++) h->a1[i] = olsh_gauss(&s);
+  /* The weights scale the vector; folding them into the projections costs nothing per record. */
+  for (size_t i = 0; i < 2 * nf; i++) h->a1[i] = olsh_gauss(&s) * o->weight[i % OLSH_DIM];
   for (size_t i = 0; i < 2 * (size_t)o->nfuncs; i++) h->b1[i] = olsh_unif(&s) * o->width;
   for (uint32_t c = 0; c < o->nchains; c++)
     h->chains[c] = (olsh_chain){OLSH_NIL, OLSH_NIL, 0, OLSH_NIL, OLSH_NIL};

@@ -5,7 +5,8 @@
  *
  * Program 1, as implemented here, for every pushed record r:
  *   v  = (src a.b.c.d, dst a.b.c.d, src port, dst port, protocol)   d = 11
- *        (IPv6: the first four address bytes stand for a.b.c.d)
+ *        (IPv6: the first four address bytes stand for a.b.c.d), each
+ *        dimension multiplied by its weight (all 1 = the paper's raw vector)
  *   h(a,b,v) = floor((a.v + b) / W), a ~ N(0,1)^11, b ~ U[0,W)   (p-stable, Datar et al.)
  *   H1 = sum_i h(a_i,b_i,v) mod P     picks the chain
  *   H2 = sum_i h(a'_i,b'_i,v) mod Q   other projections: the chain's sort key
@@ -38,6 +39,10 @@ typedef struct ba_olsh_opts {
   uint64_t seed;            /* fixed: runs are reproducible */
   uint32_t q;               /* Q: H2 mod Q is the chain sort key */
   uint64_t frame_bytes;     /* budget for buffered packet-frame bytes */
+  /* Scale of each vector dimension (src a,b,c,d, dst a,b,c,d, src port, dst
+   * port, protocol), i.e. the metric the LSH preserves. All 1 is the paper's
+   * raw vector; see ba_olsh_opts_init for the default and why. */
+  double weight[11];
 } ba_olsh_opts_t;
 
 typedef struct ba_olsh ba_olsh_t;

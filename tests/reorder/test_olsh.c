@@ -296,6 +296,8 @@ static void check_against_model(stream_kind kind, size_t n, uint32_t p, uint32_t
   o.width = w;
   o.q = q;
   o.seed = seed * 7 + 1;
+  if (seed % 2) /* odd seeds: the paper's raw vector (every weight 1) */
+    for (int d = 0; d < 11; d++) o.weight[d] = 1.0;
   sink k;
   run(&s, &o, &k, seed);
   uint64_t *want = malloc((n ? n : 1) * sizeof *want);
@@ -462,6 +464,8 @@ static void test_sink_error_and_invalid(void **state) {
   bad = o; bad.nfuncs = 0;
   assert_int_equal(ba_olsh_create(&bad, &h), BA_ERR_INVALID);
   bad = o; bad.q = 0;
+  assert_int_equal(ba_olsh_create(&bad, &h), BA_ERR_INVALID);
+  bad = o; bad.weight[3] = -1.0;
   assert_int_equal(ba_olsh_create(&bad, &h), BA_ERR_INVALID);
   ba_olsh_free(NULL);
 

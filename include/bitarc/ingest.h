@@ -1,0 +1,188 @@
+/* Decoders and the UDP collector: NetFlow v5, NetFlow v9 (RFC 3954), IPFIX
+ * (RFC 7011/7012), pcap/pcapng packets (through libpcap), NetFlow/IPFIX
+ * datagrams inside a capture. Every source turns into ba_record_t batches
+ * handed to a ba_record_sink_fn; the library never prints.
+ *
+ * Counting contract: every unit a decoder reads is either delivered as a
+ * record or counted in exactly one dropped[] reason (templates and options
+ * records are counted on their own lines, they are not flows). */
+#ifndef BITARC_INGEST_H
+#define BITARC_INGEST_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "bitarc/errors.h"
+#include "bitarc/record.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Why something was not stored. The unit is given per reason. */
+typedef enum ba_ingest_drop {
+  BA_DROP_UNKNOWN_TEMPLATE = 0, /* data sets whose template never arrived (unit: data set) */
+  BA_DROP_MALFORMED,            /* impossible header/set/template lengths (unit: datagram or set) */
+  BA_DROP_TRUNCATED,            /* datagram or frame ends inside a unit (unit: datagram/packet) */
+  BA_DROP_VERSION,              /* not NetFlow v5/v9/IPFIX (unit: datagram) */
+  BA_DROP_TIME,                 /* flow time far outside the export time (unit: record) */
+  BA_DROP_NOT_EXPORT,           /* flows mode: a packet that is no export datagram (unit: packet) */
+  BA_DROP_QUEUE_FULL,           /* collector: receive queue was full (unit: datagram) */
+  BA_DROP_STORE,                /* the sink refused a batch (unit: record) */
+  BA_DROP_COUNT
+} ba_ingest_drop_t;
+/* "unknown-template", "malformed", ...; never NULL. */
+const char *ba_ingest_drop_name(ba_ingest_drop_t r);
+/* "data sets", "datagrams", "records", ...; never NULL. */
+const char *ba_ingest_drop_unit(ba_ingest_drop_t r);
+
+typedef struct ba_ingest_counts {
+  uint64_t packets;           /* capture packets read (pcap sources) */
+  uint64_t datagrams;         /* export datagrams decoded (v5 + v9 + IPFIX) */
+  uint64_t datagrams_v5, datagrams_v9, datagrams_ipfix;
+  uint64_t records;           /* records delivered to the sink (flows or packets) */
+  uint64_t templates;         /* template records learned (incl. refreshes) */
+  uint64_t template_withdrawals;
+  uint64_t options_templates; /* options templates learned */
+  uint64_t options_records;   /* options data records parsed and skipped */
+  uint64_t late_decoded;      /* data sets held for a template and decoded when it came */
+  uint64_t dropped[BA_DROP_COUNT];
+} ba_ingest_counts_t;
+/* a += b */
+void ba_ingest_counts_add(ba_ingest_counts_t *a, const ba_ingest_counts_t *b);
+uint64_t ba_ingest_counts_dropped(const ba_ingest_counts_t *c);
+
+/* ---------- NetFlow v5 / v9 / IPFIX ---------- */
+
+/* Export protocol of a datagram if its header is valid (lengths consistent, set
+ * ids legal): 5, 9 or 10; else 0. Strict enough to tell exports from other UDP. */
+int ba_flow_detect(const uint8_t *buf, size_t len);
+/* Whether a UDP port is one commonly used for flow export (2055, 4739, 9995, ...). */
+int ba_flow_port_is_export(uint16_t port);
+
+typedef struct ba_flow_decoder ba_flow_decoder_t;
+typedef struct ba_flow_decoder_opts {
+  /* Data sets held while their template is unknown (0 = default 256) and
+   * their total bytes (0 = default 4 MiB). The oldest is dropped when full. */
+  uint32_t pending_max_sets;
+  uint32_t pending_max_bytes;
+  /* A held set is dropped once this many later datagrams of the same exporter
+   * went by without its template (0 = default 64). */
+  uint32_t pending_max_age;
+  /* Flows that start before 1990 or after 2099, or more than past_s before /
+   * future_s after the export time (0 = no limit, the default: exporters
+   * replaying old captures send such times legitimately) are dropped as
+   * BA_DROP_TIME. */
+  uint32_t past_s, future_s;
+} ba_flow_decoder_opts_t;
+void ba_flow_decoder_opts_init(ba_flow_decoder_opts_t *o);
+
+/* opts may be NULL for the defaults. */
+int ba_flow_decoder_create(const ba_flow_decoder_opts_t *opts, ba_flow_decoder_t **out);
+void ba_flow_decoder_free(ba_flow_decoder_t *d);
+/* Decodes one export datagram sent by `exporter` (16-byte form of record.h).
+ * Templates are kept per (exporter, version, source id / observation domain).
+ * Records go to fn in batches (possibly also records of earlier held sets).
+ * Returns 0 when the datagram was handled (even if parts were dropped and
+ * counted), or the sink's non-zero status. */
+int ba_flow_decode(ba_flow_decoder_t *d, const uint8_t exporter[16], const uint8_t *buf, size_t len,
+                   ba_record_sink_fn fn, void *ctx);
+/* End of input: held data sets whose template never came are counted as
+ * BA_DROP_UNKNOWN_TEMPLATE. */
+void ba_flow_decoder_finish(ba_flow_decoder_t *d);
+/* Totals since creation. */
+void ba_flow_decoder_counts(const ba_flow_decoder_t *d, ba_ingest_counts_t *out);
+/* Detail of the last problem (e.g. "exporter 192.0.2.1 domain 0: template 260 field 3 has length 0"). */
+const char *ba_flow_decoder_errmsg(const ba_flow_decoder_t *d);
+
+/* Per-exporter totals, for reports naming each source. */
+typedef struct ba_flow_source {
+  uint8_t addr[16];
+  ba_ingest_counts_t counts;
+} ba_flow_source_t;
+/* Copies up to cap sources, returns how many exist. */
+size_t ba_flow_decoder_sources(const ba_flow_decoder_t *d, ba_flow_source_t *out, size_t cap);
+
+/* ---------- packets ---------- */
+
+/* Parses one captured frame of pcap link type `dlt` (DLT_* value as returned by
+ * pcap_datalink) into a packet record: ts, lengths, link type, frame pointer,
+ * VLAN, IPv4/IPv6 (extension headers), TCP/UDP/SCTP ports, TCP flags, ICMP
+ * type/code (dst_port = type<<8|code). Non-IP frames get ipver 0. If udp_off
+ * is not NULL it receives the offset of the UDP payload in data (or SIZE_MAX
+ * when the frame holds no complete UDP header). Never fails. */
+void ba_packet_parse(int dlt, const uint8_t *data, uint32_t caplen, uint32_t wirelen, uint64_t ts_ns,
+                     ba_record_t *rec, size_t *udp_off);
+
+typedef enum ba_ingest_as { BA_INGEST_AUTO = 0, BA_INGEST_PACKETS = 1, BA_INGEST_FLOWS = 2 } ba_ingest_as_t;
+
+typedef struct ba_capture_opts {
+  ba_ingest_as_t as;            /* AUTO: flows when most packets are export datagrams */
+  ba_flow_decoder_t *flows;     /* decoder for flow exports (needed unless as == PACKETS) */
+  /* Called about every 64k packets with bytes of the file consumed. */
+  void (*progress)(void *ctx, uint64_t bytes_done);
+  void *progress_ctx;
+} ba_capture_opts_t;
+
+typedef struct ba_capture_result {
+  ba_ingest_as_t as;            /* what the file was read as */
+  int linktype;                 /* DLT of the capture */
+  ba_ingest_counts_t counts;    /* this file only (flow counts included) */
+  uint64_t file_bytes;          /* size of the file (0 if unknown) */
+  /* On a read error: the packet number (1-based) that could not be read and
+   * the file offset where it starts. */
+  uint64_t error_packet, error_offset;
+  char errmsg[256];             /* detail when the call failed, else "" */
+} ba_capture_result_t;
+
+/* Reads a pcap or pcapng file (path, or an open stream when fp != NULL; the
+ * stream is closed). Every good packet before a damaged region is delivered;
+ * then BA_ERR_TRUNCATED or BA_ERR_CORRUPT is returned with the position in
+ * res. BA_ERR_NOT_OURS if the file is no capture. A non-zero sink status
+ * stops reading and is returned. */
+int ba_capture_ingest(const char *path, FILE *fp, const ba_capture_opts_t *opts, ba_record_sink_fn fn,
+                      void *ctx, ba_capture_result_t *res);
+
+/* ---------- UDP collector ---------- */
+
+typedef struct ba_collector ba_collector_t;
+typedef struct ba_collector_opts {
+  const char *listen;           /* "127.0.0.1:2055", "[::1]:2055", "0.0.0.0:9995" */
+  uint32_t rcvbuf_bytes;        /* SO_RCVBUF asked for (0 = 64 MiB) */
+  uint32_t queue_bytes;         /* receive queue between threads (0 = 64 MiB) */
+  ba_flow_decoder_opts_t decoder;
+} ba_collector_opts_t;
+void ba_collector_opts_init(ba_collector_opts_t *o);
+
+typedef struct ba_collector_stats {
+  uint64_t received;            /* datagrams received from the socket */
+  uint64_t received_bytes;
+  uint64_t queue_dropped;       /* datagrams lost because the queue was full */
+  int64_t kernel_drops;         /* socket drops from /proc/net/udp{,6}; -1 if unknown */
+  uint32_t rcvbuf_granted;      /* SO_RCVBUF the kernel granted */
+  ba_ingest_counts_t counts;    /* decoder totals */
+} ba_collector_stats_t;
+
+/* Binds the socket and starts the receive thread. Detail of a failure in
+ * errbuf. */
+int ba_collector_start(const ba_collector_opts_t *opts, ba_collector_t **out, char *errbuf, size_t errlen);
+/* Waits up to min(timeout_ms, 20 ms) for a batch of datagrams (wakes early
+ * once 256 KiB are queued), then decodes everything queued, delivering
+ * records to fn (call from one thread). Returns 0, or the sink's status. */
+int ba_collector_poll(ba_collector_t *c, int timeout_ms, ba_record_sink_fn fn, void *ctx);
+/* Stops receiving, decodes what is queued, finishes the decoder. */
+int ba_collector_stop(ba_collector_t *c, ba_record_sink_fn fn, void *ctx);
+void ba_collector_get_stats(ba_collector_t *c, ba_collector_stats_t *st);
+/* The bound address as text ("127.0.0.1:40123"). */
+const char *ba_collector_address(const ba_collector_t *c);
+size_t ba_collector_sources(ba_collector_t *c, ba_flow_source_t *out, size_t cap);
+void ba_collector_free(ba_collector_t *c);
+
+/* Formats a 16-byte address (IPv4-mapped shown as dotted quad). */
+void ba_addr_format(const uint8_t a[16], char *buf, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,130 @@
+/* Archive module internals: column blocks, compressors, segment layout
+ * (doc/format.md), shared by the writer, the reader and recovery. */
+#ifndef BA_ARCHIVE_H
+#define BA_ARCHIVE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bitarc/store.h"
+#include "index/index.h"
+
+#define BA_SEG_MAGIC "BITARCSG"
+#define BA_SEG_END_MAGIC "BASEGEND"
+#define BA_BLK_MAGIC "BABK"
+#define BA_SEG_MAJOR 1
+#define BA_SEG_MINOR 0
+#define BA_SEG_HDR_BYTES 64u
+#define BA_SEG_FOOTER_BYTES 80u
+#define BA_BLK_HDR_BYTES 32u
+#define BA_SEG_FLAG_OLSH 1u
+
+enum { BA_BLK_GROUP = 1, BA_BLK_COLUMN = 2, BA_BLK_IDXDIR = 3, BA_BLK_TABLE = 4 };
+
+/* Column ids: bit numbers of ba_col_t, then META (kind, ipver; always read). */
+#define BA_NCOLS 17
+#define BA_COLID_FRAME 15
+#define BA_COLID_META 16
+#define BA_MAX_CAPLEN 262144u
+#define BA_MAX_BLOCK_ROWS (1u << 20)
+/* A slice holding this many rows is closed and continued in another segment
+ * (row ids stay 32-bit for the batch builder). */
+#define BA_SEG_MAX_ROWS (1ull << 31)
+
+#define BA_GROUP_PAYLOAD_BYTES (24u + 4u * BA_NCOLS)
+#define BA_TABLE_ENTRY_BYTES (16u + 4u * BA_NCOLS)
+
+typedef struct ba_blk_hdr {
+  uint8_t type, col, compress;
+  uint32_t rows, raw_len, comp_len, group, payload_crc;
+} ba_blk_hdr_t;
+
+void ba_blk_hdr_encode(const ba_blk_hdr_t *h, uint8_t out[BA_BLK_HDR_BYTES]);
+/* Checks header CRC, magic, reserved byte. */
+int ba_blk_hdr_decode(const uint8_t in[BA_BLK_HDR_BYTES], ba_blk_hdr_t *h);
+
+/* ---- compressors ---- */
+size_t ba_compress_bound(ba_compress_t c, size_t raw);
+/* wrk: per-thread scratch of ba_compress_wrkmem() bytes (LZO). */
+size_t ba_compress_wrkmem(void);
+int ba_compress_block(ba_compress_t c, const uint8_t *src, size_t n, uint8_t *dst, size_t cap,
+                      size_t *out, void *wrk);
+/* Exactly raw bytes must come out. */
+int ba_decompress_block(ba_compress_t c, const uint8_t *src, size_t n, uint8_t *dst, size_t raw);
+
+/* ---- columns ---- */
+/* Raw bytes of column `col` for n records (frames: their caplen bytes come
+ * from `frames`, concatenated in row order). */
+size_t ba_col_raw_size(int col, size_t n, size_t frame_bytes);
+void ba_col_encode(int col, const ba_record_t *r, size_t n, const uint8_t *frames,
+                   size_t frame_bytes, uint8_t *out);
+/* Fills column `col` of recs[0..n) from raw; checks raw_len. Frame pointers
+ * point into raw. */
+int ba_col_decode(int col, const uint8_t *raw, size_t raw_len, size_t n, ba_record_t *recs);
+
+/* ---- index attribute values ---- */
+/* Domain (values < domain) of each attribute for a segment's parameters. */
+uint32_t ba_attr_domain(ba_attr_t a, uint64_t slice_ns, uint64_t bin_ns);
+/* Values of attribute a for n records (BA_IDX_NONE where it does not apply). */
+void ba_attr_values(ba_attr_t a, const ba_record_t *r, size_t n, uint64_t slice_start,
+                    uint64_t bin_ns, uint32_t *out);
+
+/* ---- segment header/footer ---- */
+typedef struct ba_seg_hdr {
+  uint32_t flags;
+  uint64_t start_ns, end_ns;
+  uint32_t block_rows, time_bin_seconds;
+  uint8_t codec, compress;
+  uint16_t ncols;
+} ba_seg_hdr_t;
+void ba_seg_hdr_encode(const ba_seg_hdr_t *h, uint8_t out[BA_SEG_HDR_BYTES]);
+int ba_seg_hdr_decode(const uint8_t in[BA_SEG_HDR_BYTES], ba_seg_hdr_t *h);
+
+typedef struct ba_seg_footer {
+  uint64_t rows, min_first, max_first, table_off, dir_off, index_off;
+  uint32_t ngroups, kinds;
+} ba_seg_footer_t;
+void ba_seg_footer_encode(const ba_seg_footer_t *f, uint8_t out[BA_SEG_FOOTER_BYTES]);
+int ba_seg_footer_decode(const uint8_t in[BA_SEG_FOOTER_BYTES], ba_seg_footer_t *f);
+
+/* One TABLE entry. */
+typedef struct ba_group_ent {
+  uint64_t off;
+  uint32_t rows, len;
+  uint32_t col_off[BA_NCOLS];
+} ba_group_ent_t;
+
+/* Reads a whole block at off (header + payload) from fd of size fsize,
+ * checking header and payload CRCs. *buf is grown as needed (payload at
+ * *buf). */
+int ba_blk_read(int fd, uint64_t off, uint64_t fsize, ba_blk_hdr_t *h, uint8_t **buf,
+                size_t *cap);
+int ba_pread_full(int fd, void *buf, size_t n, uint64_t off);
+int ba_write_full(int fd, const void *buf, size_t n);
+
+/* Finishing a segment from its journal: fd positioned/sized at `end`
+ * (everything after the last row group), the row-group table, the finished
+ * index. Writes bitmaps, IDXDIR, TABLE, footer, fsyncs, renames
+ * dir/name.open -> dir/name, fsyncs dir. */
+typedef struct ba_seg_finish {
+  int fd;
+  int dirfd;
+  const char *open_name, *final_name;
+  uint64_t end;
+  const ba_group_ent_t *groups;
+  uint32_t ngroups;
+  uint64_t rows, min_first, max_first;
+  uint32_t kinds;
+  ba_idx_attr_t *attrs; /* BA_ATTR_COUNT */
+  uint64_t bytes_index; /* out */
+} ba_seg_finish_t;
+int ba_seg_finish(ba_seg_finish_t *f);
+
+/* Segment file name for a slice: "seg-YYYYMMDDTHHMMSSZ[-N].bitarc". */
+int ba_seg_name(uint64_t start_ns, unsigned seq, char *out, size_t cap);
+
+/* Recovers every journal in the store (dirfd); adds recovered rows. */
+int ba_store_recover(int dirfd, const ba_store_opts_t *defaults, uint64_t *recovered,
+                     char *errmsg, size_t errcap);
+
+#endif

@@ -1,0 +1,539 @@
+/* Segment format pieces shared by writer, reader and recovery: headers,
+ * footers, compressors, column (de)transposition, attribute values. */
+#include <errno.h>
+#include <stddef.h>
+#include <fcntl.h>
+#include <lz4.h>
+#include <lzo/lzo1x.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include "archive/archive.h"
+#include "common/common.h"
+
+/* ---------- names ---------- */
+static const char *const g_attr_names[BA_ATTR_COUNT] = {
+    "src_ip0", "src_ip1", "src_ip2", "src_ip3", "dst_ip0", "dst_ip1", "dst_ip2",
+    "dst_ip3", "src_port", "dst_port", "proto", "tcp_flags", "time_bin", "ipver"};
+
+const char *ba_attr_name(ba_attr_t a) {
+  return ((unsigned)a < BA_ATTR_COUNT) ? g_attr_names[a] : "unknown";
+}
+
+static const char *const g_compress_names[] = {NULL, "lzo", "lz4", "zstd", "none"};
+
+const char *ba_compress_name(ba_compress_t c) {
+  return (c >= BA_COMPRESS_LZO && c <= BA_COMPRESS_NONE) ? g_compress_names[c] : "unknown";
+}
+
+int ba_compress_from_name(const char *name, ba_compress_t *out) {
+  BA_RETURN_IF(!name || !out, BA_ERR_INVALID);
+  for (int c = BA_COMPRESS_LZO; c <= BA_COMPRESS_NONE; c++)
+    if (!strcmp(name, g_compress_names[c])) {
+      *out = (ba_compress_t)c;
+      return BA_OK;
+    }
+  return BA_ERR_INVALID;
+}
+
+int ba_seg_name(uint64_t start_ns, unsigned seq, char *out, size_t cap) {
+  time_t t = (time_t)(start_ns / 1000000000ull);
+  struct tm tm;
+  BA_RETURN_IF(!gmtime_r(&t, &tm), BA_ERR_INVALID);
+  char suffix[16] = "";
+  if (seq) snprintf(suffix, sizeof suffix, "-%u", seq);
+  int n = snprintf(out, cap, "seg-%04d%02d%02dT%02d%02d%02dZ%s.bitarc", tm.tm_year + 1900,
+                   tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, suffix);
+  BA_RETURN_IF(n < 0 || (size_t)n >= cap, BA_ERR_OVERFLOW);
+  return BA_OK;
+}
+
+/* ---------- block header ---------- */
+void ba_blk_hdr_encode(const ba_blk_hdr_t *h, uint8_t out[BA_BLK_HDR_BYTES]) {
+  memcpy(out, BA_BLK_MAGIC, 4);
+  out[4] = h->type;
+  out[5] = h->col;
+  out[6] = h->compress;
+  out[7] = 0;
+  ba_store_le32(out + 8, h->rows);
+  ba_store_le32(out + 12, h->raw_len);
+  ba_store_le32(out + 16, h->comp_len);
+  ba_store_le32(out + 20, h->group);
+  ba_store_le32(out + 24, h->payload_crc);
+  ba_store_le32(out + 28, ba_crc32c(0, out, 28));
+}
+
+int ba_blk_hdr_decode(const uint8_t in[BA_BLK_HDR_BYTES], ba_blk_hdr_t *h) {
+  BA_RETURN_IF(ba_crc32c(0, in, 28) != ba_load_le32(in + 28), BA_ERR_CHECKSUM);
+  BA_RETURN_IF(memcmp(in, BA_BLK_MAGIC, 4) != 0, BA_ERR_CORRUPT);
+  BA_RETURN_IF(in[7] != 0, BA_ERR_CORRUPT);
+  h->type = in[4];
+  h->col = in[5];
+  h->compress = in[6];
+  h->rows = ba_load_le32(in + 8);
+  h->raw_len = ba_load_le32(in + 12);
+  h->comp_len = ba_load_le32(in + 16);
+  h->group = ba_load_le32(in + 20);
+  h->payload_crc = ba_load_le32(in + 24);
+  BA_RETURN_IF(h->compress < BA_COMPRESS_LZO || h->compress > BA_COMPRESS_NONE, BA_ERR_CORRUPT);
+  BA_RETURN_IF(h->compress == BA_COMPRESS_NONE && h->raw_len != h->comp_len, BA_ERR_CORRUPT);
+  return BA_OK;
+}
+
+/* ---------- segment header and footer ---------- */
+void ba_seg_hdr_encode(const ba_seg_hdr_t *h, uint8_t out[BA_SEG_HDR_BYTES]) {
+  memset(out, 0, BA_SEG_HDR_BYTES);
+  memcpy(out, BA_SEG_MAGIC, 8);
+  ba_store_le16(out + 8, BA_SEG_MAJOR);
+  ba_store_le16(out + 10, BA_SEG_MINOR);
+  ba_store_le32(out + 12, h->flags);
+  ba_store_le64(out + 16, h->start_ns);
+  ba_store_le64(out + 24, h->end_ns);
+  ba_store_le32(out + 32, h->block_rows);
+  ba_store_le32(out + 36, h->time_bin_seconds);
+  out[40] = h->codec;
+  out[41] = h->compress;
+  ba_store_le16(out + 42, h->ncols);
+  ba_store_le32(out + 60, ba_crc32c(0, out, 60));
+}
+
+int ba_seg_hdr_decode(const uint8_t in[BA_SEG_HDR_BYTES], ba_seg_hdr_t *h) {
+  BA_RETURN_IF(memcmp(in, BA_SEG_MAGIC, 8) != 0, BA_ERR_NOT_OURS);
+  BA_RETURN_IF(ba_crc32c(0, in, 60) != ba_load_le32(in + 60), BA_ERR_CHECKSUM);
+  BA_RETURN_IF(ba_load_le16(in + 8) > BA_SEG_MAJOR, BA_ERR_VERSION);
+  BA_RETURN_IF(ba_load_le16(in + 8) < 1, BA_ERR_CORRUPT);
+  for (int i = 44; i < 60; i++) BA_RETURN_IF(in[i] != 0, BA_ERR_CORRUPT);
+  h->flags = ba_load_le32(in + 12);
+  h->start_ns = ba_load_le64(in + 16);
+  h->end_ns = ba_load_le64(in + 24);
+  h->block_rows = ba_load_le32(in + 32);
+  h->time_bin_seconds = ba_load_le32(in + 36);
+  h->codec = in[40];
+  h->compress = in[41];
+  h->ncols = ba_load_le16(in + 42);
+  BA_RETURN_IF(h->flags & ~BA_SEG_FLAG_OLSH, BA_ERR_CORRUPT);
+  BA_RETURN_IF(h->end_ns <= h->start_ns, BA_ERR_CORRUPT);
+  BA_RETURN_IF(h->block_rows == 0 || h->block_rows > BA_MAX_BLOCK_ROWS, BA_ERR_CORRUPT);
+  BA_RETURN_IF(h->time_bin_seconds == 0, BA_ERR_CORRUPT);
+  BA_RETURN_IF(ba_attr_domain(BA_ATTR_TIME_BIN, h->end_ns - h->start_ns,
+                              (uint64_t)h->time_bin_seconds * 1000000000ull) == 0,
+               BA_ERR_CORRUPT);
+  BA_RETURN_IF(!ba_codec_name((ba_codec_t)h->codec), BA_ERR_UNSUPPORTED);
+  BA_RETURN_IF(h->compress < BA_COMPRESS_LZO || h->compress > BA_COMPRESS_NONE, BA_ERR_CORRUPT);
+  BA_RETURN_IF(h->ncols < BA_NCOLS, BA_ERR_CORRUPT);
+  BA_RETURN_IF(h->ncols > BA_NCOLS, BA_ERR_UNSUPPORTED);
+  return BA_OK;
+}
+
+void ba_seg_footer_encode(const ba_seg_footer_t *f, uint8_t out[BA_SEG_FOOTER_BYTES]) {
+  memset(out, 0, BA_SEG_FOOTER_BYTES);
+  ba_store_le64(out, f->rows);
+  ba_store_le64(out + 8, f->min_first);
+  ba_store_le64(out + 16, f->max_first);
+  ba_store_le64(out + 24, f->table_off);
+  ba_store_le64(out + 32, f->dir_off);
+  ba_store_le64(out + 40, f->index_off);
+  ba_store_le32(out + 48, f->ngroups);
+  ba_store_le32(out + 52, f->kinds);
+  ba_store_le32(out + 64, ba_crc32c(0, out, 64));
+  memcpy(out + 72, BA_SEG_END_MAGIC, 8);
+}
+
+int ba_seg_footer_decode(const uint8_t in[BA_SEG_FOOTER_BYTES], ba_seg_footer_t *f) {
+  BA_RETURN_IF(memcmp(in + 72, BA_SEG_END_MAGIC, 8) != 0, BA_ERR_TRUNCATED);
+  BA_RETURN_IF(ba_crc32c(0, in, 64) != ba_load_le32(in + 64), BA_ERR_CHECKSUM);
+  for (int i = 56; i < 64; i++) BA_RETURN_IF(in[i] != 0, BA_ERR_CORRUPT);
+  for (int i = 68; i < 72; i++) BA_RETURN_IF(in[i] != 0, BA_ERR_CORRUPT);
+  f->rows = ba_load_le64(in);
+  f->min_first = ba_load_le64(in + 8);
+  f->max_first = ba_load_le64(in + 16);
+  f->table_off = ba_load_le64(in + 24);
+  f->dir_off = ba_load_le64(in + 32);
+  f->index_off = ba_load_le64(in + 40);
+  f->ngroups = ba_load_le32(in + 48);
+  f->kinds = ba_load_le32(in + 52);
+  BA_RETURN_IF(f->rows == 0 || f->ngroups == 0 || f->kinds == 0 || f->kinds > 3, BA_ERR_CORRUPT);
+  BA_RETURN_IF(f->min_first > f->max_first, BA_ERR_CORRUPT);
+  return BA_OK;
+}
+
+/* ---------- compressors ---------- */
+size_t ba_compress_wrkmem(void) { return LZO1X_1_MEM_COMPRESS; }
+
+size_t ba_compress_bound(ba_compress_t c, size_t raw) {
+  switch (c) {
+    case BA_COMPRESS_LZO: return raw + raw / 16 + 64 + 3;
+    case BA_COMPRESS_LZ4: return (size_t)LZ4_compressBound((int)raw);
+    case BA_COMPRESS_ZSTD: return ZSTD_compressBound(raw);
+    default: return raw;
+  }
+}
+
+static pthread_once_t g_lzo_once = PTHREAD_ONCE_INIT;
+static int g_lzo_ok;
+static void lzo_init_once(void) { g_lzo_ok = lzo_init() == LZO_E_OK; }
+
+int ba_compress_block(ba_compress_t c, const uint8_t *src, size_t n, uint8_t *dst, size_t cap,
+                      size_t *out, void *wrk) {
+  BA_RETURN_IF(n > 0x7F000000u, BA_ERR_OVERFLOW);
+  switch (c) {
+    case BA_COMPRESS_LZO: {
+      pthread_once(&g_lzo_once, lzo_init_once);
+      BA_RETURN_IF(!g_lzo_ok || !wrk, BA_ERR_UNSUPPORTED);
+      BA_RETURN_IF(cap < ba_compress_bound(c, n), BA_ERR_OVERFLOW);
+      lzo_uint ol = cap;
+      BA_RETURN_IF(lzo1x_1_compress(src, n, dst, &ol, wrk) != LZO_E_OK, BA_ERR_INVALID);
+      *out = ol;
+      return BA_OK;
+    }
+    case BA_COMPRESS_LZ4: {
+      int r = LZ4_compress_default((const char *)src, (char *)dst, (int)n, (int)BA_MIN(cap, 0x7FFFFFFFu));
+      BA_RETURN_IF(r <= 0 && n > 0, BA_ERR_OVERFLOW);
+      *out = (size_t)(r < 0 ? 0 : r);
+      return BA_OK;
+    }
+    case BA_COMPRESS_ZSTD: {
+      size_t r = ZSTD_compress(dst, cap, src, n, 1);
+      BA_RETURN_IF(ZSTD_isError(r), BA_ERR_OVERFLOW);
+      *out = r;
+      return BA_OK;
+    }
+    case BA_COMPRESS_NONE:
+      BA_RETURN_IF(cap < n, BA_ERR_OVERFLOW);
+      if (n) memcpy(dst, src, n);
+      *out = n;
+      return BA_OK;
+  }
+  return BA_ERR_INVALID;
+}
+
+int ba_decompress_block(ba_compress_t c, const uint8_t *src, size_t n, uint8_t *dst, size_t raw) {
+  switch (c) {
+    case BA_COMPRESS_LZO: {
+      pthread_once(&g_lzo_once, lzo_init_once);
+      BA_RETURN_IF(!g_lzo_ok, BA_ERR_UNSUPPORTED);
+      lzo_uint ol = raw;
+      int r = lzo1x_decompress_safe(src, n, dst, &ol, NULL);
+      BA_RETURN_IF(r != LZO_E_OK || ol != raw, BA_ERR_CORRUPT);
+      return BA_OK;
+    }
+    case BA_COMPRESS_LZ4: {
+      BA_RETURN_IF(n > 0x7FFFFFFFu || raw > 0x7FFFFFFFu, BA_ERR_CORRUPT);
+      int r = LZ4_decompress_safe((const char *)src, (char *)dst, (int)n, (int)raw);
+      BA_RETURN_IF(r < 0 || (size_t)r != raw, BA_ERR_CORRUPT);
+      return BA_OK;
+    }
+    case BA_COMPRESS_ZSTD: {
+      size_t r = ZSTD_decompress(dst, raw, src, n);
+      BA_RETURN_IF(ZSTD_isError(r) || r != raw, BA_ERR_CORRUPT);
+      return BA_OK;
+    }
+    case BA_COMPRESS_NONE:
+      BA_RETURN_IF(n != raw, BA_ERR_CORRUPT);
+      if (n) memcpy(dst, src, n);
+      return BA_OK;
+  }
+  return BA_ERR_CORRUPT;
+}
+
+/* ---------- columns ---------- */
+/* Every multi-byte field is stored as byte planes (byte 0 of every row, then
+ * byte 1, ...): constant high bytes (IPv4-mapped prefixes, timestamps,
+ * counters) become long runs that LZO compresses fast and well. */
+static const uint8_t g_col_width[BA_NCOLS] = {8, 8, 16, 16, 4, 1, 1, 1, 8, 8, 8, 8, 16, 2, 2, 10, 2};
+
+typedef struct colfield {
+  uint16_t off;   /* offsetof in ba_record_t */
+  uint8_t width;  /* bytes */
+  uint8_t bytes;  /* 1: a byte array (address), 0: an integer of `width` bytes */
+} colfield_t;
+
+#define F(field, w) {(uint16_t)offsetof(ba_record_t, field), w, 0}
+#define A(field) {(uint16_t)offsetof(ba_record_t, field), 16, 1}
+static const colfield_t g_fields[BA_NCOLS][3] = {
+    {F(first_ns, 8)}, {F(last_ns, 8)}, {A(src)}, {A(dst)},
+    {F(src_port, 2), F(dst_port, 2)}, {F(proto, 1)}, {F(tcp_flags, 1)}, {F(tos, 1)},
+    {F(src_as, 4), F(dst_as, 4)}, {F(in_if, 4), F(out_if, 4)}, {F(packets, 8)}, {F(bytes, 8)},
+    {A(exporter)}, {F(vlan, 2)}, {F(icmp_type, 1), F(icmp_code, 1)},
+    {F(caplen, 4), F(wirelen, 4), F(linktype, 2)}, {F(kind, 1), F(ipver, 1)}};
+#undef F
+#undef A
+
+static uint64_t field_get(const ba_record_t *r, const colfield_t *f) {
+  const uint8_t *p = (const uint8_t *)r + f->off;
+  switch (f->width) {
+    case 1: return *p;
+    case 2: { uint16_t v; memcpy(&v, p, 2); return v; }
+    case 4: { uint32_t v; memcpy(&v, p, 4); return v; }
+    default: { uint64_t v; memcpy(&v, p, 8); return v; }
+  }
+}
+
+static void field_set(ba_record_t *r, const colfield_t *f, uint64_t v) {
+  uint8_t *p = (uint8_t *)r + f->off;
+  switch (f->width) {
+    case 1: *p = (uint8_t)v; break;
+    case 2: { uint16_t x = (uint16_t)v; memcpy(p, &x, 2); break; }
+    case 4: { uint32_t x = (uint32_t)v; memcpy(p, &x, 4); break; }
+    default: memcpy(p, &v, 8); break;
+  }
+}
+
+size_t ba_col_raw_size(int col, size_t n, size_t frame_bytes) {
+  return (size_t)g_col_width[col] * n + (col == BA_COLID_FRAME ? frame_bytes : 0);
+}
+
+void ba_col_encode(int col, const ba_record_t *r, size_t n, const uint8_t *frames,
+                   size_t frame_bytes, uint8_t *out) {
+  for (int k = 0; k < 3 && g_fields[col][k].width; k++) {
+    const colfield_t *f = &g_fields[col][k];
+    if (f->bytes) {
+      for (size_t i = 0; i < n; i++) {
+        const uint8_t *p = (const uint8_t *)&r[i] + f->off;
+        for (unsigned b = 0; b < 16; b++) out[b * n + i] = p[b];
+      }
+    } else if (f->width == 1) {
+      for (size_t i = 0; i < n; i++) out[i] = *((const uint8_t *)&r[i] + f->off);
+    } else {
+      for (size_t i = 0; i < n; i++) {
+        uint64_t v = field_get(&r[i], f);
+        for (unsigned b = 0; b < f->width; b++) out[b * n + i] = (uint8_t)(v >> (8 * b));
+      }
+    }
+    out += (size_t)f->width * n;
+  }
+  if (col == BA_COLID_FRAME && frame_bytes) memcpy(out, frames, frame_bytes);
+}
+
+int ba_col_decode(int col, const uint8_t *raw, size_t raw_len, size_t n, ba_record_t *r) {
+  BA_RETURN_IF(col < 0 || col >= BA_NCOLS, BA_ERR_INVALID);
+  size_t fixed = (size_t)g_col_width[col] * n;
+  if (col != BA_COLID_FRAME) BA_RETURN_IF(raw_len != fixed, BA_ERR_CORRUPT);
+  BA_RETURN_IF(raw_len < fixed, BA_ERR_CORRUPT);
+  if (col == BA_COLID_META)
+    for (size_t i = 0; i < n; i++) BA_RETURN_IF(raw[i] != BA_REC_FLOW && raw[i] != BA_REC_PACKET, BA_ERR_CORRUPT);
+  if (col == BA_COLID_FRAME) {
+    uint64_t sum = 0;
+    for (size_t i = 0; i < n; i++) {
+      uint32_t cl = (uint32_t)raw[i] | (uint32_t)raw[n + i] << 8 | (uint32_t)raw[2 * n + i] << 16 |
+                    (uint32_t)raw[3 * n + i] << 24;
+      BA_RETURN_IF(cl > BA_MAX_CAPLEN, BA_ERR_CORRUPT);
+      sum += cl;
+    }
+    BA_RETURN_IF(sum != raw_len - fixed, BA_ERR_CORRUPT);
+  }
+  const uint8_t *in = raw;
+  for (int k = 0; k < 3 && g_fields[col][k].width; k++) {
+    const colfield_t *f = &g_fields[col][k];
+    if (f->bytes) {
+      for (size_t i = 0; i < n; i++) {
+        uint8_t *p = (uint8_t *)&r[i] + f->off;
+        for (unsigned b = 0; b < 16; b++) p[b] = in[b * n + i];
+      }
+    } else if (f->width == 1) {
+      for (size_t i = 0; i < n; i++) *((uint8_t *)&r[i] + f->off) = in[i];
+    } else {
+      for (size_t i = 0; i < n; i++) {
+        uint64_t v = 0;
+        for (unsigned b = 0; b < f->width; b++) v |= (uint64_t)in[b * n + i] << (8 * b);
+        field_set(&r[i], f, v);
+      }
+    }
+    in += (size_t)f->width * n;
+  }
+  if (col == BA_COLID_FRAME) {
+    const uint8_t *fp = raw + fixed;
+    for (size_t i = 0; i < n; i++) {
+      r[i].frame = r[i].caplen ? fp : NULL;
+      fp += r[i].caplen;
+    }
+  }
+  return BA_OK;
+}
+
+/* ---------- index attribute values ---------- */
+uint32_t ba_attr_domain(ba_attr_t a, uint64_t slice_ns, uint64_t bin_ns) {
+  switch (a) {
+    case BA_ATTR_SRC_PORT:
+    case BA_ATTR_DST_PORT: return 65536;
+    case BA_ATTR_TIME_BIN: {
+      if (!bin_ns) return 0;
+      uint64_t nb = (slice_ns + bin_ns - 1) / bin_ns;
+      return (nb == 0 || nb > BA_IDX_MAX_DOMAIN) ? 0 : (uint32_t)nb;
+    }
+    case BA_ATTR_IPVER: return 256;
+    default: return 256;
+  }
+}
+
+void ba_attr_values(ba_attr_t a, const ba_record_t *r, size_t n, uint64_t slice_start,
+                    uint64_t bin_ns, uint32_t *out) {
+  size_t i;
+  switch (a) {
+    case BA_ATTR_SRC_IP0: case BA_ATTR_SRC_IP1: case BA_ATTR_SRC_IP2: case BA_ATTR_SRC_IP3: {
+      int b = 12 + (int)(a - BA_ATTR_SRC_IP0);
+      for (i = 0; i < n; i++) out[i] = r[i].ipver == 4 ? r[i].src[b] : BA_IDX_NONE;
+      break;
+    }
+    case BA_ATTR_DST_IP0: case BA_ATTR_DST_IP1: case BA_ATTR_DST_IP2: case BA_ATTR_DST_IP3: {
+      int b = 12 + (int)(a - BA_ATTR_DST_IP0);
+      for (i = 0; i < n; i++) out[i] = r[i].ipver == 4 ? r[i].dst[b] : BA_IDX_NONE;
+      break;
+    }
+    case BA_ATTR_SRC_PORT: for (i = 0; i < n; i++) out[i] = r[i].src_port; break;
+    case BA_ATTR_DST_PORT: for (i = 0; i < n; i++) out[i] = r[i].dst_port; break;
+    case BA_ATTR_PROTO: for (i = 0; i < n; i++) out[i] = r[i].proto; break;
+    case BA_ATTR_TCP_FLAGS: for (i = 0; i < n; i++) out[i] = r[i].tcp_flags; break;
+    case BA_ATTR_TIME_BIN:
+      for (i = 0; i < n; i++) out[i] = (uint32_t)((r[i].first_ns - slice_start) / bin_ns);
+      break;
+    case BA_ATTR_IPVER: for (i = 0; i < n; i++) out[i] = r[i].ipver; break;
+    default: for (i = 0; i < n; i++) out[i] = BA_IDX_NONE; break;
+  }
+}
+
+/* ---------- I/O helpers ---------- */
+int ba_pread_full(int fd, void *buf, size_t n, uint64_t off) {
+  uint8_t *p = buf;
+  while (n) {
+    ssize_t r = pread(fd, p, n, (off_t)off);
+    if (r < 0 && errno == EINTR) continue;
+    BA_RETURN_IF(r < 0, BA_ERR_IO);
+    BA_RETURN_IF(r == 0, BA_ERR_TRUNCATED);
+    p += r;
+    n -= (size_t)r;
+    off += (uint64_t)r;
+  }
+  return BA_OK;
+}
+
+int ba_write_full(int fd, const void *buf, size_t n) {
+  const uint8_t *p = buf;
+  while (n) {
+    ssize_t r = write(fd, p, n);
+    if (r < 0 && errno == EINTR) continue;
+    BA_RETURN_IF(r <= 0, BA_ERR_IO);
+    p += r;
+    n -= (size_t)r;
+  }
+  return BA_OK;
+}
+
+int ba_blk_read(int fd, uint64_t off, uint64_t fsize, ba_blk_hdr_t *h, uint8_t **buf,
+                size_t *cap) {
+  uint8_t hb[BA_BLK_HDR_BYTES];
+  BA_RETURN_IF(off > fsize || BA_BLK_HDR_BYTES > fsize - off, BA_ERR_TRUNCATED);
+  BA_FORWARD(ba_pread_full(fd, hb, sizeof hb, off));
+  BA_FORWARD(ba_blk_hdr_decode(hb, h));
+  off += BA_BLK_HDR_BYTES;
+  BA_RETURN_IF(h->comp_len > fsize - off, BA_ERR_TRUNCATED);
+  if (*cap < (size_t)h->comp_len + 1) {
+    void *p = *buf;
+    BA_FORWARD(ba_grow(&p, cap, (size_t)h->comp_len + 1, 1));
+    *buf = p;
+  }
+  BA_FORWARD(ba_pread_full(fd, *buf, h->comp_len, off));
+  BA_RETURN_IF(ba_crc32c(0, *buf, h->comp_len) != h->payload_crc, BA_ERR_CHECKSUM);
+  return BA_OK;
+}
+
+/* ---------- finishing a segment ---------- */
+typedef struct wbuf {
+  int fd;
+  uint8_t *p;
+  size_t n, cap;
+  uint64_t off;
+} wbuf_t;
+
+static int wbuf_flush(wbuf_t *w) {
+  if (w->n) BA_FORWARD(ba_write_full(w->fd, w->p, w->n));
+  w->n = 0;
+  return BA_OK;
+}
+
+static int wbuf_put(void *ctx, const void *p, size_t n) {
+  wbuf_t *w = ctx;
+  if (w->n + n > w->cap) BA_FORWARD(wbuf_flush(w));
+  if (n >= w->cap) {
+    BA_FORWARD(ba_write_full(w->fd, p, n));
+  } else {
+    memcpy(w->p + w->n, p, n);
+    w->n += n;
+  }
+  w->off += n;
+  return BA_OK;
+}
+
+static int put_block(wbuf_t *w, uint8_t type, const uint8_t *payload, size_t len) {
+  BA_RETURN_IF(len > UINT32_MAX, BA_ERR_OVERFLOW);
+  ba_blk_hdr_t h = {.type = type, .col = 0xFF, .compress = BA_COMPRESS_NONE, .rows = 0,
+                    .raw_len = (uint32_t)len, .comp_len = (uint32_t)len, .group = 0,
+                    .payload_crc = ba_crc32c(0, payload, len)};
+  uint8_t hb[BA_BLK_HDR_BYTES];
+  ba_blk_hdr_encode(&h, hb);
+  BA_FORWARD(wbuf_put(w, hb, sizeof hb));
+  return wbuf_put(w, payload, len);
+}
+
+int ba_seg_finish(ba_seg_finish_t *f) {
+  int rc = BA_OK;
+  wbuf_t w = {.fd = f->fd, .cap = 4u << 20, .off = f->end};
+  ba_idx_dirent_t *dir = NULL;
+  size_t ndir = 0;
+  uint8_t *tmp = NULL;
+  w.p = ba_malloc(w.cap);
+  if (!w.p) return BA_ERR_NOMEM;
+  if (lseek(f->fd, (off_t)f->end, SEEK_SET) < 0 || ftruncate(f->fd, (off_t)f->end) != 0) {
+    rc = BA_ERR_IO;
+    goto done;
+  }
+  uint64_t index_off = w.off;
+  if ((rc = ba_idx_write(f->attrs, BA_ATTR_COUNT, index_off, wbuf_put, &w, &dir, &ndir, NULL)) < 0)
+    goto done;
+  f->bytes_index = w.off - index_off;
+  uint64_t dir_off = w.off;
+  size_t dlen = ba_idx_dir_size(ndir);
+  size_t tlen = (size_t)f->ngroups * BA_TABLE_ENTRY_BYTES;
+  tmp = ba_malloc(BA_MAX(dlen, tlen) + 1);
+  if (!tmp) {
+    rc = BA_ERR_NOMEM;
+    goto done;
+  }
+  ba_idx_dir_encode(dir, ndir, tmp);
+  if ((rc = put_block(&w, BA_BLK_IDXDIR, tmp, dlen)) < 0) goto done;
+  f->bytes_index += w.off - dir_off;
+  uint64_t table_off = w.off;
+  for (uint32_t g = 0; g < f->ngroups; g++) {
+    uint8_t *e = tmp + (size_t)g * BA_TABLE_ENTRY_BYTES;
+    ba_store_le64(e, f->groups[g].off);
+    ba_store_le32(e + 8, f->groups[g].rows);
+    ba_store_le32(e + 12, f->groups[g].len);
+    for (int c = 0; c < BA_NCOLS; c++) ba_store_le32(e + 16 + 4 * c, f->groups[g].col_off[c]);
+  }
+  if ((rc = put_block(&w, BA_BLK_TABLE, tmp, tlen)) < 0) goto done;
+  ba_seg_footer_t ft = {.rows = f->rows, .min_first = f->min_first, .max_first = f->max_first,
+                        .table_off = table_off, .dir_off = dir_off, .index_off = index_off,
+                        .ngroups = f->ngroups, .kinds = f->kinds};
+  uint8_t fb[BA_SEG_FOOTER_BYTES];
+  ba_seg_footer_encode(&ft, fb);
+  if ((rc = wbuf_put(&w, fb, sizeof fb)) < 0 || (rc = wbuf_flush(&w)) < 0) goto done;
+  if (fsync(f->fd) != 0) {
+    rc = BA_ERR_IO;
+    goto done;
+  }
+  if (renameat(f->dirfd, f->open_name, f->dirfd, f->final_name) != 0 || fsync(f->dirfd) != 0) {
+    rc = BA_ERR_IO;
+    goto done;
+  }
+done:
+  ba_free(w.p);
+  ba_free(dir);
+  ba_free(tmp);
+  return rc;
+}

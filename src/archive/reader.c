@@ -1,0 +1,535 @@
+/* Store reader: lists complete segments, reads their indexes and the rows the
+ * index selects, decompressing only the row groups and columns needed (the
+ * last decompressed block of each column is cached). Damage (bad CRC, bad
+ * lengths, truncation) is reported per segment and block and skipped; nothing
+ * read from a file is trusted before it is checked. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "archive/archive.h"
+#include "common/common.h"
+
+typedef struct colcache {
+  int64_t group; /* -1: empty */
+  int rc;
+  uint8_t *raw;
+  size_t cap, len;
+} colcache_t;
+
+struct ba_segment {
+  ba_store_t *store;
+  char *name;
+  int fd;
+  uint64_t fsize;
+  int open_rc;
+  ba_seg_hdr_t h;
+  ba_seg_footer_t f;
+  int table_rc; /* 1 = not loaded */
+  ba_group_ent_t *groups;
+  int dir_rc;
+  ba_idx_dirent_t *dir;
+  size_t ndir;
+  colcache_t cache[BA_NCOLS];
+  uint8_t *cbuf;
+  size_t ccap;
+  ba_record_t *recs; /* decoded group */
+  int64_t recs_group;
+  uint32_t recs_mask;
+};
+
+struct ba_store {
+  char *dir;
+  int dirfd;
+  ba_segment_t **segs;
+  size_t n, cap;
+  char errmsg[512];
+};
+
+static void serr(ba_store_t *s, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(s->errmsg, sizeof s->errmsg, fmt, ap);
+  va_end(ap);
+}
+
+static void seg_free(ba_segment_t *g) {
+  if (!g) return;
+  if (g->fd >= 0) close(g->fd);
+  ba_free(g->name);
+  ba_free(g->groups);
+  ba_free(g->dir);
+  for (int c = 0; c < BA_NCOLS; c++) ba_free(g->cache[c].raw);
+  ba_free(g->cbuf);
+  ba_free(g->recs);
+  ba_free(g);
+}
+
+static int seg_validate(ba_segment_t *g) {
+  uint8_t hb[BA_SEG_HDR_BYTES], fb[BA_SEG_FOOTER_BYTES];
+  BA_RETURN_IF(g->fsize < BA_SEG_HDR_BYTES, BA_ERR_TRUNCATED);
+  BA_FORWARD(ba_pread_full(g->fd, hb, sizeof hb, 0));
+  BA_FORWARD(ba_seg_hdr_decode(hb, &g->h));
+  BA_RETURN_IF(g->fsize < BA_SEG_HDR_BYTES + BA_SEG_FOOTER_BYTES, BA_ERR_TRUNCATED);
+  BA_FORWARD(ba_pread_full(g->fd, fb, sizeof fb, g->fsize - BA_SEG_FOOTER_BYTES));
+  BA_FORWARD(ba_seg_footer_decode(fb, &g->f));
+  const ba_seg_footer_t *f = &g->f;
+  uint64_t end = g->fsize - BA_SEG_FOOTER_BYTES;
+  BA_RETURN_IF(f->index_off < BA_SEG_HDR_BYTES || f->index_off > f->dir_off ||
+                   f->dir_off >= f->table_off || f->table_off > end,
+               BA_ERR_CORRUPT);
+  uint64_t br = g->h.block_rows;
+  BA_RETURN_IF(f->rows > BA_SEG_MAX_ROWS || f->ngroups != (f->rows + br - 1) / br, BA_ERR_CORRUPT);
+  BA_RETURN_IF(f->min_first < g->h.start_ns || f->max_first >= g->h.end_ns, BA_ERR_CORRUPT);
+  g->table_rc = 1;
+  g->dir_rc = 1;
+  g->recs_group = -1;
+  for (int c = 0; c < BA_NCOLS; c++) g->cache[c].group = -1;
+  return BA_OK;
+}
+
+static int load_table(ba_segment_t *g) {
+  if (g->table_rc != 1) return g->table_rc;
+  ba_blk_hdr_t h;
+  int rc = ba_blk_read(g->fd, g->f.table_off, g->fsize - BA_SEG_FOOTER_BYTES, &h, &g->cbuf, &g->ccap);
+  size_t n = g->f.ngroups;
+  if (rc == BA_OK && (h.type != BA_BLK_TABLE || h.compress != BA_COMPRESS_NONE ||
+                      h.raw_len != (uint64_t)n * BA_TABLE_ENTRY_BYTES))
+    rc = BA_ERR_CORRUPT;
+  if (rc == BA_OK && !(g->groups = ba_malloc(n * sizeof *g->groups))) rc = BA_ERR_NOMEM;
+  uint64_t br = g->h.block_rows;
+  for (size_t i = 0; rc == BA_OK && i < n; i++) {
+    const uint8_t *e = g->cbuf + i * BA_TABLE_ENTRY_BYTES;
+    ba_group_ent_t *ge = &g->groups[i];
+    ge->off = ba_load_le64(e);
+    ge->rows = ba_load_le32(e + 8);
+    ge->len = ba_load_le32(e + 12);
+    uint64_t want = i + 1 < n ? br : g->f.rows - (uint64_t)(n - 1) * br;
+    if (ge->rows != want || ge->off < BA_SEG_HDR_BYTES || ge->off > g->f.index_off ||
+        ge->len > g->f.index_off - ge->off)
+      rc = BA_ERR_CORRUPT;
+    for (int c = 0; rc == BA_OK && c < BA_NCOLS; c++) {
+      ge->col_off[c] = ba_load_le32(e + 16 + 4 * c);
+      if (ge->col_off[c] < BA_BLK_HDR_BYTES + BA_GROUP_PAYLOAD_BYTES || ge->col_off[c] > ge->len ||
+          BA_BLK_HDR_BYTES > ge->len - ge->col_off[c])
+        rc = BA_ERR_CORRUPT;
+    }
+  }
+  if (rc < 0) {
+    ba_free(g->groups);
+    g->groups = NULL;
+    serr(g->store, "%s: block table at offset %llu: %s", g->name,
+         (unsigned long long)g->f.table_off, ba_strerror(rc));
+  }
+  g->table_rc = rc;
+  return rc;
+}
+
+static int load_dir(ba_segment_t *g) {
+  if (g->dir_rc != 1) return g->dir_rc;
+  ba_blk_hdr_t h;
+  int rc = ba_blk_read(g->fd, g->f.dir_off, g->f.table_off, &h, &g->cbuf, &g->ccap);
+  if (rc == BA_OK && (h.type != BA_BLK_IDXDIR || h.compress != BA_COMPRESS_NONE))
+    rc = BA_ERR_CORRUPT;
+  if (rc == BA_OK)
+    rc = ba_idx_dir_decode(g->cbuf, h.comp_len, BA_ATTR_COUNT, g->f.index_off, g->f.dir_off,
+                           &g->dir, &g->ndir);
+  if (rc < 0)
+    serr(g->store, "%s: index directory at offset %llu: %s", g->name,
+         (unsigned long long)g->f.dir_off, ba_strerror(rc));
+  g->dir_rc = rc;
+  return rc;
+}
+
+static int seg_cmp(const void *a, const void *b) {
+  const ba_segment_t *x = *(ba_segment_t *const *)a, *y = *(ba_segment_t *const *)b;
+  uint64_t sx = x->open_rc == BA_OK ? x->h.start_ns : 0, sy = y->open_rc == BA_OK ? y->h.start_ns : 0;
+  if (sx != sy) return sx < sy ? -1 : 1;
+  /* seg-X.bitarc, seg-X-1.bitarc, seg-X-2.bitarc, ..., seg-X-10.bitarc */
+  size_t lx = strlen(x->name), ly = strlen(y->name);
+  if (lx != ly) return lx < ly ? -1 : 1;
+  return strcmp(x->name, y->name);
+}
+
+static int is_segment_name(const char *n) {
+  size_t len = strlen(n);
+  return len > 11 && !strncmp(n, "seg-", 4) && !strcmp(n + len - 7, ".bitarc") &&
+         !strchr(n, '/');
+}
+
+int ba_store_refresh(ba_store_t *s) {
+  BA_RETURN_IF(!s, BA_ERR_INVALID);
+  int fd = dup(s->dirfd);
+  BA_RETURN_IF(fd < 0, BA_ERR_IO);
+  DIR *d = fdopendir(fd);
+  if (!d) {
+    close(fd);
+    return BA_ERR_IO;
+  }
+  rewinddir(d);
+  struct dirent *e;
+  int rc = BA_OK;
+  while ((e = readdir(d)) != NULL) {
+    if (!is_segment_name(e->d_name)) continue;
+    int known = 0;
+    for (size_t i = 0; i < s->n && !known; i++) known = !strcmp(s->segs[i]->name, e->d_name);
+    if (known) continue;
+    ba_segment_t *g = ba_calloc(1, sizeof *g);
+    if (!g || !(g->name = ba_malloc(strlen(e->d_name) + 1))) {
+      ba_free(g);
+      rc = BA_ERR_NOMEM;
+      break;
+    }
+    strcpy(g->name, e->d_name);
+    g->store = s;
+    g->fd = openat(s->dirfd, e->d_name, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (g->fd < 0 || fstat(g->fd, &st) != 0) {
+      g->open_rc = BA_ERR_IO;
+    } else {
+      g->fsize = (uint64_t)st.st_size;
+      g->open_rc = seg_validate(g);
+    }
+    if (g->open_rc < 0) serr(s, "%s: %s", g->name, ba_strerror(g->open_rc));
+    if (s->n == s->cap) {
+      void *p = s->segs;
+      if ((rc = ba_grow(&p, &s->cap, s->n + 1, sizeof *s->segs)) < 0) {
+        seg_free(g);
+        break;
+      }
+      s->segs = p;
+    }
+    s->segs[s->n++] = g;
+  }
+  closedir(d);
+  if (s->n) qsort(s->segs, s->n, sizeof *s->segs, seg_cmp);
+  return rc;
+}
+
+int ba_store_open(const char *dir, ba_store_t **out) {
+  BA_RETURN_IF(!dir || !out, BA_ERR_INVALID);
+  ba_store_t *s = ba_calloc(1, sizeof *s);
+  BA_RETURN_IF(!s, BA_ERR_NOMEM);
+  s->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (s->dirfd < 0) {
+    int rc = errno == ENOENT || errno == ENOTDIR ? BA_ERR_NOT_FOUND : BA_ERR_IO;
+    ba_free(s);
+    return rc;
+  }
+  int rc = ba_store_refresh(s);
+  if (rc < 0) {
+    ba_store_close(s);
+    return rc;
+  }
+  *out = s;
+  return BA_OK;
+}
+
+void ba_store_close(ba_store_t *s) {
+  if (!s) return;
+  for (size_t i = 0; i < s->n; i++) seg_free(s->segs[i]);
+  ba_free(s->segs);
+  if (s->dirfd >= 0) close(s->dirfd);
+  ba_free(s);
+}
+
+const char *ba_store_errmsg(const ba_store_t *s) { return s ? s->errmsg : "no store"; }
+size_t ba_store_segment_count(const ba_store_t *s) { return s ? s->n : 0; }
+
+const char *ba_store_segment_name(const ba_store_t *s, size_t i) {
+  return (s && i < s->n) ? s->segs[i]->name : NULL;
+}
+
+int ba_store_segment(ba_store_t *s, size_t i, ba_segment_t **out) {
+  BA_RETURN_IF(!s || !out || i >= s->n, BA_ERR_INVALID);
+  ba_segment_t *g = s->segs[i];
+  if (g->open_rc < 0) {
+    serr(s, "%s: %s", g->name, ba_strerror(g->open_rc));
+    return g->open_rc;
+  }
+  *out = g;
+  return BA_OK;
+}
+
+int ba_segment_info(const ba_segment_t *g, ba_segment_info_t *o) {
+  BA_RETURN_IF(!g || !o, BA_ERR_INVALID);
+  memset(o, 0, sizeof *o);
+  o->name = g->name;
+  o->start_ns = g->h.start_ns;
+  o->end_ns = g->h.end_ns;
+  o->min_first_ns = g->f.min_first;
+  o->max_first_ns = g->f.max_first;
+  o->rows = g->f.rows;
+  o->block_rows = g->h.block_rows;
+  o->nblocks = g->f.ngroups;
+  o->time_bin_seconds = g->h.time_bin_seconds;
+  o->codec = (ba_codec_t)g->h.codec;
+  o->compress = (ba_compress_t)g->h.compress;
+  o->reorder = (g->h.flags & BA_SEG_FLAG_OLSH) ? BA_REORDER_OLSH : BA_REORDER_NONE;
+  o->kind = (g->f.kinds & 2) && !(g->f.kinds & 1) ? BA_REC_PACKET : BA_REC_FLOW;
+  o->bytes_archive = g->f.index_off - BA_SEG_HDR_BYTES;
+  o->bytes_index = g->f.table_off - g->f.index_off;
+  o->bytes_file = g->fsize;
+  if (load_dir((ba_segment_t *)g) == BA_OK)
+    for (size_t i = 0; i < g->ndir; i++) o->bytes_index_attr[g->dir[i].attr] += g->dir[i].len;
+  return BA_OK;
+}
+
+uint32_t ba_segment_kinds(const ba_segment_t *g) { return g ? g->f.kinds : 0; }
+
+/* ---------- index ---------- */
+static int read_bitmap(ba_segment_t *g, const ba_idx_dirent_t *e, ba_bitmap_t **out) {
+  uint8_t *buf = ba_malloc(e->len ? e->len : 1);
+  BA_RETURN_IF(!buf, BA_ERR_NOMEM);
+  int rc = ba_pread_full(g->fd, buf, e->len, e->off);
+  if (rc == BA_OK) rc = ba_idx_bitmap_load(buf, e->len, e->crc, (ba_codec_t)g->h.codec, g->f.rows, out);
+  ba_free(buf);
+  return rc;
+}
+
+int ba_segment_index(ba_segment_t *g, ba_attr_t attr, uint32_t value, ba_bitmap_t **out) {
+  BA_RETURN_IF(!g || !out || (unsigned)attr >= BA_ATTR_COUNT, BA_ERR_INVALID);
+  BA_FORWARD(load_dir(g));
+  long k = ba_idx_dir_find(g->dir, g->ndir, (uint16_t)attr, value);
+  if (k < 0) {
+    ba_bitmap_t *bm;
+    BA_FORWARD(ba_bitmap_create((ba_codec_t)g->h.codec, &bm));
+    int rc = ba_bitmap_finish(bm, g->f.rows);
+    if (rc < 0) {
+      ba_bitmap_free(bm);
+      return rc;
+    }
+    *out = bm;
+    return BA_OK;
+  }
+  int rc = read_bitmap(g, &g->dir[k], out);
+  if (rc < 0)
+    serr(g->store, "%s: index bitmap %s=%u at offset %llu: %s", g->name, ba_attr_name(attr), value,
+         (unsigned long long)g->dir[k].off, ba_strerror(rc));
+  return rc;
+}
+
+int ba_segment_index_values(ba_segment_t *g, ba_attr_t attr, uint32_t *values, size_t cap,
+                            size_t *n) {
+  BA_RETURN_IF(!g || !n || (unsigned)attr >= BA_ATTR_COUNT || (cap && !values), BA_ERR_INVALID);
+  BA_FORWARD(load_dir(g));
+  size_t k = 0;
+  for (size_t i = 0; i < g->ndir; i++) {
+    if (g->dir[i].attr != attr) continue;
+    if (k < cap) values[k] = g->dir[i].value;
+    k++;
+  }
+  *n = k;
+  return BA_OK;
+}
+
+/* ---------- row groups ---------- */
+static int read_col_block(ba_segment_t *g, uint32_t gi, int c, colcache_t *cc) {
+  const ba_group_ent_t *ge = &g->groups[gi];
+  ba_blk_hdr_t h;
+  uint64_t gend = ge->off + ge->len;
+  BA_FORWARD(ba_blk_read(g->fd, ge->off + ge->col_off[c], gend, &h, &g->cbuf, &g->ccap));
+  BA_RETURN_IF(h.type != BA_BLK_COLUMN || h.col != c || h.group != gi || h.rows != ge->rows,
+               BA_ERR_CORRUPT);
+  uint64_t fixed = ba_col_raw_size(c, ge->rows, 0);
+  uint64_t maxraw = fixed + (c == BA_COLID_FRAME ? (uint64_t)ge->rows * BA_MAX_CAPLEN : 0);
+  BA_RETURN_IF(h.raw_len < fixed || h.raw_len > maxraw, BA_ERR_CORRUPT);
+  if (cc->cap < (size_t)h.raw_len + 1) {
+    void *p = cc->raw;
+    BA_FORWARD(ba_grow(&p, &cc->cap, (size_t)h.raw_len + 1, 1));
+    cc->raw = p;
+  }
+  BA_FORWARD(ba_decompress_block((ba_compress_t)h.compress, g->cbuf, h.comp_len, cc->raw, h.raw_len));
+  cc->len = h.raw_len;
+  return BA_OK;
+}
+
+static int load_col(ba_segment_t *g, uint32_t gi, int c) {
+  colcache_t *cc = &g->cache[c];
+  if (cc->group == (int64_t)gi) return cc->rc;
+  cc->group = gi;
+  cc->rc = read_col_block(g, gi, c, cc);
+  return cc->rc;
+}
+
+/* Decodes the columns of `mask` (plus META) of group gi into g->recs. On
+ * damage returns the error and names the block in the store's errmsg. */
+static int decode_group(ba_segment_t *g, uint32_t gi, uint32_t mask) {
+  mask |= 1u << BA_COLID_META;
+  if (g->recs_group == (int64_t)gi && g->recs_mask == mask) return BA_OK;
+  g->recs_group = -1;
+  const ba_group_ent_t *ge = &g->groups[gi];
+  if (!g->recs) {
+    g->recs = ba_malloc((size_t)g->h.block_rows * sizeof *g->recs);
+    BA_RETURN_IF(!g->recs, BA_ERR_NOMEM);
+  }
+  memset(g->recs, 0, (size_t)ge->rows * sizeof *g->recs);
+  for (int c = 0; c < BA_NCOLS; c++) {
+    if (!(mask & (1u << c))) continue;
+    int rc = load_col(g, gi, c);
+    if (rc == BA_OK) rc = ba_col_decode(c, g->cache[c].raw, g->cache[c].len, ge->rows, g->recs);
+    if (rc < 0) {
+      g->cache[c].group = gi;
+      g->cache[c].rc = rc;
+      serr(g->store, "%s: block %u column %d (offset %llu): %s", g->name, gi, c,
+           (unsigned long long)(ge->off + ge->col_off[c]), ba_strerror(rc));
+      return rc;
+    }
+  }
+  g->recs_group = gi;
+  g->recs_mask = mask;
+  return BA_OK;
+}
+
+static int deliver(ba_segment_t *g, uint32_t gi, const uint64_t *rows, size_t n,
+                   ba_record_sink_fn fn, void *ctx) {
+  uint64_t base = (uint64_t)gi * g->h.block_rows;
+  ba_record_t batch[64];
+  size_t k = 0;
+  size_t total = rows ? n : g->groups[gi].rows;
+  for (size_t i = 0; i < total; i++) {
+    size_t idx = rows ? (size_t)(rows[i] - base) : i;
+    batch[k++] = g->recs[idx];
+    if (k == BA_ARRAY_LEN(batch)) {
+      int r = fn(ctx, batch, k);
+      if (r) return r;
+      k = 0;
+    }
+  }
+  if (k) return fn(ctx, batch, k);
+  return 0;
+}
+
+static int read_groups(ba_segment_t *g, const uint64_t *rows, size_t n, uint32_t cols,
+                       ba_record_sink_fn fn, void *ctx, uint64_t *damaged) {
+  BA_RETURN_IF(!g || !fn, BA_ERR_INVALID);
+  if (damaged) *damaged = 0;
+  BA_FORWARD(load_table(g));
+  uint32_t mask = cols & 0xFFFFu;
+  uint64_t br = g->h.block_rows, bad = 0;
+  int first_err = BA_OK;
+  if (rows) {
+    for (size_t i = 0; i < n; i++)
+      BA_RETURN_IF(rows[i] >= g->f.rows || (i && rows[i] <= rows[i - 1]), BA_ERR_INVALID);
+  }
+  size_t i = 0;
+  uint32_t gi = 0;
+  while (rows ? i < n : gi < g->f.ngroups) {
+    if (rows) gi = (uint32_t)(rows[i] / br);
+    size_t j = i;
+    if (rows)
+      while (j < n && rows[j] / br == gi) j++;
+    int rc = decode_group(g, gi, mask);
+    if (rc < 0) {
+      bad += rows ? (j - i) : g->groups[gi].rows;
+      if (first_err == BA_OK) first_err = rc;
+    } else {
+      int r = deliver(g, gi, rows ? rows + i : NULL, j - i, fn, ctx);
+      if (r) return r;
+    }
+    if (rows) i = j;
+    else gi++;
+  }
+  if (damaged) *damaged = bad;
+  else if (first_err < 0) return first_err;
+  return BA_OK;
+}
+
+int ba_segment_read_rows(ba_segment_t *g, const uint64_t *rows, size_t n, uint32_t cols,
+                         ba_record_sink_fn fn, void *ctx, uint64_t *damaged) {
+  BA_RETURN_IF(n && !rows, BA_ERR_INVALID);
+  if (n == 0) {
+    if (damaged) *damaged = 0;
+    return BA_OK;
+  }
+  return read_groups(g, rows, n, cols, fn, ctx, damaged);
+}
+
+int ba_segment_scan(ba_segment_t *g, uint32_t cols, ba_record_sink_fn fn, void *ctx,
+                    uint64_t *damaged) {
+  return read_groups(g, NULL, 0, cols, fn, ctx, damaged);
+}
+
+/* ---------- verify ---------- */
+static int verify_group(ba_segment_t *g, uint32_t gi) {
+  const ba_group_ent_t *ge = &g->groups[gi];
+  ba_blk_hdr_t h;
+  BA_FORWARD(ba_blk_read(g->fd, ge->off, ge->off + ge->len, &h, &g->cbuf, &g->ccap));
+  BA_RETURN_IF(h.type != BA_BLK_GROUP || h.group != gi || h.rows != ge->rows ||
+                   h.raw_len != BA_GROUP_PAYLOAD_BYTES,
+               BA_ERR_CORRUPT);
+  const uint8_t *p = g->cbuf;
+  BA_RETURN_IF(ba_load_le32(p) != gi || ba_load_le32(p + 4) != ge->rows ||
+                   ba_load_le32(p + 8) != BA_NCOLS ||
+                   ba_load_le64(p + 16) != (uint64_t)gi * g->h.block_rows,
+               BA_ERR_CORRUPT);
+  uint64_t expect = BA_BLK_HDR_BYTES + BA_GROUP_PAYLOAD_BYTES;
+  for (int c = 0; c < BA_NCOLS; c++) {
+    BA_RETURN_IF(ge->col_off[c] != expect, BA_ERR_CORRUPT);
+    expect += ba_load_le32(p + 24 + 4 * c);
+  }
+  BA_RETURN_IF(expect != ge->len, BA_ERR_CORRUPT);
+  return BA_OK;
+}
+
+int ba_segment_verify(ba_segment_t *g, uint64_t *nbad) {
+  BA_RETURN_IF(!g, BA_ERR_INVALID);
+  uint64_t bad = 0;
+  int first = BA_OK;
+#define NOTE(rc_, ...)                          \
+  do {                                          \
+    bad++;                                      \
+    if (first == BA_OK) {                       \
+      first = (rc_);                            \
+      serr(g->store, __VA_ARGS__);              \
+    }                                           \
+  } while (0)
+  int rc = load_table(g);
+  if (rc < 0) {
+    NOTE(rc, "%s: block table at offset %llu: %s", g->name, (unsigned long long)g->f.table_off,
+         ba_strerror(rc));
+  } else {
+    ba_record_t *tmp = ba_malloc((size_t)g->h.block_rows * sizeof *tmp);
+    if (!tmp) return BA_ERR_NOMEM;
+    colcache_t cc = {.group = -1};
+    for (uint32_t gi = 0; gi < g->f.ngroups; gi++) {
+      const ba_group_ent_t *ge = &g->groups[gi];
+      rc = verify_group(g, gi);
+      if (rc < 0) NOTE(rc, "%s: block %u (group header at offset %llu): %s", g->name, gi,
+                       (unsigned long long)ge->off, ba_strerror(rc));
+      for (int c = 0; c < BA_NCOLS; c++) {
+        rc = read_col_block(g, gi, c, &cc);
+        if (rc == BA_OK) rc = ba_col_decode(c, cc.raw, cc.len, ge->rows, tmp);
+        if (rc < 0)
+          NOTE(rc, "%s: block %u column %d (offset %llu): %s", g->name, gi, c,
+               (unsigned long long)(ge->off + ge->col_off[c]), ba_strerror(rc));
+      }
+    }
+    ba_free(cc.raw);
+    ba_free(tmp);
+  }
+  rc = load_dir(g);
+  if (rc < 0) {
+    NOTE(rc, "%s: index directory at offset %llu: %s", g->name, (unsigned long long)g->f.dir_off,
+         ba_strerror(rc));
+  } else {
+    for (size_t i = 0; i < g->ndir; i++) {
+      ba_bitmap_t *bm = NULL;
+      rc = read_bitmap(g, &g->dir[i], &bm);
+      ba_bitmap_free(bm);
+      if (rc < 0)
+        NOTE(rc, "%s: index bitmap %s=%u at offset %llu: %s", g->name,
+             ba_attr_name((ba_attr_t)g->dir[i].attr), g->dir[i].value,
+             (unsigned long long)g->dir[i].off, ba_strerror(rc));
+    }
+  }
+#undef NOTE
+  if (nbad) *nbad = bad;
+  return first;
+}

@@ -1,0 +1,200 @@
+/* bitarc reindex: rebuild each segment's index with the batch builder (any
+ * codec, any built device) and replace the segment atomically. The archive
+ * part (header aside, whose codec byte changes) is copied byte for byte. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "archive/archive.h"
+#include "common/common.h"
+
+typedef struct collect {
+  uint32_t *vals[BA_ATTR_COUNT];
+  uint64_t n, start, bin_ns;
+} collect_t;
+
+static int collect_sink(void *ctx, const ba_record_t *recs, size_t n) {
+  collect_t *c = ctx;
+  for (int a = 0; a < BA_ATTR_COUNT; a++)
+    ba_attr_values((ba_attr_t)a, recs, n, c->start, c->bin_ns, c->vals[a] + c->n);
+  c->n += n;
+  return 0;
+}
+
+static int copy_range(int from, int to, uint64_t off, uint64_t end) {
+  uint8_t *buf = ba_malloc(1u << 20);
+  BA_RETURN_IF(!buf, BA_ERR_NOMEM);
+  int rc = BA_OK;
+  while (off < end && rc == BA_OK) {
+    size_t k = (size_t)BA_MIN(end - off, (uint64_t)(1u << 20));
+    rc = ba_pread_full(from, buf, k, off);
+    if (rc == BA_OK) rc = ba_write_full(to, buf, k);
+    off += k;
+  }
+  ba_free(buf);
+  return rc;
+}
+
+/* Rewrites one segment; `name` is a file name produced by the store listing. */
+static int reindex_one(int dirfd, ba_segment_t *seg, const char *name, ba_codec_t codec,
+                       const char *device, int threads, char *err, size_t errcap) {
+  ba_segment_info_t in;
+  BA_FORWARD(ba_segment_info(seg, &in));
+  collect_t c = {.start = in.start_ns, .bin_ns = (uint64_t)in.time_bin_seconds * 1000000000ull};
+  ba_idx_attr_t attrs[BA_ATTR_COUNT];
+  memset(attrs, 0, sizeof attrs);
+  ba_group_ent_t *groups = NULL;
+  uint8_t *tbuf = NULL;
+  size_t tcap = 0;
+  int rc = BA_OK, src = -1, dst = -1;
+  char tmp[300];
+  snprintf(tmp, sizeof tmp, "%s.tmp", name);
+  for (int a = 0; a < BA_ATTR_COUNT; a++)
+    if (!(c.vals[a] = ba_malloc((size_t)(in.rows ? in.rows : 1) * sizeof(uint32_t)))) rc = BA_ERR_NOMEM;
+  uint64_t damaged = 0;
+  if (rc == BA_OK)
+    rc = ba_segment_scan(seg, BA_COL_FIRST | BA_COL_SRC | BA_COL_DST | BA_COL_PORTS | BA_COL_PROTO |
+                                  BA_COL_FLAGS,
+                         collect_sink, &c, &damaged);
+  if (rc == BA_OK && (damaged || c.n != in.rows)) {
+    snprintf(err, errcap, "%s: %llu damaged rows; not reindexed (run bitarc verify)", name,
+             (unsigned long long)damaged);
+    rc = BA_ERR_CORRUPT;
+    goto done;
+  }
+  if (rc < 0) goto done;
+  uint32_t doms[BA_ATTR_COUNT];
+  for (int a = 0; a < BA_ATTR_COUNT; a++)
+    doms[a] = ba_attr_domain((ba_attr_t)a, in.end_ns - in.start_ns, c.bin_ns);
+  if ((rc = ba_idx_batch_build_many(device, codec, (const uint32_t *const *)c.vals, doms,
+                                    BA_ATTR_COUNT, (size_t)in.rows, threads, attrs)) < 0)
+    goto done;
+  src = openat(dirfd, name, O_RDONLY | O_CLOEXEC);
+  if (src < 0) {
+    rc = BA_ERR_IO;
+    goto done;
+  }
+  struct stat sb;
+  uint8_t hb[BA_SEG_HDR_BYTES], fb[BA_SEG_FOOTER_BYTES];
+  ba_seg_hdr_t h;
+  ba_seg_footer_t f;
+  if (fstat(src, &sb) != 0 || (uint64_t)sb.st_size < BA_SEG_HDR_BYTES + BA_SEG_FOOTER_BYTES) {
+    rc = BA_ERR_IO;
+    goto done;
+  }
+  uint64_t fsize = (uint64_t)sb.st_size;
+  if ((rc = ba_pread_full(src, hb, sizeof hb, 0)) < 0 || (rc = ba_seg_hdr_decode(hb, &h)) < 0 ||
+      (rc = ba_pread_full(src, fb, sizeof fb, fsize - sizeof fb)) < 0 ||
+      (rc = ba_seg_footer_decode(fb, &f)) < 0)
+    goto done;
+  ba_blk_hdr_t bh;
+  if ((rc = ba_blk_read(src, f.table_off, fsize - sizeof fb, &bh, &tbuf, &tcap)) < 0) goto done;
+  if (bh.type != BA_BLK_TABLE || bh.raw_len != (uint64_t)f.ngroups * BA_TABLE_ENTRY_BYTES) {
+    rc = BA_ERR_CORRUPT;
+    goto done;
+  }
+  groups = ba_malloc((size_t)f.ngroups * sizeof *groups);
+  if (!groups) {
+    rc = BA_ERR_NOMEM;
+    goto done;
+  }
+  for (uint32_t g = 0; g < f.ngroups; g++) {
+    const uint8_t *e = tbuf + (size_t)g * BA_TABLE_ENTRY_BYTES;
+    groups[g].off = ba_load_le64(e);
+    groups[g].rows = ba_load_le32(e + 8);
+    groups[g].len = ba_load_le32(e + 12);
+    for (int k = 0; k < BA_NCOLS; k++) groups[g].col_off[k] = ba_load_le32(e + 16 + 4 * k);
+  }
+  unlinkat(dirfd, tmp, 0);
+  dst = openat(dirfd, tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (dst < 0) {
+    rc = BA_ERR_IO;
+    goto done;
+  }
+  h.codec = (uint8_t)codec;
+  ba_seg_hdr_encode(&h, hb);
+  if ((rc = ba_write_full(dst, hb, sizeof hb)) < 0 ||
+      (rc = copy_range(src, dst, BA_SEG_HDR_BYTES, f.index_off)) < 0)
+    goto done;
+  ba_seg_finish_t sf = {.fd = dst, .dirfd = dirfd, .open_name = tmp, .final_name = name,
+                        .end = f.index_off, .groups = groups, .ngroups = f.ngroups, .rows = f.rows,
+                        .min_first = f.min_first, .max_first = f.max_first, .kinds = f.kinds,
+                        .attrs = attrs};
+  rc = ba_seg_finish(&sf);
+done:
+  if (rc < 0) {
+    if (dst >= 0) unlinkat(dirfd, tmp, 0);
+    if (!err[0]) snprintf(err, errcap, "%s: %s", name, ba_strerror(rc));
+  }
+  if (src >= 0) close(src);
+  if (dst >= 0) close(dst);
+  for (int a = 0; a < BA_ATTR_COUNT; a++) {
+    ba_free(c.vals[a]);
+    ba_idx_attr_clear(&attrs[a]);
+  }
+  ba_free(groups);
+  ba_free(tbuf);
+  return rc;
+}
+
+int ba_store_reindex(const char *dir, ba_codec_t codec, const char *device, int threads,
+                     size_t *nsegs, char *errbuf, size_t errcap) {
+  char dummy[8];
+  if (!errbuf || errcap == 0) {
+    errbuf = dummy;
+    errcap = sizeof dummy;
+  }
+  errbuf[0] = 0;
+  if (nsegs) *nsegs = 0;
+  BA_RETURN_IF(!dir || !ba_codec_name(codec), BA_ERR_INVALID);
+  if (!device) device = "cpu";
+  /* An unbuilt or unknown device fails before anything is touched. */
+  uint32_t dom = 1;
+  const uint32_t *none = NULL;
+  ba_idx_attr_t probe;
+  int rc = ba_idx_batch_build_many(device, codec, &none, &dom, 0, 0, 1, &probe);
+  if (rc < 0) {
+    snprintf(errbuf, errcap, "device '%s' %s", device,
+             rc == BA_ERR_NODEVICE ? "not built" : "unknown");
+    return rc;
+  }
+  int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dirfd < 0) {
+    snprintf(errbuf, errcap, "%s: %s", dir, strerror(errno));
+    return errno == ENOENT ? BA_ERR_NOT_FOUND : BA_ERR_IO;
+  }
+  int lockfd = openat(dirfd, ".lock", O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (lockfd < 0 || flock(lockfd, LOCK_EX | LOCK_NB) != 0) {
+    rc = (lockfd >= 0 && errno == EWOULDBLOCK) ? BA_ERR_BUSY : BA_ERR_IO;
+    snprintf(errbuf, errcap, "%s: %s", dir, rc == BA_ERR_BUSY ? "a writer holds the store" : strerror(errno));
+    if (lockfd >= 0) close(lockfd);
+    close(dirfd);
+    return rc;
+  }
+  ba_store_t *s = NULL;
+  rc = ba_store_open(dir, &s);
+  int first = rc;
+  for (size_t i = 0; s && i < ba_store_segment_count(s); i++) {
+    ba_segment_t *seg;
+    int r = ba_store_segment(s, i, &seg);
+    char err[512] = "";
+    if (r < 0) {
+      snprintf(err, sizeof err, "%s", ba_store_errmsg(s));
+    } else {
+      r = reindex_one(dirfd, seg, ba_store_segment_name(s, i), codec, device, threads, err, sizeof err);
+      if (r == BA_OK && nsegs) (*nsegs)++;
+    }
+    if (r < 0 && first == BA_OK) {
+      first = r;
+      snprintf(errbuf, errcap, "%s", err);
+    }
+  }
+  ba_store_close(s);
+  close(lockfd);
+  close(dirfd);
+  return first;
+}

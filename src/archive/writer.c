@@ -1,0 +1,758 @@
+/* Store writer: routes records to time slices, cuts each slice into row
+ * groups of block_rows records, builds the bitmap index on the fly and
+ * compresses the column blocks on worker threads, and appends finished groups
+ * to the slice's journal (doc/format.md §5). Closing a slice appends the
+ * index, row-group table and footer and renames the journal into a segment.
+ *
+ * Threads: with opts.threads = N >= 2 there are N workers. Worker w owns the
+ * index attributes a with a % N == w and the columns c with c % N == w; every
+ * worker takes the row groups in submission order, so each attribute's
+ * bitmaps see rows in order. The caller copies records into the open group,
+ * submits full groups to a ring and writes finished groups (in order) when it
+ * needs a free slot. With N <= 1 everything runs in the caller. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "archive/archive.h"
+#include "common/common.h"
+#include "reorder/olsh.h"
+
+#if !BA_HAVE_OLSH
+/* src/reorder/olsh.c has not landed: the call path stays compiled against
+ * these, and check_opts refuses BA_REORDER_OLSH with BA_ERR_UNSUPPORTED. */
+static void olsh_stub_opts_init(ba_olsh_opts_t *o) { memset(o, 0, sizeof *o); }
+static int olsh_stub_create(const ba_olsh_opts_t *o, ba_olsh_t **h) {
+  (void)o;
+  *h = NULL;
+  return BA_ERR_UNSUPPORTED;
+}
+static void olsh_stub_free(ba_olsh_t *h) { (void)h; }
+static int olsh_stub_push(ba_olsh_t *h, const ba_record_t *r, size_t n, ba_record_sink_fn f, void *c) {
+  (void)h, (void)r, (void)n, (void)f, (void)c;
+  return BA_ERR_UNSUPPORTED;
+}
+static int olsh_stub_flush(ba_olsh_t *h, ba_record_sink_fn f, void *c) {
+  (void)h, (void)f, (void)c;
+  return BA_ERR_UNSUPPORTED;
+}
+static size_t olsh_stub_buffered(const ba_olsh_t *h) { (void)h; return 0; }
+#define ba_olsh_opts_init olsh_stub_opts_init
+#define ba_olsh_create olsh_stub_create
+#define ba_olsh_free olsh_stub_free
+#define ba_olsh_push olsh_stub_push
+#define ba_olsh_flush olsh_stub_flush
+#define ba_olsh_buffered olsh_stub_buffered
+#endif
+
+#define MAX_OPEN_SLICES 4
+#define MAX_WORKERS 16
+#define RING_JOBS 4
+
+typedef struct slice slice_t;
+
+typedef struct job {
+  slice_t *sl;
+  uint32_t group, n;
+  ba_record_t *recs;
+  uint8_t *frames;
+  size_t nframes, cap_frames;
+  uint8_t *out[BA_NCOLS]; /* block header + compressed payload */
+  size_t out_len[BA_NCOLS], out_cap[BA_NCOLS];
+  int rc, pending;
+  struct job *next_free;
+} job_t;
+
+struct slice {
+  ba_store_writer_t *w;
+  uint64_t start, end;
+  char name[96], open_name[104];
+  int fd;
+  uint64_t off;           /* end of the journal */
+  uint64_t rows;          /* rows given to groups */
+  uint64_t min_first, max_first;
+  uint32_t kinds;
+  ba_group_ent_t *groups;
+  size_t ngroups, cap_groups;
+  uint32_t next_group;
+  ba_idx_online_t *idx[BA_ATTR_COUNT];
+  job_t *cur;
+  ba_olsh_t *olsh;
+  uint64_t last_use;
+};
+
+typedef struct tctx {
+  void *wrk;
+  uint32_t *vals;
+  uint8_t *raw;
+  size_t raw_cap;
+} tctx_t;
+
+struct ba_store_writer {
+  int dirfd, lockfd;
+  ba_store_opts_t o;
+  uint64_t slice_ns, bin_ns;
+  slice_t *open[MAX_OPEN_SLICES];
+  size_t nopen;
+  uint64_t use_clock;
+  int nw;
+  pthread_t tid[MAX_WORKERS];
+  int started;
+  tctx_t tc[MAX_WORKERS + 1]; /* [nw] = the caller */
+  pthread_mutex_t mu;
+  pthread_cond_t cv_work, cv_done;
+  job_t *ring[RING_JOBS];
+  uint64_t head, tail, wpos[MAX_WORKERS];
+  int stop;
+  job_t *free_jobs;
+  ba_store_writer_stats_t st;
+  uint64_t recovered;
+  int err;
+  char errmsg[512];
+};
+
+static void set_err(ba_store_writer_t *w, int rc, const char *fmt, ...) {
+  if (w->err == 0) w->err = rc;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(w->errmsg, sizeof w->errmsg, fmt, ap);
+  va_end(ap);
+}
+
+void ba_store_opts_init(ba_store_opts_t *o) {
+  memset(o, 0, sizeof *o);
+  o->codec = BA_CODEC_PLWAH; /* smallest index at equal speed: bench/RESULTS.md, "Store writer" */
+  o->compress = BA_COMPRESS_LZO;
+  o->block_rows = 4000;
+  o->slice_seconds = 3600;
+  o->time_bin_seconds = 60;
+  o->reorder = BA_REORDER_NONE;
+  o->threads = 2;
+}
+
+/* ---------- jobs ---------- */
+static void job_free(job_t *j) {
+  if (!j) return;
+  ba_free(j->recs);
+  ba_free(j->frames);
+  for (int c = 0; c < BA_NCOLS; c++) ba_free(j->out[c]);
+  ba_free(j);
+}
+
+static int job_get(ba_store_writer_t *w, job_t **out) {
+  job_t *j = w->free_jobs;
+  if (j) {
+    w->free_jobs = j->next_free;
+  } else {
+    j = ba_calloc(1, sizeof *j);
+    BA_RETURN_IF(!j, BA_ERR_NOMEM);
+    j->recs = ba_malloc((size_t)w->o.block_rows * sizeof *j->recs);
+    if (!j->recs) {
+      ba_free(j);
+      return BA_ERR_NOMEM;
+    }
+  }
+  j->n = 0;
+  j->nframes = 0;
+  j->rc = 0;
+  j->next_free = NULL;
+  *out = j;
+  return BA_OK;
+}
+
+static void job_put(ba_store_writer_t *w, job_t *j) {
+  j->sl = NULL;
+  j->next_free = w->free_jobs;
+  w->free_jobs = j;
+}
+
+/* The work on one row group for worker `wi` of `nw` (nw = 1: everything). */
+static int job_work(ba_store_writer_t *w, job_t *j, int wi, int nw, tctx_t *tc) {
+  slice_t *sl = j->sl;
+  for (int a = wi; a < BA_ATTR_COUNT; a += nw) {
+    ba_attr_values((ba_attr_t)a, j->recs, j->n, sl->start, w->bin_ns, tc->vals);
+    BA_FORWARD(ba_idx_online_add(sl->idx[a], tc->vals, j->n));
+  }
+  ba_compress_t cz = w->o.compress;
+  for (int c = wi; c < BA_NCOLS; c += nw) {
+    size_t raw = ba_col_raw_size(c, j->n, j->nframes);
+    BA_RETURN_IF(raw > UINT32_MAX / 2, BA_ERR_OVERFLOW);
+    if (raw > tc->raw_cap) {
+      void *p = tc->raw;
+      BA_FORWARD(ba_grow(&p, &tc->raw_cap, raw, 1));
+      tc->raw = p;
+    }
+    ba_col_encode(c, j->recs, j->n, j->frames, j->nframes, tc->raw);
+    size_t need = BA_BLK_HDR_BYTES + ba_compress_bound(cz, raw);
+    if (need > j->out_cap[c]) {
+      void *p = j->out[c];
+      BA_FORWARD(ba_grow(&p, &j->out_cap[c], need, 1));
+      j->out[c] = p;
+    }
+    size_t clen = 0;
+    uint8_t *payload = j->out[c] + BA_BLK_HDR_BYTES;
+    BA_FORWARD(ba_compress_block(cz, tc->raw, raw, payload, j->out_cap[c] - BA_BLK_HDR_BYTES,
+                                 &clen, tc->wrk));
+    ba_blk_hdr_t h = {.type = BA_BLK_COLUMN, .col = (uint8_t)c, .compress = (uint8_t)cz,
+                      .rows = j->n, .raw_len = (uint32_t)raw, .comp_len = (uint32_t)clen,
+                      .group = j->group, .payload_crc = ba_crc32c(0, payload, clen)};
+    ba_blk_hdr_encode(&h, j->out[c]);
+    j->out_len[c] = BA_BLK_HDR_BYTES + clen;
+  }
+  return BA_OK;
+}
+
+typedef struct wstart {
+  ba_store_writer_t *w;
+  int wi;
+} wstart_t;
+
+static void *worker_run(void *arg) {
+  wstart_t *ws = arg;
+  ba_store_writer_t *w = ws->w;
+  int wi = ws->wi;
+  ba_free(ws);
+  for (;;) {
+    pthread_mutex_lock(&w->mu);
+    while (w->wpos[wi] == w->tail && !w->stop) pthread_cond_wait(&w->cv_work, &w->mu);
+    if (w->wpos[wi] == w->tail) {
+      pthread_mutex_unlock(&w->mu);
+      break;
+    }
+    job_t *j = w->ring[w->wpos[wi] % RING_JOBS];
+    pthread_mutex_unlock(&w->mu);
+    int rc = job_work(w, j, wi, w->nw, &w->tc[wi]);
+    pthread_mutex_lock(&w->mu);
+    if (rc < 0 && j->rc == 0) j->rc = rc;
+    w->wpos[wi]++;
+    if (--j->pending == 0) pthread_cond_broadcast(&w->cv_done);
+    pthread_mutex_unlock(&w->mu);
+  }
+  return NULL;
+}
+
+/* Appends a finished row group to its slice's journal (one writev). */
+static int job_write(ba_store_writer_t *w, job_t *j) {
+  slice_t *sl = j->sl;
+  if (j->rc < 0) {
+    set_err(w, j->rc, "%s: building row group %u failed: %s", sl->name, j->group,
+            ba_strerror(j->rc));
+    return j->rc;
+  }
+  uint8_t gb[BA_BLK_HDR_BYTES + BA_GROUP_PAYLOAD_BYTES];
+  uint8_t *gp = gb + BA_BLK_HDR_BYTES;
+  memset(gp, 0, BA_GROUP_PAYLOAD_BYTES);
+  ba_store_le32(gp, j->group);
+  ba_store_le32(gp + 4, j->n);
+  ba_store_le32(gp + 8, BA_NCOLS);
+  uint64_t first_row = (uint64_t)j->group * w->o.block_rows;
+  ba_store_le64(gp + 16, first_row);
+  for (int c = 0; c < BA_NCOLS; c++) ba_store_le32(gp + 24 + 4 * c, (uint32_t)j->out_len[c]);
+  ba_blk_hdr_t h = {.type = BA_BLK_GROUP, .col = 0xFF, .compress = BA_COMPRESS_NONE, .rows = j->n,
+                    .raw_len = BA_GROUP_PAYLOAD_BYTES, .comp_len = BA_GROUP_PAYLOAD_BYTES,
+                    .group = j->group, .payload_crc = ba_crc32c(0, gp, BA_GROUP_PAYLOAD_BYTES)};
+  ba_blk_hdr_encode(&h, gb);
+  struct iovec iov[1 + BA_NCOLS];
+  iov[0].iov_base = gb;
+  iov[0].iov_len = sizeof gb;
+  ba_group_ent_t e = {.off = sl->off, .rows = j->n};
+  uint64_t len = sizeof gb;
+  for (int c = 0; c < BA_NCOLS; c++) {
+    iov[1 + c].iov_base = j->out[c];
+    iov[1 + c].iov_len = j->out_len[c];
+    e.col_off[c] = (uint32_t)len;
+    len += j->out_len[c];
+  }
+  if (len > UINT32_MAX) {
+    set_err(w, BA_ERR_OVERFLOW, "%s: row group %u too large", sl->name, j->group);
+    return BA_ERR_OVERFLOW;
+  }
+  e.len = (uint32_t)len;
+  /* writev may be partial: finish with plain writes. */
+  size_t done = 0;
+  while (done < len) {
+    size_t skip = done;
+    int k = 0;
+    while (skip >= iov[k].iov_len) skip -= iov[k++].iov_len;
+    struct iovec v[1 + BA_NCOLS];
+    int nv = 0;
+    for (int i = k; i < 1 + BA_NCOLS; i++, nv++) {
+      v[nv].iov_base = (uint8_t *)iov[i].iov_base + (i == k ? skip : 0);
+      v[nv].iov_len = iov[i].iov_len - (i == k ? skip : 0);
+    }
+    ssize_t r = writev(sl->fd, v, nv);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) {
+      set_err(w, BA_ERR_IO, "%s: write: %s", sl->open_name, strerror(errno));
+      return BA_ERR_IO;
+    }
+    done += (size_t)r;
+  }
+  if (sl->ngroups == sl->cap_groups) {
+    void *p = sl->groups;
+    BA_FORWARD(ba_grow(&p, &sl->cap_groups, sl->ngroups + 1, sizeof(ba_group_ent_t)));
+    sl->groups = p;
+  }
+  sl->groups[sl->ngroups++] = e;
+  sl->off += len;
+  w->st.bytes_archive += len;
+  return BA_OK;
+}
+
+/* Writes the oldest in-flight group. */
+static int reclaim_one(ba_store_writer_t *w) {
+  pthread_mutex_lock(&w->mu);
+  if (w->head == w->tail) {
+    pthread_mutex_unlock(&w->mu);
+    return BA_OK;
+  }
+  job_t *j = w->ring[w->head % RING_JOBS];
+  while (j->pending) pthread_cond_wait(&w->cv_done, &w->mu);
+  w->head++;
+  pthread_mutex_unlock(&w->mu);
+  int rc = job_write(w, j);
+  job_put(w, j);
+  return rc;
+}
+
+static int drain(ba_store_writer_t *w) {
+  int rc = BA_OK;
+  for (;;) {
+    pthread_mutex_lock(&w->mu);
+    int empty = w->head == w->tail;
+    pthread_mutex_unlock(&w->mu);
+    if (empty) break;
+    int r = reclaim_one(w);
+    if (r < 0 && rc == BA_OK) rc = r;
+  }
+  return rc;
+}
+
+static int submit(ba_store_writer_t *w, job_t *j) {
+  slice_t *sl = j->sl;
+  j->group = sl->next_group++;
+  if (w->nw == 0) {
+    int rc = job_work(w, j, 0, 1, &w->tc[0]);
+    if (rc < 0) j->rc = rc;
+    rc = job_write(w, j);
+    job_put(w, j);
+    return rc;
+  }
+  int rc = BA_OK;
+  pthread_mutex_lock(&w->mu);
+  int full = w->tail - w->head == RING_JOBS;
+  pthread_mutex_unlock(&w->mu);
+  if (full) rc = reclaim_one(w);
+  pthread_mutex_lock(&w->mu);
+  j->pending = w->nw;
+  w->ring[w->tail % RING_JOBS] = j;
+  w->tail++;
+  pthread_cond_broadcast(&w->cv_work);
+  pthread_mutex_unlock(&w->mu);
+  return rc;
+}
+
+/* ---------- slices ---------- */
+static void slice_free(slice_t *sl) {
+  if (!sl) return;
+  for (int a = 0; a < BA_ATTR_COUNT; a++) ba_idx_online_free(sl->idx[a]);
+  if (sl->fd >= 0) close(sl->fd);
+  if (sl->olsh) ba_olsh_free(sl->olsh);
+  ba_free(sl->groups);
+  ba_free(sl);
+}
+
+static int name_taken(int dirfd, const char *name) {
+  char open_name[128];
+  snprintf(open_name, sizeof open_name, "%s.open", name);
+  return faccessat(dirfd, name, F_OK, 0) == 0 || faccessat(dirfd, open_name, F_OK, 0) == 0;
+}
+
+static int slice_open(ba_store_writer_t *w, uint64_t start, slice_t **out) {
+  slice_t *sl = ba_calloc(1, sizeof *sl);
+  BA_RETURN_IF(!sl, BA_ERR_NOMEM);
+  sl->w = w;
+  sl->fd = -1;
+  sl->start = start;
+  sl->end = start + w->slice_ns;
+  if (sl->end < start) sl->end = UINT64_MAX; /* the last slice of time */
+  sl->min_first = UINT64_MAX;
+  int rc = BA_OK;
+  for (unsigned seq = 0;; seq++) {
+    if ((rc = ba_seg_name(start, seq, sl->name, sizeof sl->name)) < 0) goto fail;
+    if (!name_taken(w->dirfd, sl->name)) break;
+    if (seq > 100000) {
+      rc = BA_ERR_EXISTS;
+      goto fail;
+    }
+  }
+  snprintf(sl->open_name, sizeof sl->open_name, "%s.open", sl->name);
+  for (int a = 0; a < BA_ATTR_COUNT; a++) {
+    uint32_t dom = ba_attr_domain((ba_attr_t)a, sl->end - sl->start, w->bin_ns);
+    if ((rc = ba_idx_online_create(w->o.codec, dom, &sl->idx[a])) < 0) goto fail;
+  }
+  if (w->o.reorder == BA_REORDER_OLSH) {
+    ba_olsh_opts_t oo;
+    ba_olsh_opts_init(&oo);
+    if (w->o.olsh_mem_records) {
+      oo.mmax = w->o.olsh_mem_records;
+      if (oo.mmin >= oo.mmax) oo.mmin = oo.mmax / 2;
+    }
+    if ((rc = ba_olsh_create(&oo, &sl->olsh)) < 0) goto fail;
+  }
+  sl->fd = openat(w->dirfd, sl->open_name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (sl->fd < 0) {
+    rc = BA_ERR_IO;
+    set_err(w, rc, "%s: create: %s", sl->open_name, strerror(errno));
+    goto fail;
+  }
+  ba_seg_hdr_t h = {.flags = w->o.reorder == BA_REORDER_OLSH ? BA_SEG_FLAG_OLSH : 0,
+                    .start_ns = sl->start, .end_ns = sl->end, .block_rows = w->o.block_rows,
+                    .time_bin_seconds = w->o.time_bin_seconds, .codec = (uint8_t)w->o.codec,
+                    .compress = (uint8_t)w->o.compress, .ncols = BA_NCOLS};
+  uint8_t hb[BA_SEG_HDR_BYTES];
+  ba_seg_hdr_encode(&h, hb);
+  if ((rc = ba_write_full(sl->fd, hb, sizeof hb)) < 0) {
+    set_err(w, rc, "%s: write: %s", sl->open_name, strerror(errno));
+    unlinkat(w->dirfd, sl->open_name, 0);
+    goto fail;
+  }
+  sl->off = BA_SEG_HDR_BYTES;
+  *out = sl;
+  return BA_OK;
+fail:
+  if (w->err == 0) set_err(w, rc, "%s: cannot open slice: %s", sl->name, ba_strerror(rc));
+  slice_free(sl);
+  return rc;
+}
+
+static int slice_add(ba_store_writer_t *w, slice_t *sl, const ba_record_t *recs, size_t n);
+
+static int olsh_emit(void *ctx, const ba_record_t *recs, size_t n) {
+  slice_t *sl = ctx;
+  return slice_add(sl->w, sl, recs, n);
+}
+
+/* Flushes oLSH, writes every group, finishes the segment, frees the slice. */
+static int slice_close(ba_store_writer_t *w, slice_t *sl) {
+  int rc = BA_OK;
+  if (sl->olsh) rc = ba_olsh_flush(sl->olsh, olsh_emit, sl);
+  if (sl->cur && sl->cur->n) {
+    job_t *j = sl->cur;
+    sl->cur = NULL;
+    int r = submit(w, j);
+    if (r < 0 && rc == BA_OK) rc = r;
+  } else if (sl->cur) {
+    job_put(w, sl->cur);
+    sl->cur = NULL;
+  }
+  int r = drain(w);
+  if (r < 0 && rc == BA_OK) rc = r;
+  if (rc == BA_OK && sl->rows == 0) {
+    unlinkat(w->dirfd, sl->open_name, 0);
+    slice_free(sl);
+    return BA_OK;
+  }
+  ba_idx_attr_t attrs[BA_ATTR_COUNT];
+  memset(attrs, 0, sizeof attrs);
+  for (int a = 0; a < BA_ATTR_COUNT && rc == BA_OK; a++) rc = ba_idx_online_finish(sl->idx[a], &attrs[a]);
+  if (rc == BA_OK) {
+    ba_seg_finish_t f = {.fd = sl->fd, .dirfd = w->dirfd, .open_name = sl->open_name,
+                         .final_name = sl->name, .end = sl->off, .groups = sl->groups,
+                         .ngroups = (uint32_t)sl->ngroups, .rows = sl->rows,
+                         .min_first = sl->min_first, .max_first = sl->max_first,
+                         .kinds = sl->kinds, .attrs = attrs};
+    rc = ba_seg_finish(&f);
+    if (rc == BA_OK) {
+      w->st.segments_written++;
+      w->st.bytes_index += f.bytes_index;
+      w->st.records_stored += sl->rows;
+    } else {
+      set_err(w, rc, "%s: finishing segment: %s (%s)", sl->name, ba_strerror(rc), strerror(errno));
+    }
+  } else if (w->err == 0) {
+    set_err(w, rc, "%s: closing slice: %s", sl->name, ba_strerror(rc));
+  }
+  for (int a = 0; a < BA_ATTR_COUNT; a++) ba_idx_attr_clear(&attrs[a]);
+  slice_free(sl);
+  return rc;
+}
+
+static int close_slot(ba_store_writer_t *w, size_t i) {
+  slice_t *sl = w->open[i];
+  w->open[i] = w->open[--w->nopen];
+  return slice_close(w, sl);
+}
+
+/* Copies records of one slice into its open group(s). */
+static int slice_add(ba_store_writer_t *w, slice_t *sl, const ba_record_t *recs, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    const ba_record_t *r = &recs[i];
+    if (!sl->cur) {
+      BA_FORWARD(job_get(w, &sl->cur));
+      sl->cur->sl = sl;
+    }
+    job_t *j = sl->cur;
+    if (r->caplen) {
+      if (j->nframes + r->caplen > j->cap_frames) {
+        void *p = j->frames;
+        BA_FORWARD(ba_grow(&p, &j->cap_frames, j->nframes + r->caplen, 1));
+        j->frames = p;
+      }
+      memcpy(j->frames + j->nframes, r->frame, r->caplen);
+      j->nframes += r->caplen;
+    }
+    j->recs[j->n] = *r;
+    j->recs[j->n].frame = NULL;
+    j->n++;
+    sl->rows++;
+    if (r->first_ns < sl->min_first) sl->min_first = r->first_ns;
+    if (r->first_ns > sl->max_first) sl->max_first = r->first_ns;
+    sl->kinds |= r->kind == BA_REC_PACKET ? 2u : 1u;
+    if (j->n == w->o.block_rows) {
+      sl->cur = NULL;
+      BA_FORWARD(submit(w, j));
+    }
+  }
+  return BA_OK;
+}
+
+static int find_slice(ba_store_writer_t *w, uint64_t start, slice_t **out) {
+  for (size_t i = 0; i < w->nopen; i++)
+    if (w->open[i]->start == start) {
+      *out = w->open[i];
+      return BA_OK;
+    }
+  /* A newer slice closes those more than one slice older (late records up to
+   * one slice behind still join their slice). */
+  for (size_t i = 0; i < w->nopen;) {
+    if (start > w->slice_ns && w->open[i]->start < start - w->slice_ns) {
+      BA_FORWARD(close_slot(w, i));
+    } else {
+      i++;
+    }
+  }
+  if (w->nopen == MAX_OPEN_SLICES) {
+    size_t lru = 0;
+    for (size_t i = 1; i < w->nopen; i++)
+      if (w->open[i]->last_use < w->open[lru]->last_use) lru = i;
+    BA_FORWARD(close_slot(w, lru));
+  }
+  BA_FORWARD(slice_open(w, start, out));
+  w->open[w->nopen++] = *out;
+  return BA_OK;
+}
+
+static int record_ok(const ba_record_t *r) {
+  if (r->kind != BA_REC_FLOW && r->kind != BA_REC_PACKET) return 0;
+  if (r->caplen > BA_MAX_CAPLEN || (r->caplen && !r->frame)) return 0;
+  return 1;
+}
+
+int ba_store_writer_append(ba_store_writer_t *w, const ba_record_t *recs, size_t n) {
+  BA_RETURN_IF(!w || (n && !recs), BA_ERR_INVALID);
+  BA_RETURN_IF(w->err < 0, w->err);
+  w->st.records_in += n;
+  size_t i = 0;
+  while (i < n) {
+    if (!record_ok(&recs[i])) {
+      w->st.records_dropped++;
+      i++;
+      continue;
+    }
+    uint64_t start = recs[i].first_ns - recs[i].first_ns % w->slice_ns;
+    size_t k = i + 1;
+    while (k < n && record_ok(&recs[k]) && recs[k].first_ns - recs[k].first_ns % w->slice_ns == start)
+      k++;
+    slice_t *sl;
+    int rc = find_slice(w, start, &sl);
+    if (rc < 0) {
+      if (w->err == 0) set_err(w, rc, "cannot open a slice: %s", ba_strerror(rc));
+      return rc;
+    }
+    sl->last_use = ++w->use_clock;
+    /* Keep every segment below BA_SEG_MAX_ROWS rows. */
+    size_t want = k - i, take = want;
+    uint64_t room = BA_SEG_MAX_ROWS - sl->rows - (sl->olsh ? ba_olsh_buffered(sl->olsh) : 0);
+    if (take > room) take = (size_t)room;
+    if (sl->olsh) rc = ba_olsh_push(sl->olsh, recs + i, take, olsh_emit, sl);
+    else rc = slice_add(w, sl, recs + i, take);
+    if (rc < 0) {
+      if (w->err == 0) set_err(w, rc, "%s: %s", sl->name, ba_strerror(rc));
+      return rc;
+    }
+    i += take;
+    if (take < want) {
+      for (size_t s = 0; s < w->nopen; s++)
+        if (w->open[s] == sl) {
+          BA_FORWARD(close_slot(w, s));
+          break;
+        }
+    }
+  }
+  return BA_OK;
+}
+
+int ba_store_writer_sync(ba_store_writer_t *w) {
+  BA_RETURN_IF(!w, BA_ERR_INVALID);
+  BA_RETURN_IF(w->err < 0, w->err);
+  BA_FORWARD(drain(w));
+  for (size_t i = 0; i < w->nopen; i++) {
+    if (fsync(w->open[i]->fd) != 0) {
+      set_err(w, BA_ERR_IO, "%s: fsync: %s", w->open[i]->open_name, strerror(errno));
+      return BA_ERR_IO;
+    }
+  }
+  if (fsync(w->dirfd) != 0) return BA_ERR_IO;
+  return BA_OK;
+}
+
+static void writer_free(ba_store_writer_t *w) {
+  if (w->started) {
+    pthread_mutex_lock(&w->mu);
+    w->stop = 1;
+    pthread_cond_broadcast(&w->cv_work);
+    pthread_mutex_unlock(&w->mu);
+    for (int i = 0; i < w->started; i++) pthread_join(w->tid[i], NULL);
+  }
+  /* Jobs still in the ring belong to the ring. */
+  for (uint64_t k = w->head; k < w->tail; k++) job_put(w, w->ring[k % RING_JOBS]);
+  for (size_t i = 0; i < w->nopen; i++) {
+    if (w->open[i]->cur) job_put(w, w->open[i]->cur);
+    slice_free(w->open[i]);
+  }
+  while (w->free_jobs) {
+    job_t *j = w->free_jobs;
+    w->free_jobs = j->next_free;
+    job_free(j);
+  }
+  for (int i = 0; i <= MAX_WORKERS; i++) {
+    ba_free(w->tc[i].wrk);
+    ba_free(w->tc[i].vals);
+    ba_free(w->tc[i].raw);
+  }
+  pthread_mutex_destroy(&w->mu);
+  pthread_cond_destroy(&w->cv_work);
+  pthread_cond_destroy(&w->cv_done);
+  if (w->lockfd >= 0) close(w->lockfd);
+  if (w->dirfd >= 0) close(w->dirfd);
+  ba_free(w);
+}
+
+int ba_store_writer_close(ba_store_writer_t *w) {
+  if (!w) return BA_OK;
+  int rc = w->err < 0 ? w->err : BA_OK;
+  while (w->nopen > 0) {
+    /* Oldest first, so segments appear in time order. */
+    size_t o = 0;
+    for (size_t i = 1; i < w->nopen; i++)
+      if (w->open[i]->start < w->open[o]->start) o = i;
+    int r = close_slot(w, o);
+    if (r < 0 && rc == BA_OK) rc = r;
+  }
+  writer_free(w);
+  return rc;
+}
+
+void ba_store_writer_get_stats(const ba_store_writer_t *w, ba_store_writer_stats_t *st) {
+  if (w && st) *st = w->st;
+}
+
+uint64_t ba_store_writer_recovered(const ba_store_writer_t *w) { return w ? w->recovered : 0; }
+
+const char *ba_store_writer_errmsg(const ba_store_writer_t *w) {
+  return w ? w->errmsg : "no writer";
+}
+
+static int check_opts(const ba_store_opts_t *o) {
+  BA_RETURN_IF(!ba_codec_name(o->codec), BA_ERR_INVALID);
+  BA_RETURN_IF(o->compress < BA_COMPRESS_LZO || o->compress > BA_COMPRESS_NONE, BA_ERR_INVALID);
+  BA_RETURN_IF(o->block_rows == 0 || o->block_rows > BA_MAX_BLOCK_ROWS, BA_ERR_INVALID);
+  BA_RETURN_IF(o->slice_seconds == 0 || o->time_bin_seconds == 0, BA_ERR_INVALID);
+  BA_RETURN_IF(ba_attr_domain(BA_ATTR_TIME_BIN, (uint64_t)o->slice_seconds * 1000000000ull,
+                              (uint64_t)o->time_bin_seconds * 1000000000ull) == 0,
+               BA_ERR_INVALID);
+  BA_RETURN_IF(o->reorder != BA_REORDER_NONE && o->reorder != BA_REORDER_OLSH, BA_ERR_INVALID);
+  BA_RETURN_IF(o->threads < 0 || o->threads > MAX_WORKERS, BA_ERR_INVALID);
+#if !BA_HAVE_OLSH
+  /* src/reorder/olsh.c not built yet. */
+  BA_RETURN_IF(o->reorder == BA_REORDER_OLSH, BA_ERR_UNSUPPORTED);
+#endif
+  return BA_OK;
+}
+
+int ba_store_writer_open(const char *dir, const ba_store_opts_t *opts, ba_store_writer_t **out) {
+  BA_RETURN_IF(!dir || !out, BA_ERR_INVALID);
+  *out = NULL;
+  ba_store_opts_t o;
+  if (opts) o = *opts;
+  else ba_store_opts_init(&o);
+  if (o.threads == 0) o.threads = 2;
+  BA_FORWARD(check_opts(&o));
+  ba_store_writer_t *w = ba_calloc(1, sizeof *w);
+  BA_RETURN_IF(!w, BA_ERR_NOMEM);
+  w->o = o;
+  w->dirfd = w->lockfd = -1;
+  w->slice_ns = (uint64_t)o.slice_seconds * 1000000000ull;
+  w->bin_ns = (uint64_t)o.time_bin_seconds * 1000000000ull;
+  pthread_mutex_init(&w->mu, NULL);
+  pthread_cond_init(&w->cv_work, NULL);
+  pthread_cond_init(&w->cv_done, NULL);
+  int rc = BA_OK;
+  if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+    rc = BA_ERR_IO;
+    set_err(w, rc, "%s: mkdir: %s", dir, strerror(errno));
+    goto fail;
+  }
+  w->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (w->dirfd < 0) {
+    rc = errno == ENOENT ? BA_ERR_NOT_FOUND : BA_ERR_IO;
+    goto fail;
+  }
+  w->lockfd = openat(w->dirfd, ".lock", O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (w->lockfd < 0) {
+    rc = BA_ERR_IO;
+    goto fail;
+  }
+  if (flock(w->lockfd, LOCK_EX | LOCK_NB) != 0) {
+    rc = errno == EWOULDBLOCK ? BA_ERR_BUSY : BA_ERR_IO;
+    goto fail;
+  }
+  if ((rc = ba_store_recover(w->dirfd, &o, &w->recovered, w->errmsg, sizeof w->errmsg)) < 0) goto fail;
+  w->nw = o.threads >= 2 ? o.threads : 0;
+  for (int i = 0; i <= (w->nw ? w->nw : 0); i++) {
+    w->tc[i].wrk = ba_malloc(ba_compress_wrkmem());
+    w->tc[i].vals = ba_malloc((size_t)o.block_rows * sizeof(uint32_t));
+    if (!w->tc[i].wrk || !w->tc[i].vals) {
+      rc = BA_ERR_NOMEM;
+      goto fail;
+    }
+  }
+  for (int i = 0; i < w->nw; i++) {
+    wstart_t *ws = ba_malloc(sizeof *ws);
+    if (!ws) {
+      rc = BA_ERR_NOMEM;
+      goto fail;
+    }
+    ws->w = w;
+    ws->wi = i;
+    if (pthread_create(&w->tid[i], NULL, worker_run, ws) != 0) {
+      ba_free(ws);
+      rc = BA_ERR_NOMEM;
+      goto fail;
+    }
+    w->started++;
+  }
+  *out = w;
+  return BA_OK;
+fail:
+  writer_free(w);
+  return rc;
+}

@@ -1,0 +1,322 @@
+/* The differential oracle: a store written with the writer API from random
+ * skewed flows (IPv4 and IPv6, several slices), then for a table of filters
+ * covering every production the index path's rows == the linear scan's rows
+ * (ba_segment_scan + the record evaluator) == the in-memory evaluation of the
+ * generated records. Rows are identified by first_ns (unique by construction). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bitarc/query.h"
+#include "testsupport.h"
+
+#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
+
+#define HOUR_NS (3600ull * 1000000000ull)
+/* 2024-07-11T00:00:00Z */
+#define BASE_NS (1720656000ull * 1000000000ull)
+#define NSLICES 3
+
+typedef struct gen {
+  ba_record_t *recs;
+  size_t n;
+} gen_t;
+
+static void gen_flows(gen_t *g, size_t n, uint64_t seed) {
+  ba_rng_t r;
+  ba_rng_seed(&r, seed);
+  g->recs = calloc(n, sizeof(ba_record_t));
+  assert_non_null(g->recs);
+  g->n = n;
+  static const uint16_t svc[] = {80, 443, 53, 137, 445, 22, 8080, 25, 123, 3389, 1024, 2048, 6000, 0};
+  for (size_t i = 0; i < n; i++) {
+    ba_record_t *x = &g->recs[i];
+    x->kind = BA_REC_FLOW;
+    uint64_t sec = ba_rng_below(&r, NSLICES * 3600);
+    x->first_ns = BASE_NS + sec * 1000000000ull + i; /* unique */
+    x->last_ns = x->first_ns + ba_rng_zipf(&r, 100000, 1.1) * 1000000ull;
+    int v6 = ba_rng_below(&r, 10) == 0;
+    x->ipver = v6 ? 6 : 4;
+    if (v6) {
+      static const uint8_t p6[4][8] = {{0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 1}, {0x20, 0x01, 0x0d, 0xb8, 0, 1, 0, 0},
+                                       {0xfe, 0x80, 0, 0, 0, 0, 0, 0}, {0x2a, 0x00, 0x14, 0x50, 0x40, 0x01, 0, 0}};
+      memcpy(x->src, p6[ba_rng_zipf(&r, 4, 1.0)], 8);
+      memcpy(x->dst, p6[ba_rng_zipf(&r, 4, 1.0)], 8);
+      x->src[15] = (uint8_t)ba_rng_zipf(&r, 20, 1.0);
+      x->dst[15] = (uint8_t)ba_rng_zipf(&r, 20, 1.0);
+    } else {
+      uint32_t s, d;
+      switch (ba_rng_below(&r, 10)) {
+        case 0: case 1: case 2: case 3: case 4: case 5:
+          s = 0x0A040000u | (uint32_t)(ba_rng_zipf(&r, 64, 1.2) << 8) | (uint32_t)ba_rng_zipf(&r, 256, 1.0);
+          break;
+        case 6: case 7: s = 0xC0A80000u | (uint32_t)ba_rng_zipf(&r, 4096, 1.1); break;
+        default: s = (uint32_t)ba_rng_next(&r); break;
+      }
+      switch (ba_rng_below(&r, 4)) {
+        case 0: d = 0x0A050500u | (uint32_t)ba_rng_zipf(&r, 256, 1.0); break;
+        case 1: d = 0xAC100000u | (uint32_t)ba_rng_zipf(&r, 1 << 20, 1.0); break;
+        default: d = (uint32_t)ba_rng_zipf(&r, 1u << 31, 0.9) * 2u + 1u; break;
+      }
+      ba_addr_set_v4(x->src, s);
+      ba_addr_set_v4(x->dst, d);
+    }
+    unsigned pk = (unsigned)ba_rng_below(&r, 20);
+    x->proto = pk < 14 ? 6 : pk < 18 ? 17 : pk == 18 ? (v6 ? 58 : 1) : 47;
+    if (x->proto == 6 || x->proto == 17) {
+      x->dst_port = ba_rng_below(&r, 4) ? svc[ba_rng_zipf(&r, NELEM(svc) - 1, 1.0)]
+                                        : (uint16_t)ba_rng_below(&r, 65536);
+      x->src_port = (uint16_t)(1024 + ba_rng_below(&r, 64512));
+      if (ba_rng_below(&r, 8) == 0) {
+        uint16_t t = x->src_port;
+        x->src_port = x->dst_port;
+        x->dst_port = t;
+      }
+    } else if (x->proto == 1 || x->proto == 58) {
+      x->icmp_type = (uint8_t)(ba_rng_below(&r, 2) ? 8 : ba_rng_below(&r, 12));
+      x->icmp_code = (uint8_t)ba_rng_below(&r, 2);
+      x->dst_port = (uint16_t)(x->icmp_type << 8 | x->icmp_code);
+    }
+    if (x->proto == 6) {
+      static const uint8_t fl[] = {0x02, 0x12, 0x18, 0x1b, 0x10, 0x11, 0x04, 0x14, 0x1f, 0xc2, 0x3f, 0x01};
+      x->tcp_flags = fl[ba_rng_zipf(&r, NELEM(fl), 1.0)];
+    }
+    x->packets = 1 + ba_rng_zipf(&r, 100000, 1.2);
+    x->bytes = x->packets * (40 + ba_rng_below(&r, 1460));
+    x->tos = (uint8_t)(ba_rng_below(&r, 8) == 0 ? 0x20 : 0);
+    x->src_as = (uint32_t)ba_rng_zipf(&r, 70000, 1.0);
+    x->dst_as = (uint32_t)ba_rng_zipf(&r, 70000, 1.0);
+    x->in_if = (uint32_t)ba_rng_below(&r, 8);
+    x->out_if = (uint32_t)ba_rng_below(&r, 8);
+    ba_addr_set_v4(x->exporter, 0x7F000001);
+  }
+}
+
+typedef struct idlist {
+  uint64_t *v;
+  size_t n, cap;
+} idlist_t;
+
+static void idl_push(idlist_t *l, uint64_t x) {
+  if (l->n == l->cap) {
+    l->cap = l->cap ? l->cap * 2 : 1024;
+    l->v = realloc(l->v, l->cap * sizeof(uint64_t));
+    assert_non_null(l->v);
+  }
+  l->v[l->n++] = x;
+}
+
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+static int collect(void *ctx, const ba_record_t *recs, size_t n) {
+  idlist_t *l = ctx;
+  for (size_t i = 0; i < n; i++) idl_push(l, recs[i].first_ns);
+  return 0;
+}
+
+typedef struct fixture {
+  char *dir;
+  gen_t g;
+  ba_store_t *st;
+} fixture_t;
+
+static fixture_t F;
+
+static void build_store(ba_codec_t codec, uint32_t block_rows) {
+  ba_store_opts_t o;
+  ba_store_opts_init(&o);
+  o.codec = codec;
+  o.block_rows = block_rows;
+  o.slice_seconds = 3600;
+  o.time_bin_seconds = 60;
+  ba_store_writer_t *w;
+  assert_int_equal(ba_store_writer_open(F.dir, &o, &w), 0);
+  for (size_t i = 0; i < F.g.n; i += 1000)
+    assert_int_equal(ba_store_writer_append(w, F.g.recs + i, F.g.n - i < 1000 ? F.g.n - i : 1000), 0);
+  assert_int_equal(ba_store_writer_close(w), 0);
+  assert_int_equal(ba_store_open(F.dir, &F.st), 0);
+  assert_true(ba_store_segment_count(F.st) >= NSLICES);
+}
+
+static int setup(void **state) {
+  (void)state;
+  F.dir = ba_test_mkdtemp();
+  const char *big = getenv("BA_TEST_LONG");
+  gen_flows(&F.g, big ? 400000 : 30000, 42);
+  return 0;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  ba_store_close(F.st);
+  F.st = NULL;
+  ba_test_rmtree(F.dir);
+  free(F.dir);
+  free(F.g.recs);
+  return 0;
+}
+
+static const char *const filters[] = {
+  "any", "", "ipv4", "ipv6", "not ipv6",
+  "ip 10.4.0.1", "src ip 10.4.0.1", "dst host 10.5.5.3", "src and dst ip 10.4.0.0/16",
+  "src ip 10.4.*.*", "src ip 10.4.x.x and dst port 137", "ip *.*.*.5", "ip 10.4.0-15,33.*",
+  "src ip 10.4.1.1,3,5-7", "src ip 10.4.0.0/20", "net 192.168.0.0/20", "src net 192.168/16",
+  "dst net 172.16.0.0 255.240.0.0", "net 10.0.0.0/8", "net 0.0.0.0/0", "not net 0.0.0.0/0",
+  "ip in [10.4.0.1, 10.4.0.2, 192.168.0.7]", "dst ip in [10.5.5.0/28 172.16.0.1]",
+  "ip in [2001:db8::/32, 10.4.0.0/24]", "ip 2001:db8:0:1::3", "src net 2001:db8::/32",
+  "dst net fe80::/10", "net ::/0", "net ::ffff:10.4.0.0/112", "src ip ::ffff:10.4.0.1",
+  "port 80", "src port 53", "dst port 443", "port > 1023", "dst port < 1024", "port >= 6000",
+  "port <= 22", "src port gt 60000", "port in [1024-2048, 8080]", "dst port in [80 443 53]",
+  "portrange 1-1023", "dst portrange 6000-6063", "src and dst port > 1023", "not port 80",
+  "proto tcp", "proto udp", "proto icmp", "proto 47", "proto icmp6", "udp or icmp",
+  "flags S", "flags SA", "flags AS and proto tcp", "flags S and not flags AFRPU", "not flags SA",
+  "flags X", "flags C", "not (proto tcp and flags SA)", "flags F or flags R",
+  "icmp-type 8", "icmp-code 1", "bytes > 100k", "packets < 3", "in packets > 1k", "duration > 1000",
+  "pps > 10", "bps > 1m", "bpp < 100", "flows 1", "as 5", "src as > 1000", "dst as 0", "if 3",
+  "in if 3", "out if 7", "tos 32", "tos > 0", "vlan 0",
+  "first seen > 2024-07-11T01:30", "first seen < 2024-07-11T00:10:30",
+  "first seen >= 2024-07-11T01:00 and first seen < 2024-07-11T02:00:00.5",
+  "first seen = 2024-07-11T00:00:00", "last seen > 2024-07-11T02:59",
+  "after 2024-07-11T02:30:00", "before 2024-07-11T00:05",
+  "src ip 10.4.*.* and dst port 137 or proto udp and not port 53",
+  "not (src ip 10.4.*.* or dst ip 10.5.5.*) and bytes > 10k",
+  "(proto tcp or proto udp) and (port 80 or port 443) and not src net 192.168.0.0/16",
+  "not (bytes > 1000 and port 80)", "not not (ip 10.4.0.1 or ipv6)",
+  "ip 10.4.0.1 or bytes > 1M", "not (ipv6 and src net 2001:db8::/32)",
+  "src ip 10.4.*.* && !dst port 137 || ipv6 && port 443",
+};
+
+static void check_filter(const char *f, const ba_query_exec_opts_t *base, const char *what) {
+  ba_query_t *q;
+  assert_int_equal(ba_query_create(&q), 0);
+  ba_query_set_now(q, BASE_NS + 3 * HOUR_NS);
+  if (ba_query_compile(q, f) != 0) fail_msg("'%s': %s", f, ba_query_errmsg(q));
+  /* the in-memory oracle */
+  idlist_t mem = {0}, idx = {0}, scan = {0};
+  uint64_t ws = base->start_ns, we = base->end_ns ? base->end_ns : UINT64_MAX;
+  for (size_t i = 0; i < F.g.n; i++) {
+    const ba_record_t *x = &F.g.recs[i];
+    if (x->first_ns >= ws && x->first_ns < we && ba_query_match(q, x)) idl_push(&mem, x->first_ns);
+  }
+  ba_query_exec_opts_t o = *base;
+  o.out_cols = BA_COL_FIRST;
+  ba_query_stats_t s1, s2;
+  assert_int_equal(ba_query_run(q, F.st, &o, collect, &idx, &s1), 0);
+  ba_query_exec_opts_t oc = o;
+  oc.count_only = 1;
+  idlist_t dummy = {0};
+  ba_query_stats_t s3;
+  assert_int_equal(ba_query_run(q, F.st, &oc, collect, &dummy, &s3), 0);
+  free(dummy.v);
+  o.force_scan = 1;
+  assert_int_equal(ba_query_run(q, F.st, &o, collect, &scan, &s2), 0);
+  if (mem.n) qsort(mem.v, mem.n, sizeof(uint64_t), cmp_u64);
+  if (idx.n) qsort(idx.v, idx.n, sizeof(uint64_t), cmp_u64);
+  if (scan.n) qsort(scan.v, scan.n, sizeof(uint64_t), cmp_u64);
+  if (scan.n != mem.n || (mem.n && memcmp(scan.v, mem.v, mem.n * 8)))
+    fail_msg("'%s' (%s): scan %zu rows, in-memory %zu", f, what, scan.n, mem.n);
+  if (idx.n != mem.n || (mem.n && memcmp(idx.v, mem.v, mem.n * 8)))
+    fail_msg("'%s' (%s): index %zu rows, scan %zu", f, what, idx.n, mem.n);
+  assert_true(s1.rows_candidate >= s1.rows_matched);
+  if (getenv("BA_QUERY_VERBOSE"))
+    print_message("%-60s %-22s matched %6zu candidates %6llu of %6llu, blocks %llu\n", f, what, idx.n,
+                  (unsigned long long)s1.rows_candidate, (unsigned long long)s1.rows_total,
+                  (unsigned long long)s1.blocks_read);
+  assert_int_equal(s1.rows_matched, idx.n);
+  if (s3.rows_matched != idx.n) fail_msg("'%s' (%s): count_only %llu, index rows %zu", f, what,
+                                         (unsigned long long)s3.rows_matched, idx.n);
+  free(mem.v);
+  free(idx.v);
+  free(scan.v);
+  ba_query_free(q);
+}
+
+static void run_table(ba_codec_t codec, uint32_t block_rows) {
+  build_store(codec, block_rows);
+  ba_query_exec_opts_t o;
+  ba_query_exec_opts_init(&o);
+  size_t nonempty = 0;
+  for (size_t i = 0; i < NELEM(filters); i++) {
+    check_filter(filters[i], &o, "reduction, 1 thread");
+    (void)nonempty;
+  }
+  /* strategies and threads on the range-heavy filters */
+  static const char *const ranges[] = {"port > 1023", "port in [1024-2048, 8080]", "src ip 10.4.0-15,33.*",
+                                       "first seen > 2024-07-11T01:30", "not flags SA"};
+  for (int st = 0; st < 4; st++)
+    for (int th = 1; th <= 2; th++) {
+      o.strategy = (ba_range_strategy_t)st;
+      o.threads = th;
+      for (size_t i = 0; i < NELEM(ranges); i++) check_filter(ranges[i], &o, "strategy/threads");
+    }
+  /* time windows: inside a slice, across slices, on bin edges, empty */
+  static const struct { uint64_t a, b; } win[] = {
+    {BASE_NS + HOUR_NS / 2 + 7000000000ull, BASE_NS + HOUR_NS + 60ull * 1000000000ull},
+    {BASE_NS + 60ull * 1000000000ull, BASE_NS + 120ull * 1000000000ull},
+    {BASE_NS + 2 * HOUR_NS + 1, 0},
+    {BASE_NS + 10 * HOUR_NS, BASE_NS + 11 * HOUR_NS},
+  };
+  ba_query_exec_opts_init(&o);
+  for (size_t k = 0; k < NELEM(win); k++) {
+    o.start_ns = win[k].a;
+    o.end_ns = win[k].b;
+    check_filter("any", &o, "window");
+    check_filter("src ip 10.4.*.* and port > 1023", &o, "window");
+    check_filter("not proto tcp", &o, "window");
+    check_filter("bytes > 10k", &o, "window");
+  }
+  ba_store_close(F.st);
+  F.st = NULL;
+}
+
+static void test_wah64(void **state) {
+  (void)state;
+  run_table(BA_CODEC_WAH64, 700);
+}
+
+static void test_compax(void **state) {
+  (void)state;
+  char *d = F.dir;
+  F.dir = ba_test_mkdtemp();
+  run_table(BA_CODEC_COMPAX, 4000);
+  ba_test_rmtree(F.dir);
+  free(F.dir);
+  F.dir = d;
+}
+
+/* limit and explain */
+static void test_limit_explain(void **state) {
+  (void)state;
+  char *d = F.dir;
+  F.dir = ba_test_mkdtemp();
+  build_store(BA_CODEC_PLWAH, 1000);
+  ba_query_t *q;
+  assert_int_equal(ba_query_create(&q), 0);
+  assert_int_equal(ba_query_compile(q, "proto tcp"), 0);
+  ba_query_exec_opts_t o;
+  ba_query_exec_opts_init(&o);
+  o.limit = 17;
+  idlist_t got = {0};
+  ba_query_stats_t s;
+  assert_int_equal(ba_query_run(q, F.st, &o, collect, &got, &s), 0);
+  assert_int_equal(got.n, 17);
+  free(got.v);
+  ba_store_close(F.st);
+  F.st = NULL;
+  ba_query_free(q);
+  ba_test_rmtree(F.dir);
+  free(F.dir);
+  F.dir = d;
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_wah64),
+    cmocka_unit_test(test_compax),
+    cmocka_unit_test(test_limit_explain),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
