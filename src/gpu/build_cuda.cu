@@ -40,6 +40,8 @@ extern "C" {
 #include "gpu/gpu_internal.h"
 
 #define BA_HD __host__ __device__
+#define BA_GPU_FN(x) ba_gpu_cuda_##x
+#define BA_GPU_DEVNAME "cuda"
 #define BA_SYNC() ((void)cudaDeviceSynchronize())
 
 namespace BA_CCCL_NS {
@@ -93,11 +95,6 @@ static void sort_by_value(const ba_vec<std::uint32_t> &val, ba_vec<std::uint32_t
 
 #include "gpu/pipeline.inl"
 
-static int fail(char *err, size_t cap, const char *what, int code) {
-  if (err && cap) std::snprintf(err, cap, "cuda device: %s", what);
-  return code;
-}
-
 extern "C" int ba_gpu_cuda_probe(char *err, size_t errcap) {
   int n = 0;
   cudaError_t e = cudaGetDeviceCount(&n);
@@ -110,28 +107,6 @@ extern "C" int ba_gpu_cuda_probe(char *err, size_t errcap) {
     return BA_ERR_NODEVICE;
   }
   return BA_OK;
-}
-
-extern "C" int ba_gpu_cuda_build(ba_gpu_piece_t *p, char *err, size_t errcap) {
-  try {
-    BA_CCCL_NS::bagpu::build_piece(p);
-    return BA_OK;
-  } catch (const std::bad_alloc &) {
-    return fail(err, errcap, "out of memory", BA_ERR_NOMEM);
-  } catch (const std::exception &e) {
-    return fail(err, errcap, e.what(), BA_ERR_IO);
-  }
-}
-
-extern "C" int ba_gpu_cuda_range(ba_gpu_rangejob_t *j, char *err, size_t errcap) {
-  try {
-    BA_CCCL_NS::bagpu::range(j);
-    return BA_OK;
-  } catch (const std::bad_alloc &) {
-    return fail(err, errcap, "out of memory", BA_ERR_NOMEM);
-  } catch (const std::exception &e) {
-    return fail(err, errcap, e.what(), BA_ERR_IO);
-  }
 }
 
 /* Per-piece budget: free device memory. The pipeline needs about 40 bytes per

@@ -42,6 +42,8 @@ extern "C" {
 #include "gpu/gpu_internal.h"
 
 #define BA_HD
+#define BA_GPU_FN(x) ba_gpu_omp_##x
+#define BA_GPU_DEVNAME "omp"
 #define BA_SYNC() ((void)0)
 
 namespace BA_CCCL_NS {
@@ -106,33 +108,6 @@ static void sort_by_value(const ba_vec<std::uint32_t> &val, ba_vec<std::uint32_t
 } // namespace BA_CCCL_NS
 
 #include "gpu/pipeline.inl"
-
-static int fail(char *err, size_t cap, const char *what, int code) {
-  if (err && cap) std::snprintf(err, cap, "omp device: %s", what);
-  return code;
-}
-
-extern "C" int ba_gpu_omp_build(ba_gpu_piece_t *p, char *err, size_t errcap) {
-  try {
-    BA_CCCL_NS::bagpu::build_piece(p);
-    return BA_OK;
-  } catch (const std::bad_alloc &) {
-    return fail(err, errcap, "out of memory", BA_ERR_NOMEM);
-  } catch (const std::exception &e) {
-    return fail(err, errcap, e.what(), BA_ERR_IO);
-  }
-}
-
-extern "C" int ba_gpu_omp_range(ba_gpu_rangejob_t *j, char *err, size_t errcap) {
-  try {
-    BA_CCCL_NS::bagpu::range(j);
-    return BA_OK;
-  } catch (const std::bad_alloc &) {
-    return fail(err, errcap, "out of memory", BA_ERR_NOMEM);
-  } catch (const std::exception &e) {
-    return fail(err, errcap, e.what(), BA_ERR_IO);
-  }
-}
 
 extern "C" size_t ba_gpu_omp_mem_budget(void) { return 0; }
 

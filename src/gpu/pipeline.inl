@@ -8,6 +8,7 @@
  *   ba_vec<T>      the back end's vector type; ba_par: its execution policy
  *   ba_popc32/64, ba_clz32: bit counts usable in device code
  *   sort_by_value(): stable sort of row ids by value over key_bits bits
+ *   BA_GPU_FN(x)   the C name of entry point x; BA_GPU_DEVNAME for messages
  * and includes the Thrust headers listed below. Everything here is inside
  * BA_CCCL_NS::bagpu so each back end gets its own symbols.
  *
@@ -19,6 +20,8 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <cstdio>
+#include <exception>
 #include <new>
 
 #include <thrust/fill.h>
@@ -564,3 +567,31 @@ static void range(ba_gpu_rangejob_t *j) {
 
 } /* namespace bagpu */
 } /* namespace BA_CCCL_NS */
+
+/* The back end's C entry points (named by the including file's BA_GPU_FN). */
+static int ba_gpu_fail(char *err, size_t cap, const char *what, int code) {
+  if (err && cap) std::snprintf(err, cap, "%s device: %s", BA_GPU_DEVNAME, what);
+  return code;
+}
+
+extern "C" int BA_GPU_FN(build)(ba_gpu_piece_t *p, char *err, size_t errcap) {
+  try {
+    BA_CCCL_NS::bagpu::build_piece(p);
+    return BA_OK;
+  } catch (const std::bad_alloc &) {
+    return ba_gpu_fail(err, errcap, "out of memory", BA_ERR_NOMEM);
+  } catch (const std::exception &e) {
+    return ba_gpu_fail(err, errcap, e.what(), BA_ERR_IO);
+  }
+}
+
+extern "C" int BA_GPU_FN(range)(ba_gpu_rangejob_t *j, char *err, size_t errcap) {
+  try {
+    BA_CCCL_NS::bagpu::range(j);
+    return BA_OK;
+  } catch (const std::bad_alloc &) {
+    return ba_gpu_fail(err, errcap, "out of memory", BA_ERR_NOMEM);
+  } catch (const std::exception &e) {
+    return ba_gpu_fail(err, errcap, e.what(), BA_ERR_IO);
+  }
+}
