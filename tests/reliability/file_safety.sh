@@ -23,7 +23,7 @@ fail() { echo "FAIL: $*"; exit 1; }
 wait_port() { # $1 = stderr file; prints the port collect listens on
   local p=
   for _ in $(seq 100); do
-    p=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$1" 2>/dev/null | head -1)
+    p=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$1" 2>/dev/null | head -1 || true)
     [ -n "$p" ] && { echo "$p"; return 0; }
     sleep 0.1
   done
@@ -64,7 +64,7 @@ d="$tmp/dflt"
 cpid=$!
 port=
 for _ in $(seq 100); do
-  port=$(sed -n 's/.*listening on \([^ ]*\).*/\1/p' "$tmp/err2" | head -1)
+  port=$(sed -n 's/.*listening on \([^ ]*\).*/\1/p' "$tmp/err2" 2>/dev/null | head -1 || true)
   [ -n "$port" ] && break
   kill -0 "$cpid" 2>/dev/null || break
   sleep 0.1
