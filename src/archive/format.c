@@ -1,6 +1,7 @@
 /* Segment format pieces shared by writer, reader and recovery: headers,
  * footers, compressors, column (de)transposition, attribute values. */
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <lz4.h>
 #include <lzo/lzo1x.h>
@@ -242,7 +243,47 @@ int ba_decompress_block(ba_compress_t c, const uint8_t *src, size_t n, uint8_t *
 }
 
 /* ---------- columns ---------- */
+/* Every multi-byte field is stored as byte planes (byte 0 of every row, then
+ * byte 1, ...): constant high bytes (IPv4-mapped prefixes, timestamps,
+ * counters) become long runs that LZO compresses fast and well. */
 static const uint8_t g_col_width[BA_NCOLS] = {8, 8, 16, 16, 4, 1, 1, 1, 8, 8, 8, 8, 16, 2, 2, 10, 2};
+
+typedef struct colfield {
+  uint16_t off;   /* offsetof in ba_record_t */
+  uint8_t width;  /* bytes */
+  uint8_t bytes;  /* 1: a byte array (address), 0: an integer of `width` bytes */
+} colfield_t;
+
+#define F(field, w) {(uint16_t)offsetof(ba_record_t, field), w, 0}
+#define A(field) {(uint16_t)offsetof(ba_record_t, field), 16, 1}
+static const colfield_t g_fields[BA_NCOLS][3] = {
+    {F(first_ns, 8)}, {F(last_ns, 8)}, {A(src)}, {A(dst)},
+    {F(src_port, 2), F(dst_port, 2)}, {F(proto, 1)}, {F(tcp_flags, 1)}, {F(tos, 1)},
+    {F(src_as, 4), F(dst_as, 4)}, {F(in_if, 4), F(out_if, 4)}, {F(packets, 8)}, {F(bytes, 8)},
+    {A(exporter)}, {F(vlan, 2)}, {F(icmp_type, 1), F(icmp_code, 1)},
+    {F(caplen, 4), F(wirelen, 4), F(linktype, 2)}, {F(kind, 1), F(ipver, 1)}};
+#undef F
+#undef A
+
+static uint64_t field_get(const ba_record_t *r, const colfield_t *f) {
+  const uint8_t *p = (const uint8_t *)r + f->off;
+  switch (f->width) {
+    case 1: return *p;
+    case 2: { uint16_t v; memcpy(&v, p, 2); return v; }
+    case 4: { uint32_t v; memcpy(&v, p, 4); return v; }
+    default: { uint64_t v; memcpy(&v, p, 8); return v; }
+  }
+}
+
+static void field_set(ba_record_t *r, const colfield_t *f, uint64_t v) {
+  uint8_t *p = (uint8_t *)r + f->off;
+  switch (f->width) {
+    case 1: *p = (uint8_t)v; break;
+    case 2: { uint16_t x = (uint16_t)v; memcpy(p, &x, 2); break; }
+    case 4: { uint32_t x = (uint32_t)v; memcpy(p, &x, 4); break; }
+    default: memcpy(p, &v, 8); break;
+  }
+}
 
 size_t ba_col_raw_size(int col, size_t n, size_t frame_bytes) {
   return (size_t)g_col_width[col] * n + (col == BA_COLID_FRAME ? frame_bytes : 0);
@@ -250,129 +291,68 @@ size_t ba_col_raw_size(int col, size_t n, size_t frame_bytes) {
 
 void ba_col_encode(int col, const ba_record_t *r, size_t n, const uint8_t *frames,
                    size_t frame_bytes, uint8_t *out) {
-  size_t i;
-  switch (col) {
-    case 0: for (i = 0; i < n; i++) ba_store_le64(out + 8 * i, r[i].first_ns); break;
-    case 1: for (i = 0; i < n; i++) ba_store_le64(out + 8 * i, r[i].last_ns); break;
-    case 2: for (i = 0; i < n; i++) memcpy(out + 16 * i, r[i].src, 16); break;
-    case 3: for (i = 0; i < n; i++) memcpy(out + 16 * i, r[i].dst, 16); break;
-    case 4:
-      for (i = 0; i < n; i++) {
-        ba_store_le16(out + 2 * i, r[i].src_port);
-        ba_store_le16(out + 2 * (n + i), r[i].dst_port);
+  for (int k = 0; k < 3 && g_fields[col][k].width; k++) {
+    const colfield_t *f = &g_fields[col][k];
+    if (f->bytes) {
+      for (size_t i = 0; i < n; i++) {
+        const uint8_t *p = (const uint8_t *)&r[i] + f->off;
+        for (unsigned b = 0; b < 16; b++) out[b * n + i] = p[b];
       }
-      break;
-    case 5: for (i = 0; i < n; i++) out[i] = r[i].proto; break;
-    case 6: for (i = 0; i < n; i++) out[i] = r[i].tcp_flags; break;
-    case 7: for (i = 0; i < n; i++) out[i] = r[i].tos; break;
-    case 8:
-      for (i = 0; i < n; i++) {
-        ba_store_le32(out + 4 * i, r[i].src_as);
-        ba_store_le32(out + 4 * (n + i), r[i].dst_as);
+    } else if (f->width == 1) {
+      for (size_t i = 0; i < n; i++) out[i] = *((const uint8_t *)&r[i] + f->off);
+    } else {
+      for (size_t i = 0; i < n; i++) {
+        uint64_t v = field_get(&r[i], f);
+        for (unsigned b = 0; b < f->width; b++) out[b * n + i] = (uint8_t)(v >> (8 * b));
       }
-      break;
-    case 9:
-      for (i = 0; i < n; i++) {
-        ba_store_le32(out + 4 * i, r[i].in_if);
-        ba_store_le32(out + 4 * (n + i), r[i].out_if);
-      }
-      break;
-    case 10: for (i = 0; i < n; i++) ba_store_le64(out + 8 * i, r[i].packets); break;
-    case 11: for (i = 0; i < n; i++) ba_store_le64(out + 8 * i, r[i].bytes); break;
-    case 12: for (i = 0; i < n; i++) memcpy(out + 16 * i, r[i].exporter, 16); break;
-    case 13: for (i = 0; i < n; i++) ba_store_le16(out + 2 * i, r[i].vlan); break;
-    case 14:
-      for (i = 0; i < n; i++) {
-        out[i] = r[i].icmp_type;
-        out[n + i] = r[i].icmp_code;
-      }
-      break;
-    case 15:
-      for (i = 0; i < n; i++) {
-        ba_store_le32(out + 4 * i, r[i].kind == BA_REC_PACKET ? r[i].caplen : 0);
-        ba_store_le32(out + 4 * (n + i), r[i].wirelen);
-        ba_store_le16(out + 8 * n + 2 * i, r[i].linktype);
-      }
-      if (frame_bytes) memcpy(out + 10 * n, frames, frame_bytes);
-      break;
-    case 16:
-      for (i = 0; i < n; i++) {
-        out[i] = r[i].kind;
-        out[n + i] = r[i].ipver;
-      }
-      break;
-    default: break;
+    }
+    out += (size_t)f->width * n;
   }
+  if (col == BA_COLID_FRAME && frame_bytes) memcpy(out, frames, frame_bytes);
 }
 
 int ba_col_decode(int col, const uint8_t *raw, size_t raw_len, size_t n, ba_record_t *r) {
   BA_RETURN_IF(col < 0 || col >= BA_NCOLS, BA_ERR_INVALID);
   size_t fixed = (size_t)g_col_width[col] * n;
   if (col != BA_COLID_FRAME) BA_RETURN_IF(raw_len != fixed, BA_ERR_CORRUPT);
-  size_t i;
-  switch (col) {
-    case 0: for (i = 0; i < n; i++) r[i].first_ns = ba_load_le64(raw + 8 * i); break;
-    case 1: for (i = 0; i < n; i++) r[i].last_ns = ba_load_le64(raw + 8 * i); break;
-    case 2: for (i = 0; i < n; i++) memcpy(r[i].src, raw + 16 * i, 16); break;
-    case 3: for (i = 0; i < n; i++) memcpy(r[i].dst, raw + 16 * i, 16); break;
-    case 4:
-      for (i = 0; i < n; i++) {
-        r[i].src_port = ba_load_le16(raw + 2 * i);
-        r[i].dst_port = ba_load_le16(raw + 2 * (n + i));
-      }
-      break;
-    case 5: for (i = 0; i < n; i++) r[i].proto = raw[i]; break;
-    case 6: for (i = 0; i < n; i++) r[i].tcp_flags = raw[i]; break;
-    case 7: for (i = 0; i < n; i++) r[i].tos = raw[i]; break;
-    case 8:
-      for (i = 0; i < n; i++) {
-        r[i].src_as = ba_load_le32(raw + 4 * i);
-        r[i].dst_as = ba_load_le32(raw + 4 * (n + i));
-      }
-      break;
-    case 9:
-      for (i = 0; i < n; i++) {
-        r[i].in_if = ba_load_le32(raw + 4 * i);
-        r[i].out_if = ba_load_le32(raw + 4 * (n + i));
-      }
-      break;
-    case 10: for (i = 0; i < n; i++) r[i].packets = ba_load_le64(raw + 8 * i); break;
-    case 11: for (i = 0; i < n; i++) r[i].bytes = ba_load_le64(raw + 8 * i); break;
-    case 12: for (i = 0; i < n; i++) memcpy(r[i].exporter, raw + 16 * i, 16); break;
-    case 13: for (i = 0; i < n; i++) r[i].vlan = ba_load_le16(raw + 2 * i); break;
-    case 14:
-      for (i = 0; i < n; i++) {
-        r[i].icmp_type = raw[i];
-        r[i].icmp_code = raw[n + i];
-      }
-      break;
-    case 15: {
-      BA_RETURN_IF(raw_len < fixed, BA_ERR_CORRUPT);
-      uint64_t sum = 0;
-      for (i = 0; i < n; i++) {
-        uint32_t cl = ba_load_le32(raw + 4 * i);
-        BA_RETURN_IF(cl > BA_MAX_CAPLEN, BA_ERR_CORRUPT);
-        sum += cl;
-      }
-      BA_RETURN_IF(sum != raw_len - fixed, BA_ERR_CORRUPT);
-      const uint8_t *f = raw + fixed;
-      for (i = 0; i < n; i++) {
-        r[i].caplen = ba_load_le32(raw + 4 * i);
-        r[i].wirelen = ba_load_le32(raw + 4 * (n + i));
-        r[i].linktype = ba_load_le16(raw + 8 * n + 2 * i);
-        r[i].frame = r[i].caplen ? f : NULL;
-        f += r[i].caplen;
-      }
-      break;
+  BA_RETURN_IF(raw_len < fixed, BA_ERR_CORRUPT);
+  if (col == BA_COLID_META)
+    for (size_t i = 0; i < n; i++) BA_RETURN_IF(raw[i] != BA_REC_FLOW && raw[i] != BA_REC_PACKET, BA_ERR_CORRUPT);
+  if (col == BA_COLID_FRAME) {
+    uint64_t sum = 0;
+    for (size_t i = 0; i < n; i++) {
+      uint32_t cl = (uint32_t)raw[i] | (uint32_t)raw[n + i] << 8 | (uint32_t)raw[2 * n + i] << 16 |
+                    (uint32_t)raw[3 * n + i] << 24;
+      BA_RETURN_IF(cl > BA_MAX_CAPLEN, BA_ERR_CORRUPT);
+      sum += cl;
     }
-    case 16:
-      for (i = 0; i < n; i++) {
-        BA_RETURN_IF(raw[i] != BA_REC_FLOW && raw[i] != BA_REC_PACKET, BA_ERR_CORRUPT);
-        r[i].kind = raw[i];
-        r[i].ipver = raw[n + i];
+    BA_RETURN_IF(sum != raw_len - fixed, BA_ERR_CORRUPT);
+  }
+  const uint8_t *in = raw;
+  for (int k = 0; k < 3 && g_fields[col][k].width; k++) {
+    const colfield_t *f = &g_fields[col][k];
+    if (f->bytes) {
+      for (size_t i = 0; i < n; i++) {
+        uint8_t *p = (uint8_t *)&r[i] + f->off;
+        for (unsigned b = 0; b < 16; b++) p[b] = in[b * n + i];
       }
-      break;
-    default: break;
+    } else if (f->width == 1) {
+      for (size_t i = 0; i < n; i++) *((uint8_t *)&r[i] + f->off) = in[i];
+    } else {
+      for (size_t i = 0; i < n; i++) {
+        uint64_t v = 0;
+        for (unsigned b = 0; b < f->width; b++) v |= (uint64_t)in[b * n + i] << (8 * b);
+        field_set(&r[i], f, v);
+      }
+    }
+    in += (size_t)f->width * n;
+  }
+  if (col == BA_COLID_FRAME) {
+    const uint8_t *fp = raw + fixed;
+    for (size_t i = 0; i < n; i++) {
+      r[i].frame = r[i].caplen ? fp : NULL;
+      fp += r[i].caplen;
+    }
   }
   return BA_OK;
 }

@@ -3,6 +3,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bitarc/bitarc.h"
 #include "cli/cli.h"
@@ -68,13 +69,16 @@ int ba_cmd_verify(int argc, char **argv) {
     return 2;
   }
   size_t n = ba_store_segment_count(s), badsegs = 0;
+  int progress = isatty(2) && !quiet;
   uint64_t badblocks = 0, rows = 0;
   for (size_t i = 0; i < n; i++) {
     ba_segment_t *seg;
     const char *name = ba_store_segment_name(s, i);
+    if (progress) fprintf(stderr, "\rverify: segment %zu/%zu %s ", i + 1, n, name);
     if (ba_store_segment(s, i, &seg) < 0) {
       badsegs++;
       badblocks++;
+      if (progress) fprintf(stderr, "\r\033[K");
       fprintf(stderr, "bitarc verify: DAMAGED %s\n", ba_store_errmsg(s));
       continue;
     }
@@ -85,6 +89,7 @@ int ba_cmd_verify(int argc, char **argv) {
     if (rc < 0 || nbad) {
       badsegs++;
       badblocks += nbad;
+      if (progress) fprintf(stderr, "\r\033[K");
       fprintf(stderr, "bitarc verify: DAMAGED %s (%" PRIu64 " damaged blocks; first: %s)\n", name,
               nbad, ba_store_errmsg(s));
     } else {
@@ -92,6 +97,7 @@ int ba_cmd_verify(int argc, char **argv) {
       if (!quiet) printf("ok  %s  %" PRIu64 " records, %u blocks\n", name, in.rows, in.nblocks);
     }
   }
+  if (progress) fprintf(stderr, "\r\033[K");
   if (!quiet)
     printf("%zu segments, %zu damaged, %" PRIu64 " damaged blocks, %" PRIu64 " records in clean segments\n",
            n, badsegs, badblocks, rows);
