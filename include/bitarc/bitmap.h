@@ -79,6 +79,13 @@ int ba_bitmap_count(const ba_bitmap_t *bm, uint64_t *out);
  * the walk and is returned. */
 typedef int (*ba_rows_fn)(void *ctx, const uint64_t *rows, size_t n);
 int ba_bitmap_foreach(const ba_bitmap_t *bm, ba_rows_fn fn, void *ctx);
+/* As ba_bitmap_foreach, restricted to the set rows in [from, to) (`to` is
+ * clipped to the row count): the walk starts at the word holding `from` and
+ * stops at `to`, so rows before `from` are never expanded (e.g. the rows of a
+ * start-time window of a time-sorted segment). */
+int ba_bitmap_foreach_range(const ba_bitmap_t *bm, uint64_t from, uint64_t to, ba_rows_fn fn, void *ctx);
+/* Number of set rows in [from, to). */
+int ba_bitmap_count_range(const ba_bitmap_t *bm, uint64_t from, uint64_t to, uint64_t *out);
 /* Writes up to `cap` set rows; *n gets the total count (may exceed cap). */
 int ba_bitmap_to_rows(const ba_bitmap_t *bm, uint64_t *rows, size_t cap, size_t *n);
 /* Run view: fn(ctx, value, start_row, nrows) for maximal runs, in order. */
@@ -101,8 +108,10 @@ int ba_bitmap_andnot(const ba_bitmap_t *a, const ba_bitmap_t *b, ba_codec_t c, b
 /* Complement over the bitmap's own row count. */
 int ba_bitmap_not(const ba_bitmap_t *a, ba_codec_t c, ba_bitmap_t **out);
 int ba_bitmap_and_count(const ba_bitmap_t *a, const ba_bitmap_t *b, uint64_t *out);
-/* OR of n finished bitmaps (any codecs and row counts) by pairwise tree
- * reduction; n = 0 gives an empty bitmap of 0 rows. */
+/* OR of n finished bitmaps (any codecs and row counts); n = 0 gives an empty
+ * bitmap of 0 rows. Few or small operands: pairwise tree reduction; many
+ * operands (compared with the row count): OR into one plain bitset, encoded
+ * once. Same canonical words either way. */
 int ba_bitmap_or_many(const ba_bitmap_t *const *bms, size_t n, ba_codec_t out_codec,
                       ba_bitmap_t **out);
 /* Re-encodes a finished bitmap in another codec (same rows, same bits). */

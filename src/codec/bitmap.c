@@ -3,9 +3,11 @@
  * codecs, or into maximal bit runs for bit-run codecs, and fed to the codec's
  * encoder. Also: validation of foreign words, counting, iteration,
  * serialization. Boolean operations live in ops.c. */
+#include <stdatomic.h>
 #include <string.h>
 
 #include "codec/codec_internal.h"
+#include "codec/masc_qt_table.h"
 #include "common/common.h"
 
 #define BM_SER_HDR 20u
@@ -87,6 +89,7 @@ int ba_bitmap_create(ba_codec_t codec, ba_bitmap_t **out) {
 
 void ba_bitmap_free(ba_bitmap_t *bm) {
   if (!bm) return;
+  ba_masc_qt_table_free(atomic_load(&bm->qt));
   ba_wordvec_free(&bm->vec);
   ba_free(bm);
 }
@@ -96,7 +99,8 @@ int ba_bitmap_clone(const ba_bitmap_t *bm, ba_bitmap_t **out) {
   *out = NULL;
   ba_bitmap_t *c = (ba_bitmap_t *)ba_malloc(sizeof *c);
   BA_RETURN_IF(!c, BA_ERR_NOMEM);
-  *c = *bm;
+  memcpy(c, bm, sizeof *c);
+  atomic_init(&c->qt, NULL);
   c->vec.w = NULL;
   c->vec.n = c->vec.cap = 0;
   if (bm->vec.n) {
@@ -357,7 +361,99 @@ int ba_bitmap_from_rows(ba_codec_t codec, const uint64_t *rows, size_t n, uint64
 
 /* ---- queries ---- */
 
+/* Population count without a libgcc call: the default x86-64 target has no
+ * POPCNT instruction, and __builtin_popcountll then calls __popcountdi2. */
+static inline unsigned bm_popcnt(uint64_t x) {
+#if defined(__POPCNT__) || !defined(__x86_64__)
+  return ba_popcount64(x);
+#else
+  x = x - ((x >> 1) & UINT64_C(0x5555555555555555));
+  x = (x & UINT64_C(0x3333333333333333)) + ((x >> 2) & UINT64_C(0x3333333333333333));
+  x = (x + (x >> 4)) & UINT64_C(0x0F0F0F0F0F0F0F0F);
+  return (unsigned)((x * UINT64_C(0x0101010101010101)) >> 56);
+#endif
+}
+
+/* Counting straight from the words of a finished (validated) bitmap, one loop
+ * per codec with no token calls. The generic
+ * token loop stays as the reference (ba_bitmap_count_generic). */
+static int bm_count_words(const ba_bitmap_t *bm, uint64_t *out) {
+  uint64_t c = 0;
+  size_t n = bm->vec.n;
+  switch (bm->ops->id) {
+    case BA_CODEC_WAH32: {
+      const uint32_t *w = (const uint32_t *)bm->vec.w;
+      for (size_t i = 0; i < n; i++) {
+        uint32_t x = w[i];
+        if (!(x >> 31))
+          c += bm_popcnt(x);
+        else if (x & 0x40000000u)
+          c += (uint64_t)(x & 0x3FFFFFFFu) * 31;
+      }
+      break;
+    }
+    case BA_CODEC_WAH64: {
+      const uint64_t *w = (const uint64_t *)bm->vec.w;
+      for (size_t i = 0; i < n; i++) {
+        uint64_t x = w[i];
+        if (!(x >> 63))
+          c += bm_popcnt(x);
+        else if (x & (UINT64_C(1) << 62))
+          c += (x & ((UINT64_C(1) << 62) - 1)) * 63;
+      }
+      break;
+    }
+    case BA_CODEC_PLWAH: {
+      const uint32_t *w = (const uint32_t *)bm->vec.w;
+      for (size_t i = 0; i < n; i++) {
+        uint32_t x = w[i];
+        if (!(x >> 31)) {
+          c += bm_popcnt(x);
+          continue;
+        }
+        int one = (x & 0x40000000u) != 0, pos = ((x >> 25) & 31u) != 0;
+        if (one) c += (uint64_t)(x & 0x01FFFFFFu) * 31 + (pos ? 30 : 0);
+        else c += (uint64_t)pos;
+      }
+      break;
+    }
+    case BA_CODEC_MASC:
+    case BA_CODEC_MASC_QT: {
+      const uint32_t *w = (const uint32_t *)bm->vec.w;
+      for (size_t i = 0; i < n; i++) {
+        uint32_t x = w[i];
+        if (x >> 31) c += (uint64_t)((x & 0x01FFFFFFu) >> 5) * 31 + (x & 31u);
+        else if (x & 0x40000000u) c += (x >> 25) & 31u;
+      }
+      break;
+    }
+    case BA_CODEC_COMPAX: { /* [L], [0F], [LFL] = two dirty bytes, [FLF] = one */
+      const uint32_t *w = (const uint32_t *)bm->vec.w;
+      for (size_t i = 0; i < n; i++) {
+        uint32_t x = w[i];
+        switch (x >> 29) {
+          case 0: break;
+          case 1: c += bm_popcnt((x >> 16) & 0xFFu) + bm_popcnt(x & 0xFFu); break;
+          case 2: c += bm_popcnt((x >> 8) & 0xFFu); break;
+          case 3: return 0; /* reserved: the decoder reports it */
+          default: c += bm_popcnt(x & 0x7FFFFFFFu); break;
+        }
+      }
+      break;
+    }
+    default: return 0;
+  }
+  *out = c;
+  return 1;
+}
+
 int ba_bitmap_count(const ba_bitmap_t *bm, uint64_t *out) {
+  BA_RETURN_IF(!bm || !out || !bm->finished, BA_ERR_INVALID);
+  if (bm_count_words(bm, out)) return BA_OK;
+  return ba_bitmap_count_generic(bm, out);
+}
+
+int ba_bitmap_count_generic(const ba_bitmap_t *bm, uint64_t *out) {
   BA_RETURN_IF(!bm || !out || !bm->finished, BA_ERR_INVALID);
   const ba_codec_ops_t *ops = bm->ops;
   uint64_t G = bm->group, c = 0;
@@ -367,7 +463,7 @@ int ba_bitmap_count(const ba_bitmap_t *bm, uint64_t *out) {
   ops->dec_init(&d, bm->vec.w, bm->vec.n);
   while ((rc = ops->dec_next(&d, &t)) == 1) {
     if (t.kind == BA_TOK_LIT)
-      c += ba_popcount64(t.lit);
+      c += bm_popcnt(t.lit);
     else if (t.kind == BA_TOK_FILL1)
       c += G ? t.n * G : t.n;
   }
@@ -419,6 +515,126 @@ int ba_bitmap_foreach(const ba_bitmap_t *bm, ba_rows_fn fn, void *ctx) {
   }
   BA_RETURN_IF(rc < 0, BA_ERR_CORRUPT);
   if (k) return fn(ctx, buf, k);
+  return BA_OK;
+}
+
+/* Calls range(ctx, lo, hi, lit, G) for the pieces of set rows in [from, to):
+ * fills as lo..hi with lit = 0 (all set), literals as the group at row lo with
+ * payload lit masked to [from, to). Stops early at `to`. */
+typedef int (*bm_piece_fn)(void *ctx, uint64_t lo, uint64_t hi, uint64_t lit, unsigned G);
+
+static int bm_walk_range(const ba_bitmap_t *bm, uint64_t from, uint64_t to, bm_piece_fn piece, void *ctx) {
+  to = BA_MIN(to, bm->rows);
+  if (from >= to) return BA_OK;
+  const ba_codec_ops_t *ops = bm->ops;
+  const unsigned G = bm->group;
+  uint64_t base = 0;
+  ba_dec_t d;
+  ba_tok_t t;
+  int rc = 0;
+  ops->dec_init(&d, bm->vec.w, bm->vec.n);
+  while (base < to && (rc = ops->dec_next(&d, &t)) == 1) {
+    uint64_t len = t.kind == BA_TOK_LIT ? G : G ? t.n * G : t.n;
+    uint64_t end = base + len;
+    if (end > from && t.kind != BA_TOK_FILL0) {
+      if (t.kind == BA_TOK_FILL1) {
+        rc = piece(ctx, BA_MAX(base, from), BA_MIN(end, to), 0, 0);
+      } else {
+        uint64_t lit = t.lit;
+        if (from > base) lit &= bm_mask(G - (unsigned)(from - base));
+        if (to < end) lit &= ~bm_mask((unsigned)(end - to));
+        rc = lit ? piece(ctx, base, end, lit, G) : 0;
+      }
+      if (rc) return rc;
+    }
+    base = end;
+  }
+  if (base < to) BA_RETURN_IF(rc < 0, BA_ERR_CORRUPT);
+  return BA_OK;
+}
+
+typedef struct {
+  ba_rows_fn fn;
+  void *ctx;
+  size_t k;
+  uint64_t buf[BM_BATCH];
+} bm_range_rows_t;
+
+static int bm_range_rows(void *ctx, uint64_t lo, uint64_t hi, uint64_t lit, unsigned G) {
+  bm_range_rows_t *q = (bm_range_rows_t *)ctx;
+  int rc;
+  if (G) {
+    if (q->k > BM_BATCH - 64) {
+      if ((rc = q->fn(q->ctx, q->buf, q->k)) != 0) return rc;
+      q->k = 0;
+    }
+    while (lit) {
+      unsigned b = 63 - ba_clz64(lit);
+      q->buf[q->k++] = lo + (G - 1 - b);
+      lit ^= UINT64_C(1) << b;
+    }
+    return 0;
+  }
+  for (uint64_t r = lo; r < hi; r++) {
+    q->buf[q->k++] = r;
+    if (q->k == BM_BATCH) {
+      if ((rc = q->fn(q->ctx, q->buf, q->k)) != 0) return rc;
+      q->k = 0;
+    }
+  }
+  return 0;
+}
+
+static int bm_range_count(void *ctx, uint64_t lo, uint64_t hi, uint64_t lit, unsigned G) {
+  *(uint64_t *)ctx += G ? bm_popcnt(lit) : hi - lo;
+  return 0;
+}
+
+/* MASC bitmaps of at least this many words answer range selections through
+ * their query table (built once, then a binary search to `from` and a walk of
+ * the words holding ones only). Measured with bench/codec_fast (16 windows
+ * over the rank-0 real-data bitmap, 10k+ words): see RESULTS.md; below this
+ * size a linear walk is as fast as building the table. */
+#define BM_QT_MIN_WORDS 1024
+
+static const ba_masc_qt_table_t *bm_qt(const ba_bitmap_t *bm) {
+  if (bm->group || bm->vec.n < BM_QT_MIN_WORDS) return NULL;
+  ba_bitmap_t *m = (ba_bitmap_t *)bm; /* the cache is not part of the value */
+  ba_masc_qt_table_t *t = atomic_load_explicit(&m->qt, memory_order_acquire), *none = NULL;
+  if (t) return t;
+  if (ba_masc_qt_table_build(bm->ops->id, (const uint32_t *)bm->vec.w, bm->vec.n, &t) < 0) return NULL;
+  if (!atomic_compare_exchange_strong(&m->qt, &none, t)) {
+    ba_masc_qt_table_free(t);
+    t = none;
+  }
+  return t;
+}
+
+int ba_bitmap_foreach_range(const ba_bitmap_t *bm, uint64_t from, uint64_t to, ba_rows_fn fn, void *ctx) {
+  BA_RETURN_IF(!bm || !fn || !bm->finished, BA_ERR_INVALID);
+  const ba_masc_qt_table_t *qt = bm_qt(bm);
+  if (qt) return ba_masc_qt_table_select(qt, (const uint32_t *)bm->vec.w, from, to, fn, ctx);
+  bm_range_rows_t *q = (bm_range_rows_t *)ba_malloc(sizeof *q);
+  BA_RETURN_IF(!q, BA_ERR_NOMEM);
+  q->fn = fn;
+  q->ctx = ctx;
+  q->k = 0;
+  int rc = bm_walk_range(bm, from, to, bm_range_rows, q);
+  if (rc == 0 && q->k) rc = fn(ctx, q->buf, q->k);
+  ba_free(q);
+  return rc;
+}
+
+int ba_bitmap_count_range(const ba_bitmap_t *bm, uint64_t from, uint64_t to, uint64_t *out) {
+  BA_RETURN_IF(!bm || !out || !bm->finished, BA_ERR_INVALID);
+  const ba_masc_qt_table_t *qt = bm_qt(bm);
+  if (qt) {
+    *out = ba_masc_qt_table_count(qt, (const uint32_t *)bm->vec.w, from, to);
+    return BA_OK;
+  }
+  uint64_t c = 0;
+  BA_FORWARD(bm_walk_range(bm, from, to, bm_range_count, &c));
+  *out = c;
   return BA_OK;
 }
 

@@ -104,6 +104,11 @@ struct ba_bitmap {
   unsigned group;    /* ops->group_bits */
   int run_val;       /* bit-run codecs: value of the open run */
   int finished;
+  /* MASC/MASC-QT query table (masc_qt_table.h), built on the first range
+   * selection of a large finished bitmap and kept until ba_bitmap_free;
+   * installed with a compare-and-swap so concurrent readers stay safe. Never
+   * copied by clone. */
+  _Atomic(struct ba_masc_qt_table *) qt;
 };
 
 /* A fresh, empty, unfinished bitmap for `ops`. */
@@ -120,5 +125,19 @@ int ba_bm_close(ba_bitmap_t *bm, uint64_t nrows);
 #define BA_OPX_COPY 5
 int ba_bitmap_op_generic(int op, const ba_bitmap_t *a, const ba_bitmap_t *b, ba_codec_t out_codec,
                          ba_bitmap_t **out);
+
+/* ba_bitmap_count through the codec's token decoder (the per-codec word
+ * loops of ba_bitmap_count are checked against it). */
+int ba_bitmap_count_generic(const ba_bitmap_t *bm, uint64_t *out);
+
+/* ba_bitmap_or_many with a forced strategy (tests compare them):
+ * BA_ORMANY_AUTO as the public call, BA_ORMANY_TREE = pairwise tree of
+ * two-way ORs, BA_ORMANY_BITSET = OR every operand into one plain bitset and
+ * encode it once. */
+#define BA_ORMANY_AUTO 0
+#define BA_ORMANY_TREE 1
+#define BA_ORMANY_BITSET 2
+int ba_bitmap_or_many_with(const ba_bitmap_t *const *bms, size_t n, ba_codec_t out_codec, int strategy,
+                           ba_bitmap_t **out);
 
 #endif

@@ -88,6 +88,7 @@ static inline int sink_bits(op_sink_t *s, uint64_t bits, unsigned k) {
 #undef WAH_PFX
 
 #include "codec/plwah_impl.h"
+#include "codec/compax_impl.h"
 
 typedef int (*op_dec_fn)(ba_dec_t *, ba_tok_t *);
 typedef int (*op_put_fn)(ba_wordvec_t *, ba_enc_state_t *, const ba_tok_t *);
@@ -208,7 +209,7 @@ static inline __attribute__((always_inline)) int op_groups(int op, const ba_bitm
   return BA_OK;
 }
 
-/* One kernel per (operation, coder set): generic, wah32, wah64, plwah pair. */
+/* One kernel per (operation, coder set): generic, wah32, wah64, plwah, compax pair. */
 #define OP_KERNELS(name, op)                                                                     \
   static int name##_any(const ba_bitmap_t *a, const ba_bitmap_t *b, uint64_t N, op_sink_t *s) { \
     return op_groups(op, a, b, N, s, NULL, NULL);                                                \
@@ -221,6 +222,9 @@ static inline __attribute__((always_inline)) int op_groups(int op, const ba_bitm
   }                                                                                              \
   static int name##_pl(const ba_bitmap_t *a, const ba_bitmap_t *b, uint64_t N, op_sink_t *s) {  \
     return op_groups(op, a, b, N, s, plwah_dec_next, plwah_put);                                 \
+  }                                                                                              \
+  static int name##_cx(const ba_bitmap_t *a, const ba_bitmap_t *b, uint64_t N, op_sink_t *s) {  \
+    return op_groups(op, a, b, N, s, cx_dec_next, cx_put);                                       \
   }
 OP_KERNELS(op_and, BA_OP_AND)
 OP_KERNELS(op_or, BA_OP_OR)
@@ -230,20 +234,20 @@ OP_KERNELS(op_not, BA_OPX_NOT)
 OP_KERNELS(op_copy, BA_OPX_COPY)
 
 typedef int (*op_fn)(const ba_bitmap_t *, const ba_bitmap_t *, uint64_t, op_sink_t *);
-static const op_fn op_groups_tab[6][4] = {
-    {op_and_any, op_and_w32, op_and_w64, op_and_pl},
-    {op_or_any, op_or_w32, op_or_w64, op_or_pl},
-    {op_xor_any, op_xor_w32, op_xor_w64, op_xor_pl},
-    {op_andnot_any, op_andnot_w32, op_andnot_w64, op_andnot_pl},
-    {op_not_any, op_not_w32, op_not_w64, op_not_pl},
-    {op_copy_any, op_copy_w32, op_copy_w64, op_copy_pl},
+static const op_fn op_groups_tab[6][5] = {
+    {op_and_any, op_and_w32, op_and_w64, op_and_pl, op_and_cx},
+    {op_or_any, op_or_w32, op_or_w64, op_or_pl, op_or_cx},
+    {op_xor_any, op_xor_w32, op_xor_w64, op_xor_pl, op_xor_cx},
+    {op_andnot_any, op_andnot_w32, op_andnot_w64, op_andnot_pl, op_andnot_cx},
+    {op_not_any, op_not_w32, op_not_w64, op_not_pl, op_not_cx},
+    {op_copy_any, op_copy_w32, op_copy_w64, op_copy_pl, op_copy_cx},
 };
 
 /* Picks the kernel once per operand pair: a specialised kernel when every
  * operand and the output (if any) share that codec. */
 static op_fn op_pick(int op, const ba_bitmap_t *a, const ba_bitmap_t *b, const ba_bitmap_t *out) {
   ba_codec_t c = a->ops->id;
-  int v = c == BA_CODEC_WAH32 ? 1 : c == BA_CODEC_WAH64 ? 2 : c == BA_CODEC_PLWAH ? 3 : 0;
+  int v = c == BA_CODEC_WAH32 ? 1 : c == BA_CODEC_WAH64 ? 2 : c == BA_CODEC_PLWAH ? 3 : c == BA_CODEC_COMPAX ? 4 : 0;
   if ((b && b->ops->id != c) || (out && out->ops->id != c)) v = 0;
   return op_groups_tab[op][v];
 }
@@ -350,6 +354,145 @@ static int op_bits(int op, const ba_bitmap_t *a, const ba_bitmap_t *b, uint64_t 
   return BA_OK;
 }
 
+/* ---- MASC x MASC run merge ---- */
+
+/* Both operands are bit-run codecs (masc, masc-qt): merge the two alternating
+ * run sequences directly, decoding words inline (no token calls), and hand
+ * maximal result runs to the output (a bit-run output gets FILL tokens straight
+ * into its encoder; any other output gets row runs). Words of a finished bitmap
+ * were validated when it was built or wrapped, so only the progress guard
+ * (a run of length 0) is checked here. */
+typedef struct {
+  const uint32_t *w;
+  size_t pos, n;
+  uint64_t rem;   /* rows left in the current run */
+  uint32_t carry; /* ones carried by the last word, not yet visited */
+  int v;
+} op_mcur_t;
+
+static inline void mcur_init(op_mcur_t *c, const ba_bitmap_t *bm) {
+  c->w = (const uint32_t *)bm->vec.w;
+  c->pos = 0;
+  c->n = bm->vec.n;
+  c->rem = 0;
+  c->carry = 0;
+  c->v = 0;
+}
+
+static inline __attribute__((always_inline)) int mcur_load(op_mcur_t *c) {
+  if (c->carry) {
+    c->v = 1;
+    c->rem = c->carry;
+    c->carry = 0;
+    return BA_OK;
+  }
+  if (c->pos >= c->n) { /* past the end: zero padding (D-6) */
+    c->v = 0;
+    c->rem = UINT64_MAX;
+    return BA_OK;
+  }
+  uint32_t x = c->w[c->pos++];
+  c->rem = (uint64_t)((x & 0x01FFFFFFu) >> 5) * 31 + (x & 31u);
+  c->v = (int)(x >> 31);
+  c->carry = (x & 0xC0000000u) == 0x40000000u ? (x >> 25) & 31u : 0;
+  return c->rem ? BA_OK : BA_ERR_CORRUPT;
+}
+
+static inline __attribute__((always_inline)) int mcur_skip(op_mcur_t *c, uint64_t k) {
+  while (k > c->rem) {
+    k -= c->rem;
+    BA_FORWARD(mcur_load(c));
+  }
+  c->rem -= k;
+  return BA_OK;
+}
+
+/* Output run accumulator: consecutive equal values are merged before the
+ * encoder (or the counter) sees them. */
+typedef struct {
+  op_sink_t *s;
+  int direct; /* the output is a bit-run codec: FILL tokens into its encoder */
+  int v;
+  uint64_t len;
+} op_mout_t;
+
+static inline __attribute__((always_inline)) int mout_flush(op_mout_t *o) {
+  if (!o->len) return BA_OK;
+  uint64_t len = o->len;
+  o->len = 0;
+  if (o->direct) {
+    ba_tok_t t = {len, 0, (uint8_t)(o->v ? BA_TOK_FILL1 : BA_TOK_FILL0)};
+    return o->s->out->ops->put(&o->s->out->vec, &o->s->out->st, &t);
+  }
+  return sink_run(o->s, o->v, len);
+}
+
+static inline __attribute__((always_inline)) int mout_run(op_mout_t *o, int v, uint64_t k) {
+  if (o->len && v != o->v) BA_FORWARD(mout_flush(o));
+  o->v = v;
+  o->len += k;
+  return BA_OK;
+}
+
+static inline __attribute__((always_inline)) int op_masc(int op, const ba_bitmap_t *a,
+                                                         const ba_bitmap_t *b, uint64_t N,
+                                                         op_sink_t *s) {
+  op_mcur_t A, B;
+  mcur_init(&A, a);
+  mcur_init(&B, b);
+  op_mout_t o = {s, s->out && s->out->group == 0, 0, 0};
+  uint64_t pos = 0;
+  while (pos < N) {
+    if (!A.rem) BA_FORWARD(mcur_load(&A));
+    if (!B.rem) BA_FORWARD(mcur_load(&B));
+    uint64_t left = N - pos, k;
+    int da = op_dominant(op, 0, A.v), db = op_dominant(op, 1, B.v), v;
+    if (da >= 0) {
+      k = BA_MIN(A.rem, left);
+      A.rem -= k;
+      BA_FORWARD(mcur_skip(&B, k));
+      v = da;
+    } else if (db >= 0) {
+      k = BA_MIN(B.rem, left);
+      B.rem -= k;
+      BA_FORWARD(mcur_skip(&A, k));
+      v = db;
+    } else {
+      k = BA_MIN(BA_MIN(A.rem, B.rem), left);
+      A.rem -= k;
+      B.rem -= k;
+      v = (int)(op_eval(op, (uint64_t)A.v, (uint64_t)B.v) & 1);
+    }
+    BA_FORWARD(mout_run(&o, v, k));
+    pos += k;
+    if (s->stopped || (!s->out && o.v && o.len && s->stop_nonzero)) {
+      s->stopped = 1;
+      break;
+    }
+  }
+  BA_FORWARD(mout_flush(&o));
+  if (o.direct) s->out->rows = N; /* every row went into the encoder */
+  return BA_OK;
+}
+
+#define OP_MASC_KERNEL(name, op) \
+  static int name##_ms(const ba_bitmap_t *a, const ba_bitmap_t *b, uint64_t N, op_sink_t *s) { \
+    return op_masc(op, a, b, N, s);                                                            \
+  }
+OP_MASC_KERNEL(op_and, BA_OP_AND)
+OP_MASC_KERNEL(op_or, BA_OP_OR)
+OP_MASC_KERNEL(op_xor, BA_OP_XOR)
+OP_MASC_KERNEL(op_andnot, BA_OP_ANDNOT)
+
+static const op_fn op_masc_tab[4] = {op_and_ms, op_or_ms, op_xor_ms, op_andnot_ms};
+
+/* The kernel of a fast-path pair, or NULL for the bit-granular loop. */
+static op_fn op_pick_fast(int op, const ba_bitmap_t *a, const ba_bitmap_t *b, const ba_bitmap_t *out) {
+  if (a->group && (!b || b->group == a->group)) return op_pick(op, a, b, out);
+  if (b && a->group == 0 && b->group == 0 && op <= BA_OP_ANDNOT) return op_masc_tab[op];
+  return NULL;
+}
+
 /* ---- entry points ---- */
 
 static int op_check(const ba_bitmap_t *bm) { return bm && bm->finished ? BA_OK : BA_ERR_INVALID; }
@@ -376,9 +519,8 @@ static int op_run(int op, const ba_bitmap_t *a, const ba_bitmap_t *b, ba_codec_t
    * (AND usually needs less; a hint, the encoders still check). */
   if (ops->word_bytes == a->ops->word_bytes)
     rc = ba_wordvec_reserve(&o->vec, a->vec.n + (b ? b->vec.n : 0) + 2, ops->word_bytes);
-  if (rc == BA_OK)
-    rc = allow_fast && a->group && (!b || b->group == a->group) ? op_pick(op, a, b, o)(a, b, N, &s)
-                                                                 : op_bits(op, a, b, N, &s);
+  op_fn fast = allow_fast ? op_pick_fast(op, a, b, o) : NULL;
+  if (rc == BA_OK) rc = fast ? fast(a, b, N, &s) : op_bits(op, a, b, N, &s);
   if (rc == BA_OK) rc = ba_bm_close(o, N);
   if (rc < 0) {
     ba_bitmap_free(o);
@@ -425,10 +567,8 @@ static int op_count(int op, const ba_bitmap_t *a, const ba_bitmap_t *b, int stop
   BA_FORWARD(op_check(b));
   uint64_t N = BA_MAX(a->rows, b->rows);
   op_sink_t s = {NULL, 0, stop, 0};
-  if (a->group && b->group == a->group)
-    BA_FORWARD(op_pick(op, a, b, NULL)(a, b, N, &s));
-  else
-    BA_FORWARD(op_bits(op, a, b, N, &s));
+  op_fn fast = op_pick_fast(op, a, b, NULL);
+  BA_FORWARD(fast ? fast(a, b, N, &s) : op_bits(op, a, b, N, &s));
   *out = s.count;
   return BA_OK;
 }
@@ -447,9 +587,123 @@ int ba_bitmap_equal(const ba_bitmap_t *a, const ba_bitmap_t *b) {
   return c == 0;
 }
 
+/* ---- OR of many: one plain bitset ---- */
+
+/* Crossover, measured with bench/codec_fast (2-vCPU AMD EPYC, Release, CPU
+ * time; unions/s of the k most frequent values, tree vs bitset):
+ * - operand count: at k = 4 the tree wins for group codecs (real wah32 31.8k
+ *   vs 18.1k, uniform 3.8k vs 1.5k, zipf 638 vs 459), k = 8 is even (real
+ *   17.0k vs 15.3k, uniform 1.2k vs 991), from k = 16 the bitset wins (real
+ *   10.1k vs 14.7k, k = 1024: 500 vs 3.1k). MASC operands pay their many runs
+ *   in every tree level: the bitset already wins at k = 4 (real 1.4k vs 1.9k,
+ *   zipf 37 vs 76; uniform 2.7k vs 2.3k is the exception).
+ * - density: on clustered runs the inputs are tiny next to N / 64 and the tree
+ *   wins up to k = 64 (wah32 4.5k vs 2.3k) and loses from k = 256 (912 vs
+ *   1.4k). The rule words * ceil(log2 k) >= N / 64 (ratio 1:1 below) picks the
+ *   faster side in every measured case but the near-ties (within 10%). */
+#define BA_ORMANY_MIN_N_GROUP 8
+#define BA_ORMANY_MIN_N_RUNS 3
+#define BA_ORMANY_RATIO_NUM 1
+#define BA_ORMANY_RATIO_DEN 1
+
+
+/* Row r is bit 63 - r % 64 of word r / 64 (MSB first, as append_bits takes it). */
+static inline void bs_set_range(uint64_t *bs, uint64_t lo, uint64_t hi) {
+  if (lo >= hi) return;
+  uint64_t wl = lo >> 6, wh = (hi - 1) >> 6;
+  uint64_t ml = ~UINT64_C(0) >> (lo & 63), mh = ~UINT64_C(0) << (63 - ((hi - 1) & 63));
+  if (wl == wh) {
+    bs[wl] |= ml & mh;
+    return;
+  }
+  bs[wl] |= ml;
+  for (uint64_t i = wl + 1; i < wh; i++) bs[i] = ~UINT64_C(0);
+  bs[wh] |= mh;
+}
+
+/* ORs the rows of one finished bitmap into bs, which has N / 64 + 2 words for
+ * N >= its rows: its words were validated (whole groups, padding rows 0), so a
+ * literal ends at most G - 1 rows past its row count. */
+static int bs_or_bitmap(uint64_t *bs, const ba_bitmap_t *bm) {
+  const ba_codec_ops_t *ops = bm->ops;
+  const unsigned G = bm->group;
+  uint64_t base = 0;
+  ba_dec_t d;
+  ba_tok_t t;
+  int rc;
+  ops->dec_init(&d, bm->vec.w, bm->vec.n);
+  while ((rc = ops->dec_next(&d, &t)) == 1) {
+    if (t.kind == BA_TOK_LIT) {
+      if (t.lit) {
+        uint64_t bits = t.lit << (64 - G), off = base & 63;
+        bs[base >> 6] |= bits >> off;
+        if (off && 64 - off < G) bs[(base >> 6) + 1] |= bits << (64 - off);
+      }
+      base += G;
+      continue;
+    }
+    uint64_t len = G ? t.n * G : t.n;
+    if (t.kind == BA_TOK_FILL1) bs_set_range(bs, base, BA_MIN(base + len, bm->rows));
+    base += len;
+  }
+  return rc < 0 ? BA_ERR_CORRUPT : BA_OK;
+}
+
+static int or_many_bitset(const ba_bitmap_t *const *bms, size_t n, uint64_t N, ba_codec_t out_codec,
+                          ba_bitmap_t **out) {
+  /* One spare word: a literal of the last group may reach past N by G-1 rows. */
+  uint64_t nw = N / 64 + 2;
+  BA_RETURN_IF(nw > SIZE_MAX / sizeof(uint64_t), BA_ERR_NOMEM);
+  uint64_t *bs = (uint64_t *)ba_calloc((size_t)nw, sizeof *bs);
+  BA_RETURN_IF(!bs, BA_ERR_NOMEM);
+  ba_bitmap_t *o = NULL;
+  int rc = BA_OK;
+  for (size_t i = 0; i < n && rc == BA_OK; i++) rc = bs_or_bitmap(bs, bms[i]);
+  if (rc == BA_OK) rc = ba_bitmap_create(out_codec, &o);
+  /* Encode: homogeneous words become runs (merged by the generic layer),
+   * mixed words go in as 64 MSB-first rows. */
+  for (uint64_t i = 0, full = N / 64; i < full && rc == BA_OK; i++) {
+    uint64_t x = bs[i];
+    rc = x == 0 ? ba_bitmap_append_run(o, 0, 64)
+                : x == ~UINT64_C(0) ? ba_bitmap_append_run(o, 1, 64) : ba_bitmap_append_bits(o, x, 64);
+  }
+  if (rc == BA_OK && N % 64) {
+    unsigned k = (unsigned)(N % 64);
+    rc = ba_bitmap_append_bits(o, bs[N / 64] >> (64 - k), k);
+  }
+  if (rc == BA_OK) rc = ba_bitmap_finish(o, N);
+  ba_free(bs);
+  if (rc < 0) {
+    ba_bitmap_free(o);
+    return rc;
+  }
+  *out = o;
+  return BA_OK;
+}
+
 int ba_bitmap_or_many(const ba_bitmap_t *const *bms, size_t n, ba_codec_t out_codec,
                       ba_bitmap_t **out) {
+  return ba_bitmap_or_many_with(bms, n, out_codec, BA_ORMANY_AUTO, out);
+}
+
+/* Strategy choice of ba_bitmap_or_many (AUTO): see or_many_pick. */
+static int or_many_pick(const ba_bitmap_t *const *bms, size_t n, uint64_t N) {
+  uint64_t words = 0;
+  for (size_t i = 0; i < n; i++) words += bms[i]->vec.n;
+  unsigned lg = 0;
+  while (((size_t)1 << lg) < n) lg++;
+  /* Tree: about words * log2(n) word visits (each level re-reads every row's
+   * encoding); bitset: N / 64 words cleared, scanned and encoded plus one visit
+   * of every input word. BA_ORMANY_RATIO_NUM/DEN is the measured cost of one bitset
+   * word relative to one tree word visit (see the crossover note above). */
+  size_t min_n = bms[0]->group ? BA_ORMANY_MIN_N_GROUP : BA_ORMANY_MIN_N_RUNS;
+  return n >= min_n && words * lg * BA_ORMANY_RATIO_DEN >= (N / 64) * BA_ORMANY_RATIO_NUM;
+}
+
+int ba_bitmap_or_many_with(const ba_bitmap_t *const *bms, size_t n, ba_codec_t out_codec, int strategy,
+                           ba_bitmap_t **out) {
   BA_RETURN_IF(!out || (n && !bms), BA_ERR_INVALID);
+  BA_RETURN_IF(strategy < BA_ORMANY_AUTO || strategy > BA_ORMANY_BITSET, BA_ERR_INVALID);
   *out = NULL;
   if (n == 0) {
     ba_bitmap_t *e;
@@ -463,6 +717,12 @@ int ba_bitmap_or_many(const ba_bitmap_t *const *bms, size_t n, ba_codec_t out_co
     return BA_OK;
   }
   for (size_t i = 0; i < n; i++) BA_FORWARD(op_check(bms[i]));
+  BA_RETURN_IF(out_codec < BA_CODEC_MIN || out_codec > BA_CODEC_MAX, BA_ERR_INVALID);
+  BA_RETURN_IF(!ba_codec_ops(out_codec), BA_ERR_UNSUPPORTED);
+  uint64_t N = 0;
+  for (size_t i = 0; i < n; i++) N = BA_MAX(N, bms[i]->rows);
+  if (strategy == BA_ORMANY_BITSET || (strategy == BA_ORMANY_AUTO && or_many_pick(bms, n, N)))
+    return or_many_bitset(bms, n, N, out_codec, out);
   if (n == 1) return ba_bitmap_convert(bms[0], out_codec, out);
   if (n == 2) return ba_bitmap_or(bms[0], bms[1], out_codec, out);
   /* Intermediate levels keep the first operand's codec (same-group fast path

@@ -283,6 +283,28 @@ static void ex_open(segctx_t *c, const char *op) { if (c->ex) sb_add(c->ex, "%s(
 static void ex_sep(segctx_t *c) { if (c->ex) sb_add(c->ex, " "); }
 static void ex_close(segctx_t *c) { if (c->ex) sb_add(c->ex, ")"); }
 
+static int pres_and(segctx_t *c, pres_t a, pres_t b, pres_t *out) {
+  BA_FORWARD(pb_and(c, a.lo, b.lo, &out->lo));
+  if (pb_same(a.lo, a.hi) && pb_same(b.lo, b.hi)) {
+    out->hi = pb_ref(out->lo);
+    return 0;
+  }
+  int rc = pb_and(c, a.hi, b.hi, &out->hi);
+  if (rc < 0) pb_drop(out->lo);
+  return rc;
+}
+
+static int pres_or(segctx_t *c, pres_t a, pres_t b, pres_t *out) {
+  BA_FORWARD(pb_or(c, a.lo, b.lo, &out->lo));
+  if (pb_same(a.lo, a.hi) && pb_same(b.lo, b.hi)) {
+    out->hi = pb_ref(out->lo);
+    return 0;
+  }
+  int rc = pb_or(c, a.hi, b.hi, &out->hi);
+  if (rc < 0) pb_drop(out->lo);
+  return rc;
+}
+
 /* One IPv4 pattern on one side: AND over the octets that are not '*'. */
 static int plan_v4_item(segctx_t *c, const qaddr_t *a, int dst, pb_t *out) {
   pb_t acc = pb_all();
@@ -359,11 +381,7 @@ static int plan_addr_side(segctx_t *c, const qnode_t *n, int dst, pres_t *out) {
       it = (pres_t){e, pb_ref(e)};
     }
     pres_t t;
-    rc = pb_or(c, acc.lo, it.lo, &t.lo);
-    if (rc == 0) {
-      rc = pb_or(c, acc.hi, it.hi, &t.hi);
-      if (rc < 0) pb_drop(t.lo);
-    }
+    rc = pres_or(c, acc, it, &t);
     pres_drop(it);
     pres_drop(acc);
     acc = rc == 0 ? t : (pres_t){pb_none(), pb_none()};
@@ -375,28 +393,6 @@ static int plan_addr_side(segctx_t *c, const qnode_t *n, int dst, pres_t *out) {
   }
   *out = acc;
   return 0;
-}
-
-static int pres_and(segctx_t *c, pres_t a, pres_t b, pres_t *out) {
-  BA_FORWARD(pb_and(c, a.lo, b.lo, &out->lo));
-  if (pb_same(a.lo, a.hi) && pb_same(b.lo, b.hi)) {
-    out->hi = pb_ref(out->lo);
-    return 0;
-  }
-  int rc = pb_and(c, a.hi, b.hi, &out->hi);
-  if (rc < 0) pb_drop(out->lo);
-  return rc;
-}
-
-static int pres_or(segctx_t *c, pres_t a, pres_t b, pres_t *out) {
-  BA_FORWARD(pb_or(c, a.lo, b.lo, &out->lo));
-  if (pb_same(a.lo, a.hi) && pb_same(b.lo, b.hi)) {
-    out->hi = pb_ref(out->lo);
-    return 0;
-  }
-  int rc = pb_or(c, a.hi, b.hi, &out->hi);
-  if (rc < 0) pb_drop(out->lo);
-  return rc;
 }
 
 /* dir combination of a per-side exact planner result. */

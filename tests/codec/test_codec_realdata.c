@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "testsupport.h"
+#include "codec/codec_internal.h"
 #include "../../bench/codec/trace_fields.h"
 
 #define NCOL 7
@@ -356,11 +357,116 @@ static void test_ops(void **state) {
   free(want);
 }
 
+/* The fast paths on real bitmaps: count loops, MASC kernels, or_many
+ * strategies and range selection, against the generic path and the columns. */
+static int window_cb(void *ctx, const uint64_t *rows, size_t n) { return rows_cb(ctx, rows, n); }
+
+static int same_words(const ba_bitmap_t *a, const ba_bitmap_t *b) {
+  size_t na, nb;
+  const void *wa = ba_bitmap_words(a, &na), *wb = ba_bitmap_words(b, &nb);
+  return ba_bitmap_codec(a) == ba_bitmap_codec(b) && ba_bitmap_rows(a) == ba_bitmap_rows(b) && na == nb &&
+         (na == 0 || memcmp(wa, wb, ba_bitmap_size_bytes(a)) == 0);
+}
+
+static void test_fast_paths(void **state) {
+  (void)state;
+  SKIP_IF_NO_DATA();
+  const index_t *dp = &g_ix[1], *d3 = &g_ix[6];
+  /* dport slots by decreasing frequency */
+  uint32_t *ord = malloc(dp->nvals * sizeof *ord);
+  uint8_t *mark = calloc((size_t)g_t.n + 1, 1);
+  uint64_t *want = malloc((size_t)(g_t.n + 1) * sizeof *want);
+  assert_true(ord && mark && want);
+  for (uint32_t i = 0; i < dp->nvals; i++) ord[i] = i;
+  for (uint32_t i = 1; i < dp->nvals; i++) {
+    uint32_t x = ord[i], j = i;
+    while (j && dp->off[ord[j - 1] + 1] - dp->off[ord[j - 1]] < dp->off[x + 1] - dp->off[x]) {
+      ord[j] = ord[j - 1];
+      j--;
+    }
+    ord[j] = x;
+  }
+  for (int k = 0; k < NCODEC; k++) {
+    for (uint32_t s = 0; s < dp->nvals; s++) {
+      uint64_t c, cg;
+      assert_int_equal(ba_bitmap_count(dp->bm[k][s], &c), 0);
+      assert_int_equal(ba_bitmap_count_generic(dp->bm[k][s], &cg), 0);
+      assert_true(c == cg && c == dp->off[s + 1] - dp->off[s]);
+    }
+    /* range selection: 8 windows of the 16 most frequent ports */
+    for (uint32_t i = 0; i < 16 && i < dp->nvals; i++) {
+      uint32_t s = ord[i];
+      const uint64_t *rows = dp->rows + dp->off[s];
+      size_t nr = (size_t)(dp->off[s + 1] - dp->off[s]);
+      for (uint64_t w = 0; w < 8; w++) {
+        uint64_t lo = w * g_t.n / 8 + w, hi = (w + 1) * g_t.n / 8 + 3 * w;
+        size_t a = 0, b;
+        while (a < nr && rows[a] < lo) a++;
+        b = a;
+        while (b < nr && rows[b] < hi) b++;
+        rows_walk_t rw = {rows + a, b - a, 0};
+        assert_int_equal(ba_bitmap_foreach_range(dp->bm[k][s], lo, hi, window_cb, &rw), 0);
+        assert_true(rw.pos == b - a);
+        uint64_t c;
+        assert_int_equal(ba_bitmap_count_range(dp->bm[k][s], lo, hi, &c), 0);
+        assert_true(c == b - a);
+      }
+    }
+    /* or_many over the 8, 64 and all most frequent ports: every strategy */
+    const uint32_t ks[3] = {8, 64, dp->nvals};
+    for (int q = 0; q < 3; q++) {
+      uint32_t kk = ks[q] < dp->nvals ? ks[q] : dp->nvals;
+      const ba_bitmap_t **in = malloc(kk * sizeof *in);
+      assert_non_null(in);
+      memset(mark, 0, (size_t)g_t.n);
+      for (uint32_t i = 0; i < kk; i++) {
+        in[i] = dp->bm[k][ord[i]];
+        for (uint64_t j = dp->off[ord[i]]; j < dp->off[ord[i] + 1]; j++) mark[dp->rows[j]] = 1;
+      }
+      size_t nw = 0;
+      for (uint64_t r = 0; r < g_t.n; r++)
+        if (mark[r]) want[nw++] = r;
+      ba_bitmap_t *res[3];
+      ba_codec_t oc = (ba_codec_t)(BA_CODEC_MIN + (k + q) % NCODEC);
+      for (int st = 0; st < 3; st++) {
+        assert_int_equal(ba_bitmap_or_many_with(in, kk, oc, st, &res[st]), 0);
+        rows_walk_t rw = {want, nw, 0};
+        assert_int_equal(ba_bitmap_foreach(res[st], rows_cb, &rw), 0);
+        assert_true(rw.pos == nw);
+      }
+      assert_true(same_words(res[0], res[1]) && same_words(res[1], res[2]));
+      for (int st = 0; st < 3; st++) ba_bitmap_free(res[st]);
+      free(in);
+    }
+  }
+  /* MASC x MASC(-QT) kernels == generic path, into every output codec */
+  for (int ka = BA_CODEC_MASC; ka <= BA_CODEC_MASC_QT; ka++) {
+    for (uint32_t i = 0; i < 24 && i < dp->nvals && i < d3->nvals; i++) {
+      const ba_bitmap_t *a = dp->bm[ka - BA_CODEC_MIN][ord[i]];
+      const ba_bitmap_t *b = d3->bm[BA_CODEC_MASC_QT + BA_CODEC_MASC - ka - BA_CODEC_MIN][i];
+      for (int op = BA_OP_AND; op <= BA_OP_ANDNOT; op++) {
+        for (int oc = BA_CODEC_MIN; oc <= BA_CODEC_MAX; oc++) {
+          ba_bitmap_t *f, *g;
+          assert_int_equal(ba_bitmap_op((ba_op_t)op, a, b, (ba_codec_t)oc, &f), 0);
+          assert_int_equal(ba_bitmap_op_generic(op, a, b, (ba_codec_t)oc, &g), 0);
+          assert_true(same_words(f, g));
+          ba_bitmap_free(f);
+          ba_bitmap_free(g);
+        }
+      }
+    }
+  }
+  free(ord);
+  free(mark);
+  free(want);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_queries),
     cmocka_unit_test(test_online_batch_equal),
     cmocka_unit_test(test_ops),
+    cmocka_unit_test(test_fast_paths),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
