@@ -25,10 +25,17 @@ typedef struct olsh_slot {
   ba_record_t rec;       /* rec.frame is NULL while buffered; the frame is at foff */
   uint64_t foff;         /* arena offset of the frame (flen > 0) */
   uint32_t flen;         /* frame bytes held in the arena */
-  uint32_t h2;
-  uint32_t next;         /* next slot of the chain, or of the free list */
   uint32_t aprev, anext; /* arena allocation order (slots holding a frame) */
 } olsh_slot;
+
+/* Chain links live apart from the records: walking a chain at emission is a
+ * dependent pointer chase, and 8-byte links for MMax records stay in cache
+ * where 160-byte slots would not (oLSH alone on 1 M generated flows went
+ * from 0.9-1.6 to 3.4-4.6 M records/s, bench_olsh on the shared machine). */
+typedef struct olsh_link {
+  uint32_t next; /* next slot of the chain, or of the free list */
+  uint32_t h2;
+} olsh_link;
 
 typedef struct olsh_chain {
   uint32_t head, tail, len;
@@ -44,6 +51,7 @@ struct ba_olsh {
   uint32_t maxlen;       /* lengths a chain can have while buffered */
   uint32_t top;          /* no chain is longer than this */
   olsh_slot *slots;
+  olsh_link *links;      /* parallel to slots */
   size_t slot_cap, slot_limit;
   uint32_t free_head, slot_used;
   size_t count;          /* buffered records */
@@ -111,11 +119,12 @@ static size_t olsh_fixed_bytes(const ba_olsh_opts_t *o) {
 
 size_t ba_olsh_mem_bound(const ba_olsh_opts_t *o) {
   if (!olsh_opts_valid(o)) return 0;
-  return olsh_fixed_bytes(o) + ((size_t)o->mmax + 1) * sizeof(olsh_slot) + (size_t)o->frame_bytes;
+  return olsh_fixed_bytes(o) + ((size_t)o->mmax + 1) * (sizeof(olsh_slot) + sizeof(olsh_link)) +
+         (size_t)o->frame_bytes;
 }
 
 size_t ba_olsh_mem_bytes(const ba_olsh_t *h) {
-  return olsh_fixed_bytes(&h->o) + h->slot_cap * sizeof(olsh_slot) + h->arena_cap;
+  return olsh_fixed_bytes(&h->o) + h->slot_cap * (sizeof(olsh_slot) + sizeof(olsh_link)) + h->arena_cap;
 }
 
 /* splitmix64: the seeded stream the projections are drawn from. */
@@ -181,6 +190,7 @@ void ba_olsh_free(ba_olsh_t *h) {
   ba_free(h->chains);
   ba_free(h->len_head);
   ba_free(h->slots);
+  ba_free(h->links);
   ba_free(h->arena);
   ba_free(h->batch);
   ba_free(h->idx);
@@ -339,14 +349,15 @@ static int olsh_emit_chain(ba_olsh_t *h, uint32_t c, ba_record_sink_fn emit, voi
   olsh_chain *ch = &h->chains[c];
   size_t n = 0;
   int sorted = 1;
-  for (uint32_t s = ch->head; s != OLSH_NIL; s = h->slots[s].next) {
+  for (uint32_t s = ch->head; s != OLSH_NIL; s = h->links[s].next) {
     h->idx[n] = s;
-    h->keys[n] = ((uint64_t)h->slots[s].h2 << 32) | n;
+    h->keys[n] = ((uint64_t)h->links[s].h2 << 32) | n;
     if (n && h->keys[n] < h->keys[n - 1]) sorted = 0;
     n++;
   }
   if (!sorted) olsh_merge_sort(h->keys, h->tmp, n);
   for (size_t i = 0; i < n; i++) {
+    if (i + 4 < n) __builtin_prefetch(&h->slots[h->idx[(uint32_t)h->keys[i + 4]]]);
     const olsh_slot *sl = &h->slots[h->idx[(uint32_t)h->keys[i]]];
     h->batch[i] = sl->rec;
     if (sl->flen) h->batch[i].frame = h->arena + sl->foff;
@@ -359,7 +370,7 @@ static int olsh_emit_chain(ba_olsh_t *h, uint32_t c, ba_record_sink_fn emit, voi
   for (size_t i = 0; i < n; i++) {
     uint32_t s = h->idx[i];
     if (h->slots[s].flen) olsh_arena_unlink(h, s);
-    h->slots[s].next = h->free_head;
+    h->links[s].next = h->free_head;
     h->free_head = s;
   }
   h->count -= n;
@@ -381,7 +392,7 @@ static int olsh_drain(ba_olsh_t *h, size_t target, ba_record_sink_fn emit, void 
 static int olsh_slot_alloc(ba_olsh_t *h, uint32_t *out) {
   if (h->free_head != OLSH_NIL) {
     *out = h->free_head;
-    h->free_head = h->slots[*out].next;
+    h->free_head = h->links[*out].next;
     return BA_OK;
   }
   if (h->slot_used == h->slot_cap) {
@@ -391,6 +402,9 @@ static int olsh_slot_alloc(ba_olsh_t *h, uint32_t *out) {
     olsh_slot *p = ba_realloc(h->slots, ncap * sizeof *p);
     BA_RETURN_IF(!p, BA_ERR_NOMEM);
     h->slots = p;
+    olsh_link *l = ba_realloc(h->links, ncap * sizeof *l);
+    BA_RETURN_IF(!l, BA_ERR_NOMEM); /* slots grew; slot_cap says how far both reach */
+    h->links = l;
     h->slot_cap = ncap;
   }
   *out = h->slot_used++;
@@ -415,7 +429,7 @@ static int olsh_push_one(ba_olsh_t *h, const ba_record_t *r, ba_record_sink_fn e
   sl->rec = *r;
   sl->rec.frame = NULL;
   sl->flen = flen;
-  sl->next = OLSH_NIL;
+  h->links[s].next = OLSH_NIL;
   if (flen) {
     sl->foff = h->arena_end;
     memcpy(h->arena + sl->foff, r->frame, flen);
@@ -428,9 +442,9 @@ static int olsh_push_one(ba_olsh_t *h, const ba_record_t *r, ba_record_sink_fn e
     h->atail = s;
   }
   uint32_t c;
-  ba_olsh_hash(h, r, &c, &sl->h2);
+  ba_olsh_hash(h, r, &c, &h->links[s].h2);
   olsh_chain *ch = &h->chains[c];
-  if (ch->tail != OLSH_NIL) h->slots[ch->tail].next = s;
+  if (ch->tail != OLSH_NIL) h->links[ch->tail].next = s;
   else ch->head = s;
   ch->tail = s;
   if (ch->len) olsh_len_unlink(h, c);
