@@ -16,6 +16,16 @@ TMP=$(mktemp -d)
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$TMP"; }
 trap cleanup EXIT
+# Waits until something is bound to UDP 127.0.0.1:$1 (nfcapd starting up
+# under load), reading /proc/net/udp so as not to race for the port.
+wait_bound() {
+  local hex; hex=$(printf '0100007F:%04X' "$1")
+  for _ in $(seq 1 200); do
+    grep -q " $hex " /proc/net/udp 2>/dev/null && return 0
+    sleep 0.05
+  done
+  return 1
+}
 free_port() { python3 -c 'import socket;s=socket.socket(socket.AF_INET,socket.SOCK_DGRAM);s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
 
 # softflowd -r only advances when woken; poke it through its control socket
@@ -48,7 +58,7 @@ for V in 5 9 10; do
   nport=$(free_port)
   nfcapd -w "$nd" -p "$nport" -b 127.0.0.1 -t 3600 > "$TMP/nfcapd$V.log" 2>&1 &
   npid=$!; pids+=($npid)
-  sleep 0.5
+  wait_bound "$nport" || { echo "FAIL: nfcapd did not bind 127.0.0.1:$nport"; cat "$TMP/nfcapd$V.log"; exit 1; }
   e1=$(run_softflowd "$port" "$V")
   e2=$(run_softflowd "$nport" "$V")
   sleep 1
