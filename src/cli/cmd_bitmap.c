@@ -77,15 +77,16 @@ static void describe_char(int c, char *buf, size_t cap) {
   else snprintf(buf, cap, "byte 0x%02X", (unsigned)c & 0xFFu);
 }
 
-/* Bit-string reader: appends rows to `bm` until EOF or (if stop_at_line) the
- * end of a line that held at least one bit. `*pos`, `*line`, `*col` track the
- * position in the input for messages (1-based). Returns 0 = ok, 2 = bad input
- * (reported), 1 = library failure (reported). `*eof` tells whether input ended. */
+/* Input position, for messages: byte offset, line and column (1-based). */
 typedef struct {
   FILE *in;
   uint64_t pos, line, col;
 } reader_t;
 
+/* Appends the '0'/'1' rows read from r->in to `bm` until EOF or, with
+ * stop_at_line, the end of a line that held at least one bit; then finishes
+ * `bm` at *nrows rows. Returns 0, or the exit status after reporting the
+ * problem (2 = bad input, 1 = library failure). *eof tells whether input ended. */
 static int read_bits(reader_t *r, ba_bitmap_t *bm, int stop_at_line, int *eof, uint64_t *nrows) {
   uint64_t acc = 0, total = 0;
   unsigned nacc = 0;
