@@ -1,0 +1,114 @@
+/* The device pipelines on Thrust's OpenMP system: the same source as the CUDA
+ * build (pipeline.inl), compiled by the host C++ compiler with -fopenmp. It
+ * needs no GPU, so CI runs the device logic through this file. */
+#include "bitarc_config.h"
+
+#if BA_HAVE_OMP_DEVICE
+
+#define THRUST_DEVICE_SYSTEM THRUST_DEVICE_SYSTEM_OMP
+#define THRUST_HOST_SYSTEM THRUST_HOST_SYSTEM_CPP
+#define THRUST_CUB_WRAPPED_NAMESPACE ba_omp_cccl
+#define BA_CCCL_NS ba_omp_cccl
+
+#include <omp.h>
+
+#include <cstdio>
+#include <exception>
+#include <new>
+#include <vector>
+
+#include <thrust/copy.h>
+#include <thrust/execution_policy.h>
+#include <thrust/functional.h>
+#include <thrust/iterator/constant_iterator.h>
+#include <thrust/iterator/counting_iterator.h>
+#include <thrust/iterator/discard_iterator.h>
+#include <thrust/iterator/reverse_iterator.h>
+#include <thrust/iterator/transform_iterator.h>
+#include <thrust/reduce.h>
+#include <thrust/scan.h>
+#include <thrust/scatter.h>
+#include <thrust/sequence.h>
+#include <thrust/sort.h>
+#include <thrust/system/omp/execution_policy.h>
+#include <thrust/system/omp/vector.h>
+#include <thrust/transform.h>
+#include <thrust/transform_scan.h>
+#include <thrust/for_each.h>
+
+extern "C" {
+#include "common/common.h"
+}
+#include "gpu/gpu_internal.h"
+
+#define BA_HD
+#define BA_GPU_FN(x) ba_gpu_omp_##x
+#define BA_GPU_DEVNAME "omp"
+#define BA_SYNC() ((void)0)
+
+namespace BA_CCCL_NS {
+namespace bagpu {
+template <class T> using ba_vec = thrust::omp::vector<T>;
+#define ba_par thrust::omp::par
+static inline unsigned ba_popc32(std::uint32_t x) { return (unsigned)__builtin_popcount(x); }
+static inline unsigned ba_popc64(std::uint64_t x) { return (unsigned)__builtin_popcountll(x); }
+static inline unsigned ba_clz32(std::uint32_t x) { return (unsigned)__builtin_clz(x); }
+
+/* Stable sort of row ids by value. IMC'13 sorts 32-bit keys; the values here
+ * are known to be < 2^key_bits, so up to 16 bits one counting-sort pass does
+ * it (per-thread histograms, scan, scatter: rows of one thread stay in order,
+ * threads own consecutive row ranges, hence stable). Wider keys: Thrust's
+ * stable sort. */
+static void sort_by_value(const ba_vec<std::uint32_t> &val, ba_vec<std::uint32_t> &sval,
+                          ba_vec<std::uint32_t> &srid, std::size_t n, unsigned key_bits) {
+  if (key_bits > 16) {
+    thrust::copy(ba_par, val.begin(), val.end(), sval.begin());
+    thrust::sequence(ba_par, srid.begin(), srid.end());
+    thrust::stable_sort_by_key(ba_par, sval.begin(), sval.end(), srid.begin());
+    return;
+  }
+  const std::size_t B = (std::size_t)1 << key_bits;
+  const int T = omp_get_max_threads() > 0 ? omp_get_max_threads() : 1;
+  std::vector<std::size_t> hist((std::size_t)T * B, 0);
+  const std::uint32_t *v = thrust::raw_pointer_cast(val.data());
+  std::uint32_t *ov = thrust::raw_pointer_cast(sval.data());
+  std::uint32_t *orid = thrust::raw_pointer_cast(srid.data());
+  std::size_t *h = hist.data();
+#pragma omp parallel num_threads(T)
+  {
+    const int nth = omp_get_num_threads();
+    for (int t = omp_get_thread_num(); t < T; t += nth) {
+      std::size_t lo = n * (std::size_t)t / (std::size_t)T, hi = n * (std::size_t)(t + 1) / (std::size_t)T;
+      std::size_t *ht = h + (std::size_t)t * B;
+      for (std::size_t i = lo; i < hi; i++) ht[v[i]]++;
+    }
+  }
+  std::size_t sum = 0;
+  for (std::size_t b = 0; b < B; b++)
+    for (int t = 0; t < T; t++) {
+      std::size_t c = h[(std::size_t)t * B + b];
+      h[(std::size_t)t * B + b] = sum;
+      sum += c;
+    }
+#pragma omp parallel num_threads(T)
+  {
+    const int nth = omp_get_num_threads();
+    for (int t = omp_get_thread_num(); t < T; t += nth) {
+      std::size_t lo = n * (std::size_t)t / (std::size_t)T, hi = n * (std::size_t)(t + 1) / (std::size_t)T;
+      std::size_t *ht = h + (std::size_t)t * B;
+      for (std::size_t i = lo; i < hi; i++) {
+        std::size_t pos = ht[v[i]]++;
+        ov[pos] = v[i];
+        orid[pos] = (std::uint32_t)i;
+      }
+    }
+  }
+}
+} // namespace bagpu
+} // namespace BA_CCCL_NS
+
+#include "gpu/pipeline.inl"
+
+extern "C" size_t ba_gpu_omp_mem_budget(void) { return 0; }
+
+#endif

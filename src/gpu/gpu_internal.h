@@ -1,0 +1,64 @@
+/* Interface between the C front (gpu.c) and the device back ends compiled from
+ * pipeline.inl (build_omp.cpp with the host C++ compiler, build_cuda.cu with
+ * nvcc). Plain C types only; the back ends catch every C++ exception. */
+#ifndef BA_GPU_INTERNAL_H
+#define BA_GPU_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bitarc/gpu.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Codec kinds the device pipeline knows. */
+enum { BA_GPU_K_WAH32 = 0, BA_GPU_K_WAH64, BA_GPU_K_PLWAH, BA_GPU_K_MASC, BA_GPU_K_MASC_QT };
+
+/* One piece of a batch: rows [0, n) of `values`, all < 2^key_bits. Output
+ * arrays are allocated with ba_malloc by the back end and owned by the caller:
+ * keys[nkeys], offsets[nkeys + 1], words[nwords] (4 or 8 bytes each). */
+typedef struct ba_gpu_piece {
+  const uint32_t *values;
+  size_t n;
+  unsigned key_bits; /* 1..32 */
+  int kind;          /* BA_GPU_K_* */
+  uint32_t *keys;
+  uint64_t *offsets;
+  void *words;
+  size_t nkeys, nwords;
+  double ms[BA_GPU_NSTEPS]; /* added to, per step */
+} ba_gpu_piece_t;
+
+/* One range query: m columns of wah64 words, all padded by the caller to the
+ * same number of groups `groups` (so each column decodes to `groups` words).
+ * words = concatenation, colstart[m + 1] word offsets. Output: canonical
+ * wah64 words of the result (ba_malloc'd). op: 0 = AND, 1 = OR. */
+typedef struct ba_gpu_rangejob {
+  const uint64_t *words;
+  const uint64_t *colstart;
+  size_t m;
+  uint64_t groups;
+  int op;
+  int alg; /* ba_gpu_range_alg_t, AUTO resolved by the caller */
+  uint64_t *out;
+  size_t nout;
+  double ms[BA_GPU_NSTEPS];
+} ba_gpu_rangejob_t;
+
+/* Back-end entry points: 0 or a negative ba_status, with text in err. */
+int ba_gpu_omp_build(ba_gpu_piece_t *p, char *err, size_t errcap);
+int ba_gpu_omp_range(ba_gpu_rangejob_t *j, char *err, size_t errcap);
+/* Bytes the back end may use for one piece (0 = unknown / unlimited). */
+size_t ba_gpu_omp_mem_budget(void);
+
+int ba_gpu_cuda_probe(char *err, size_t errcap);
+int ba_gpu_cuda_build(ba_gpu_piece_t *p, char *err, size_t errcap);
+int ba_gpu_cuda_range(ba_gpu_rangejob_t *j, char *err, size_t errcap);
+size_t ba_gpu_cuda_mem_budget(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
