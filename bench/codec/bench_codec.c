@@ -14,8 +14,7 @@
  * Every result's count is checked against a naive reference (merge of sorted
  * row lists) and against Roaring's; a mismatch stops the run with exit 1.
  * bitarc ANDs and ORs produce a new bitmap in the operands' codec; multi-way
- * unions are a pairwise tree of ba_bitmap_or (the API has no k-way OR);
- * Roaring uses roaring_bitmap_or_many. */
+ * unions use ba_bitmap_or_many, Roaring's roaring_bitmap_or_many. */
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -282,35 +281,9 @@ static void check(uint64_t got, uint64_t want, const char *lib, const char *what
   } while (0)
 
 static ba_bitmap_t *bm_union(ba_bitmap_t *const *in, uint32_t k, ba_codec_t codec) {
-  /* Pairwise tree: level by level, so each row is merged O(log k) times. */
-  ba_bitmap_t **cur = xmalloc(k * sizeof *cur);
-  int owned = 0;
-  memcpy(cur, in, k * sizeof *cur);
-  while (k > 1) {
-    uint32_t m = 0;
-    for (uint32_t i = 0; i + 1 < k; i += 2) {
-      ba_bitmap_t *r;
-      int rc = ba_bitmap_or(cur[i], cur[i + 1], codec, &r);
-      if (rc < 0) die("ba_bitmap_or failed: %s", ba_strerror(rc));
-      if (owned) {
-        ba_bitmap_free(cur[i]);
-        ba_bitmap_free(cur[i + 1]);
-      }
-      cur[m++] = r;
-    }
-    if (k & 1) {
-      if (owned) cur[m++] = cur[k - 1];
-      else {
-        int rc = ba_bitmap_clone(cur[k - 1], &cur[m++]);
-        if (rc < 0) die("ba_bitmap_clone failed");
-      }
-    }
-    k = m;
-    owned = 1;
-  }
-  ba_bitmap_t *res = cur[0];
-  if (!owned && ba_bitmap_clone(cur[0], &res) < 0) die("ba_bitmap_clone failed");
-  free(cur);
+  ba_bitmap_t *res;
+  int rc = ba_bitmap_or_many((const ba_bitmap_t *const *)in, k, codec, &res);
+  if (rc < 0) die("ba_bitmap_or_many failed: %s", ba_strerror(rc));
   return res;
 }
 
