@@ -1,9 +1,399 @@
-/* bitarc bench: not built yet (placeholder until its issue lands). */
+/* bitarc bench: device benchmarks of the GPU module (issue 6).
+ *   bench build  IMC'13 Fig. 5 (index creation throughput vs cardinality, per
+ *                codec, uniform values) and Fig. 6 (time per pipeline step);
+ *   bench range  the range-query paper's query-size sweep (OR of m wah64 bins). */
+#include <getopt.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bitarc/bitmap.h"
+#include "bitarc/gpu.h"
 #include "cli/cli.h"
 
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static uint64_t rng_next(uint64_t *s) { /* splitmix64 */
+  uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+static size_t parse_list(const char *s, uint64_t *out, size_t cap) {
+  size_t n = 0;
+  while (s && *s && n < cap) {
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (end == s || v == 0) return 0;
+    out[n++] = v;
+    s = *end == ',' ? end + 1 : end;
+    if (*end && *end != ',') return 0;
+  }
+  return n;
+}
+
+static void print_cmdline(int argc, char **argv) {
+  printf("# command: bitarc bench");
+  for (int i = 0; i < argc; i++) printf(" %s", argv[i]);
+  printf("\n");
+}
+
+/* Runs gnuplot on `script`; the caller checks the PNG. */
+static int plot(const char *cmd, const char *script) {
+  FILE *gp = popen("gnuplot 2>&1", "w");
+  if (!gp) {
+    ba_cli_err(cmd, "cannot run gnuplot (install gnuplot-nox, see scripts/deps.sh)");
+    return 1;
+  }
+  fputs(script, gp);
+  int st = pclose(gp);
+  if (st != 0) ba_cli_err(cmd, "gnuplot failed (status %d)", st);
+  return st != 0;
+}
+
+static void build_usage(void) {
+  printf("usage: bitarc bench build [--device cpu|omp|gpu] [--codecs LIST] [--cards LIST]\n"
+         "                          [--rows N] [--max-batch N] [--repeat N] [--png FILE]\n"
+         "Index creation throughput vs cardinality on uniform values (IMC'13 Fig. 5), and the\n"
+         "time of each pipeline step at the largest cardinality (Fig. 6). The CPU online\n"
+         "builder (one thread, ba_bitmap_set per row) is always measured beside the device.\n"
+         "  --device D     device under test (default omp)\n"
+         "  --codecs LIST  comma list of wah32,wah64,plwah,masc,masc-qt (default wah32,plwah,masc)\n"
+         "  --cards LIST   cardinalities (default 256,1024,4096,16384,65536)\n"
+         "  --rows N       rows per batch (default 4000000)\n"
+         "  --max-batch N  rows per device piece (default: as device memory allows)\n"
+         "  --png FILE     also write the Fig. 5 plot (FILE) and Fig. 6 (FILE with -steps.png)\n"
+         "examples:\n"
+         "  bitarc bench build --device omp --png fig5.png\n"
+         "  bitarc bench build --device gpu --rows 20000000 --png fig5-gpu.png\n");
+}
+
+#define MAXL 16
+
+static int bench_build(int argc, char **argv) {
+  static const struct option opts[] = {{"device", 1, 0, 'd'}, {"codecs", 1, 0, 'c'}, {"cards", 1, 0, 'k'},
+                                       {"rows", 1, 0, 'n'},   {"max-batch", 1, 0, 'b'}, {"repeat", 1, 0, 'r'},
+                                       {"png", 1, 0, 'p'},    {"help", 0, 0, 'h'},    {0, 0, 0, 0}};
+  ba_device_t dev = BA_DEVICE_OMP;
+  uint64_t cards[MAXL] = {256, 1024, 4096, 16384, 65536};
+  size_t ncards = 5, ncodecs = 3, rows = 4000000, maxb = 0;
+  ba_codec_t codecs[MAXL] = {BA_CODEC_WAH32, BA_CODEC_PLWAH, BA_CODEC_MASC};
+  const char *png = NULL;
+  unsigned repeat = 1;
+  int c;
+  optind = 1;
+  while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    switch (c) {
+    case 'd':
+      if (ba_device_from_name(optarg, &dev)) {
+        ba_cli_err("bench", "--device %s: expected cpu, omp or gpu", optarg);
+        return 2;
+      }
+      break;
+    case 'c': {
+      ncodecs = 0;
+      char *s = strdup(optarg);
+      for (char *t = strtok(s, ","); t && ncodecs < MAXL; t = strtok(NULL, ","))
+        if (ba_codec_from_name(t, &codecs[ncodecs++])) {
+          ba_cli_err("bench", "--codecs: unknown codec %s", t);
+          free(s);
+          return 2;
+        }
+      free(s);
+      break;
+    }
+    case 'k':
+      if (!(ncards = parse_list(optarg, cards, MAXL))) {
+        ba_cli_err("bench", "--cards %s: expected a comma list of numbers", optarg);
+        return 2;
+      }
+      break;
+    case 'n': rows = strtoull(optarg, NULL, 10); break;
+    case 'b': maxb = strtoull(optarg, NULL, 10); break;
+    case 'r': repeat = (unsigned)strtoul(optarg, NULL, 10); break;
+    case 'p': png = optarg; break;
+    case 'h': build_usage(); return 0;
+    default: build_usage(); return 2;
+    }
+  }
+  if (rows == 0 || repeat == 0) {
+    ba_cli_err("bench", "--rows and --repeat must be positive");
+    return 2;
+  }
+  ba_gpu_t *g = NULL, *cpu = NULL;
+  char why[BA_GPU_ERRMSG_LEN];
+  if (ba_gpu_open(dev, &g, why, sizeof why) || ba_gpu_open(BA_DEVICE_CPU, &cpu, NULL, 0)) {
+    ba_cli_err("bench", "device %s: %s", ba_device_name(dev), why);
+    ba_gpu_close(g);
+    return 2;
+  }
+  if (maxb && ba_gpu_set_max_batch(g, maxb)) {
+    ba_cli_err("bench", "--max-batch %zu: %s", maxb, ba_gpu_errmsg(g));
+    return 2;
+  }
+  uint32_t *v = malloc(rows * sizeof *v);
+  if (!v) {
+    ba_cli_err("bench", "out of memory for %zu rows", rows);
+    return 1;
+  }
+  print_cmdline(argc, argv);
+  printf("# Mrows/s, uniform values, %zu rows per batch, best of %u\n", rows, repeat);
+  printf("%-8s %12s", "card", "cpu-wah32");
+  for (size_t k = 0; k < ncodecs; k++) {
+    char h[32];
+    snprintf(h, sizeof h, "%s-%s", ba_device_name(dev), ba_codec_name(codecs[k]));
+    printf(" %14s", h);
+  }
+  printf("\n");
+  char dat[] = "/tmp/bitarc-bench-XXXXXX";
+  int fd = mkstemp(dat);
+  FILE *df = fd >= 0 ? fdopen(fd, "w") : NULL;
+  ba_gpu_times_t last[MAXL];
+  memset(last, 0, sizeof last);
+  int rc = 0;
+  for (size_t ci = 0; ci < ncards && rc == 0; ci++) {
+    uint64_t seed = 6000 + ci;
+    for (size_t i = 0; i < rows; i++) v[i] = (uint32_t)(rng_next(&seed) % cards[ci]);
+    double res[MAXL + 1];
+    for (size_t k = 0; k <= ncodecs && rc == 0; k++) {
+      ba_gpu_t *d = k == 0 ? cpu : g;
+      ba_codec_t co = k == 0 ? BA_CODEC_WAH32 : codecs[k - 1];
+      double best = 1e300;
+      for (unsigned r = 0; r < repeat && rc == 0; r++) {
+        ba_gpu_index_t *ix = NULL;
+        double t0 = now_ms();
+        rc = ba_gpu_build_index(d, co, v, rows, cards[ci], &ix);
+        double t = now_ms() - t0;
+        if (rc) ba_cli_err("bench", "build %s on %s: %s", ba_codec_name(co), ba_device_name(ba_gpu_device(d)), ba_gpu_errmsg(d));
+        ba_gpu_index_free(ix);
+        if (t < best) best = t;
+        if (k > 0) last[k - 1] = *ba_gpu_last_times(d);
+      }
+      res[k] = (double)rows / best / 1e3;
+    }
+    if (rc) break;
+    printf("%-8llu %12.2f", (unsigned long long)cards[ci], res[0]);
+    if (df) fprintf(df, "%llu %.3f", (unsigned long long)cards[ci], res[0]);
+    for (size_t k = 0; k < ncodecs; k++) {
+      printf(" %14.2f", res[k + 1]);
+      if (df) fprintf(df, " %.3f", res[k + 1]);
+    }
+    printf("\n");
+    if (df) fprintf(df, "\n");
+  }
+  /* Fig. 6: time per step at the last cardinality */
+  printf("\n# ms per step on %s at cardinality %llu (IMC'13 Fig. 6)\n%-10s", ba_device_name(dev),
+         (unsigned long long)cards[ncards - 1], "step");
+  for (size_t k = 0; k < ncodecs; k++) printf(" %10s", ba_codec_name(codecs[k]));
+  printf("\n");
+  char dat6[] = "/tmp/bitarc-bench6-XXXXXX";
+  int fd6 = mkstemp(dat6);
+  FILE *df6 = fd6 >= 0 ? fdopen(fd6, "w") : NULL;
+  for (unsigned s = 0; s <= BA_GPU_STEP_JOIN; s++) {
+    printf("%-10s", ba_gpu_step_name(s));
+    if (df6) fprintf(df6, "%s", ba_gpu_step_name(s));
+    for (size_t k = 0; k < ncodecs; k++) {
+      printf(" %10.2f", last[k].ms[s]);
+      if (df6) fprintf(df6, " %.3f", last[k].ms[s]);
+    }
+    printf("\n");
+    if (df6) fprintf(df6, "\n");
+  }
+  if (df) fclose(df);
+  if (df6) fclose(df6);
+  if (rc == 0 && png && df && df6) {
+    char script[4096];
+    int o = snprintf(script, sizeof script,
+                     "set terminal png size 900,560\nset output '%s'\nset logscale x 2\nset key outside\n"
+                     "set title 'Index creation throughput, %zu uniform rows (IMC13 Fig. 5)'\n"
+                     "set xlabel 'cardinality'\nset ylabel 'million rows / s'\nset yrange [0:*]\n"
+                     "plot '%s' using 1:2 with linespoints title 'cpu wah32 (online)'",
+                     png, rows, dat);
+    for (size_t k = 0; k < ncodecs && o < (int)sizeof script; k++)
+      o += snprintf(script + o, sizeof script - (size_t)o, ", '' using 1:%zu with linespoints title '%s %s'", k + 3,
+                    ba_device_name(dev), ba_codec_name(codecs[k]));
+    char png6[1024];
+    snprintf(png6, sizeof png6, "%.*s-steps.png", (int)(strlen(png) > 4 ? strlen(png) - 4 : strlen(png)), png);
+    o += snprintf(script + o, sizeof script - (size_t)o,
+                  "\nset output '%s'\nunset logscale x\nset style data histograms\nset style histogram clustered\n"
+                  "set style fill solid 0.8\nset xtics rotate by -30\nset title 'Time per step, %s, cardinality %llu "
+                  "(IMC13 Fig. 6)'\nset xlabel ''\nset ylabel 'ms'\nplot '%s' using 2:xtic(1) title '%s'",
+                  png6, ba_device_name(dev), (unsigned long long)cards[ncards - 1], dat6, ba_codec_name(codecs[0]));
+    for (size_t k = 1; k < ncodecs && o < (int)sizeof script; k++)
+      o += snprintf(script + o, sizeof script - (size_t)o, ", '' using %zu title '%s'", k + 2, ba_codec_name(codecs[k]));
+    snprintf(script + o, sizeof script - (size_t)o, "\n");
+    rc = plot("bench", script);
+    if (!rc) printf("# wrote %s and %s\n", png, png6);
+  }
+  remove(dat);
+  remove(dat6);
+  free(v);
+  ba_gpu_close(g);
+  ba_gpu_close(cpu);
+  return rc ? 1 : 0;
+}
+
+static void range_usage(void) {
+  printf("usage: bitarc bench range [--device cpu|omp|gpu] [--rows N] [--bins B] [--sizes LIST]\n"
+         "                          [--repeat N] [--png FILE]\n"
+         "Range queries (OR of m wah64 bins of a uniform column) by query size, as in Nelson et\n"
+         "al.'s Fig. 13: the CPU iterative and reduction (or_many) methods beside the device's\n"
+         "COA, ROA, hybrid and ideal hybrid strategies. Results are checked equal.\n"
+         "  --rows N      rows (default 4000000)   --bins B  bins of the column (default 128)\n"
+         "  --sizes LIST  query sizes (default 4,8,16,32,64)\n"
+         "example:\n"
+         "  bitarc bench range --device omp --png range.png\n");
+}
+
+static int bench_range(int argc, char **argv) {
+  static const struct option opts[] = {{"device", 1, 0, 'd'}, {"rows", 1, 0, 'n'}, {"bins", 1, 0, 'k'},
+                                       {"sizes", 1, 0, 's'},  {"repeat", 1, 0, 'r'}, {"png", 1, 0, 'p'},
+                                       {"help", 0, 0, 'h'},   {0, 0, 0, 0}};
+  ba_device_t dev = BA_DEVICE_OMP;
+  size_t rows = 4000000;
+  uint64_t bins = 128, sizes[MAXL] = {4, 8, 16, 32, 64};
+  size_t nsizes = 5;
+  unsigned repeat = 3;
+  const char *png = NULL;
+  int c;
+  optind = 1;
+  while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    switch (c) {
+    case 'd':
+      if (ba_device_from_name(optarg, &dev)) {
+        ba_cli_err("bench", "--device %s: expected cpu, omp or gpu", optarg);
+        return 2;
+      }
+      break;
+    case 'n': rows = strtoull(optarg, NULL, 10); break;
+    case 'k': bins = strtoull(optarg, NULL, 10); break;
+    case 's':
+      if (!(nsizes = parse_list(optarg, sizes, MAXL))) {
+        ba_cli_err("bench", "--sizes %s: expected a comma list of numbers", optarg);
+        return 2;
+      }
+      break;
+    case 'r': repeat = (unsigned)strtoul(optarg, NULL, 10); break;
+    case 'p': png = optarg; break;
+    case 'h': range_usage(); return 0;
+    default: range_usage(); return 2;
+    }
+  }
+  if (rows == 0 || bins == 0 || repeat == 0 || bins > 65536) {
+    ba_cli_err("bench", "--rows, --repeat must be positive and --bins in 1..65536");
+    return 2;
+  }
+  for (size_t i = 0; i < nsizes; i++)
+    if (sizes[i] > bins) {
+      ba_cli_err("bench", "--sizes: %llu is more than the %llu bins", (unsigned long long)sizes[i],
+                 (unsigned long long)bins);
+      return 2;
+    }
+  ba_gpu_t *g = NULL, *cpu = NULL;
+  char why[BA_GPU_ERRMSG_LEN];
+  if (ba_gpu_open(dev, &g, why, sizeof why) || ba_gpu_open(BA_DEVICE_CPU, &cpu, NULL, 0)) {
+    ba_cli_err("bench", "device %s: %s", ba_device_name(dev), why);
+    ba_gpu_close(g);
+    return 2;
+  }
+  uint32_t *v = malloc(rows * sizeof *v);
+  uint64_t seed = 6100;
+  for (size_t i = 0; v && i < rows; i++) v[i] = (uint32_t)(rng_next(&seed) % bins);
+  ba_gpu_index_t *ix = NULL;
+  int rc = v ? ba_gpu_build_index(g, BA_CODEC_WAH64, v, rows, bins, &ix) : BA_ERR_NOMEM;
+  ba_bitmap_t **bm = ix ? calloc(ix->nkeys, sizeof *bm) : NULL;
+  for (size_t i = 0; rc == 0 && i < ix->nkeys; i++) rc = ba_gpu_index_bitmap(ix, i, &bm[i]);
+  if (rc || !bm) {
+    ba_cli_err("bench", "building the wah64 bins: %s", ba_gpu_errmsg(g));
+    return 1;
+  }
+  print_cmdline(argc, argv);
+  printf("# ms per query (best of %u), OR of m of %llu wah64 bins, %zu uniform rows\n", repeat,
+         (unsigned long long)bins, rows);
+  static const char *const cols[] = {"cpu-iter", "cpu-reduce", "coa", "roa", "hybrid", "ideal"};
+  printf("%-6s", "m");
+  for (size_t k = 0; k < 6; k++) printf(" %11s", cols[k]);
+  printf("\n");
+  char dat[] = "/tmp/bitarc-range-XXXXXX";
+  int fd = mkstemp(dat);
+  FILE *df = fd >= 0 ? fdopen(fd, "w") : NULL;
+  for (size_t si = 0; si < nsizes && rc == 0; si++) {
+    size_t m = (size_t)sizes[si];
+    if (m > ix->nkeys) m = ix->nkeys;
+    double res[6];
+    ba_bitmap_t *ref = NULL;
+    for (size_t k = 0; k < 6 && rc == 0; k++) {
+      double best = 1e300;
+      for (unsigned r = 0; r < repeat && rc == 0; r++) {
+        ba_bitmap_t *out = NULL;
+        double t0 = now_ms();
+        if (k == 0)
+          rc = ba_gpu_range(cpu, BA_OP_OR, (const ba_bitmap_t *const *)bm, m, BA_GPU_RANGE_AUTO, &out);
+        else if (k == 1)
+          rc = ba_bitmap_or_many((const ba_bitmap_t *const *)bm, m, BA_CODEC_WAH64, &out);
+        else
+          rc = ba_gpu_range(g, BA_OP_OR, (const ba_bitmap_t *const *)bm, m, (ba_gpu_range_alg_t)(k - 1), &out);
+        double t = now_ms() - t0;
+        if (t < best) best = t;
+        if (rc == 0 && !ref) {
+          ref = out;
+          out = NULL;
+        } else if (rc == 0 && ba_bitmap_equal(ref, out) != 1) {
+          ba_cli_err("bench", "range %s, m = %zu: result differs from the CPU's", cols[k], m);
+          rc = 1;
+        }
+        ba_bitmap_free(out);
+      }
+      res[k] = best;
+    }
+    ba_bitmap_free(ref);
+    if (rc) break;
+    printf("%-6zu", m);
+    if (df) fprintf(df, "%zu", m);
+    for (size_t k = 0; k < 6; k++) {
+      printf(" %11.2f", res[k]);
+      if (df) fprintf(df, " %.3f", res[k]);
+    }
+    printf("\n");
+    if (df) fprintf(df, "\n");
+  }
+  if (df) fclose(df);
+  if (rc == 0 && png) {
+    char script[2048];
+    snprintf(script, sizeof script,
+             "set terminal png size 900,560\nset output '%s'\nset logscale x 2\nset key outside\n"
+             "set title 'Range query (OR of m wah64 bins), %zu rows, device %s'\n"
+             "set xlabel 'query size m (bins)'\nset ylabel 'ms per query'\nset yrange [0:*]\n"
+             "plot '%s' u 1:2 w lp t 'cpu iterative', '' u 1:3 w lp t 'cpu reduction', '' u 1:4 w lp t 'COA',"
+             " '' u 1:5 w lp t 'ROA', '' u 1:6 w lp t 'hybrid', '' u 1:7 w lp t 'ideal hybrid'\n",
+             png, rows, ba_device_name(dev), dat);
+    rc = plot("bench", script);
+    if (!rc) printf("# wrote %s\n", png);
+  }
+  remove(dat);
+  for (size_t i = 0; i < ix->nkeys; i++) ba_bitmap_free(bm[i]);
+  free(bm);
+  ba_gpu_index_free(ix);
+  free(v);
+  ba_gpu_close(g);
+  ba_gpu_close(cpu);
+  return rc ? 1 : 0;
+}
+
 int ba_cmd_bench(int argc, char **argv) {
-  (void)argc;
-  (void)argv;
-  ba_cli_err("bench", "not implemented yet");
+  if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+    printf("usage: bitarc bench build|range [options]   (bitarc bench build --help)\n");
+    return argc < 2 ? 2 : 0;
+  }
+  if (strcmp(argv[1], "build") == 0) return bench_build(argc - 1, argv + 1);
+  if (strcmp(argv[1], "range") == 0) return bench_range(argc - 1, argv + 1);
+  ba_cli_err("bench", "unknown benchmark '%s' (build or range)", argv[1]);
   return 2;
 }
