@@ -13,56 +13,7 @@
 #include "codec/codec_internal.h"
 #include "common/common.h"
 
-static inline uint64_t op_mask(unsigned k) { return k >= 64 ? ~UINT64_C(0) : ((UINT64_C(1) << k) - 1); }
-
-static inline uint64_t op_eval(int op, uint64_t a, uint64_t b) {
-  switch (op) {
-    case BA_OP_AND: return a & b;
-    case BA_OP_OR: return a | b;
-    case BA_OP_XOR: return a ^ b;
-    case BA_OP_ANDNOT: return a & ~b;
-    case BA_OPX_NOT: return ~a;
-    default: return a;
-  }
-}
-
-/* Result value when operand `side` (0 = a, 1 = b) is a fill of value v,
- * whatever the other operand holds; -1 when the other operand matters. */
-static inline int op_dominant(int op, int side, int v) {
-  switch (op) {
-    case BA_OP_AND: return v == 0 ? 0 : -1;
-    case BA_OP_OR: return v == 1 ? 1 : -1;
-    case BA_OP_ANDNOT: return (side == 0 && v == 0) || (side == 1 && v == 1) ? 0 : -1;
-    default: return -1;
-  }
-}
-
-/* Where results go: an output bitmap, or a count (optionally stopping at the
- * first set row, for equality). */
-typedef struct {
-  ba_bitmap_t *out;
-  uint64_t count;
-  int stop_nonzero;
-  int stopped;
-} op_sink_t;
-
-static inline int sink_run(op_sink_t *s, int v, uint64_t k) {
-  if (s->out) return ba_bitmap_append_run(s->out, v, k);
-  if (v) {
-    s->count += k;
-    s->stopped = s->stop_nonzero;
-  }
-  return BA_OK;
-}
-
-static inline int sink_bits(op_sink_t *s, uint64_t bits, unsigned k) {
-  if (s->out) return ba_bitmap_append_bits(s->out, bits, k);
-  if (bits) {
-    s->count += ba_popcount64(bits);
-    s->stopped = s->stop_nonzero;
-  }
-  return BA_OK;
-}
+#include "codec/ops_groups.h"
 
 /* ---- group-wise fast path ---- */
 
@@ -89,130 +40,10 @@ static inline int sink_bits(op_sink_t *s, uint64_t bits, unsigned k) {
 
 #include "codec/plwah_impl.h"
 
-typedef int (*op_dec_fn)(ba_dec_t *, ba_tok_t *);
-typedef int (*op_put_fn)(ba_wordvec_t *, ba_enc_state_t *, const ba_tok_t *);
-
-typedef struct {
-  op_dec_fn dec; /* the operand's decoder; NULL once past its end */
-  ba_dec_t d;
-  uint64_t rem;  /* groups left in the current token */
-  uint64_t lit;
-  int kind;
-} op_gcur_t;
-
-static inline void gcur_init(op_gcur_t *c, const ba_bitmap_t *bm) {
-  c->dec = bm ? bm->ops->dec_next : NULL;
-  c->rem = 0;
-  c->lit = 0;
-  c->kind = BA_TOK_FILL0;
-  if (bm) bm->ops->dec_init(&c->d, bm->vec.w, bm->vec.n);
-}
-
-/* `dec` is a compile-time constant in the specialised kernels (NULL in the
- * generic one, which then calls through c->dec). */
-static inline __attribute__((always_inline)) int gcur_load(op_gcur_t *c, op_dec_fn dec) {
-  ba_tok_t t;
-  int rc = c->dec ? (dec ? dec(&c->d, &t) : c->dec(&c->d, &t)) : 0;
-  if (rc < 0) return BA_ERR_CORRUPT;
-  if (rc == 0) { /* past the end: zero padding (D-6) */
-    c->dec = NULL;
-    c->kind = BA_TOK_FILL0;
-    c->rem = UINT64_MAX;
-    return BA_OK;
-  }
-  c->kind = t.kind;
-  c->lit = t.lit;
-  c->rem = t.kind == BA_TOK_LIT ? 1 : t.n;
-  return c->rem ? BA_OK : BA_ERR_CORRUPT;
-}
-
-static inline __attribute__((always_inline)) int gcur_skip(op_gcur_t *c, uint64_t k, op_dec_fn dec) {
-  while (k) {
-    if (!c->rem) BA_FORWARD(gcur_load(c, dec));
-    uint64_t t = BA_MIN(k, c->rem);
-    c->rem -= t;
-    k -= t;
-  }
-  return BA_OK;
-}
-
-/* direct: the output has the operands' group size and takes group tokens
- * straight into its encoder (through `put` when specialised). */
-static inline __attribute__((always_inline)) int gsink_tok(op_sink_t *s, int direct, op_put_fn put,
-                                                           unsigned G, const ba_tok_t *t) {
-  if (direct) return put ? put(&s->out->vec, &s->out->st, t) : s->out->ops->put(&s->out->vec, &s->out->st, t);
-  if (t->kind == BA_TOK_LIT) return sink_bits(s, t->lit, G);
-  return sink_run(s, t->kind == BA_TOK_FILL1, t->n * G);
-}
-
-static inline __attribute__((always_inline)) int op_groups(int op, const ba_bitmap_t *a,
-                                                           const ba_bitmap_t *b, uint64_t N,
-                                                           op_sink_t *s, op_dec_fn dec,
-                                                           op_put_fn put) {
-  const unsigned G = a->group;
-  const uint64_t all = op_mask(G), full = N / G;
-  const unsigned tail = (unsigned)(N % G);
-  const int direct = s->out && s->out->group == G;
-  op_gcur_t A, B;
-  ba_tok_t t;
-  gcur_init(&A, a);
-  gcur_init(&B, b);
-  uint64_t g = 0;
-  while (g < full && !s->stopped) {
-    if (!A.rem) BA_FORWARD(gcur_load(&A, dec));
-    if (!B.rem) BA_FORWARD(gcur_load(&B, dec));
-    uint64_t left = full - g, k;
-    int da = A.kind != BA_TOK_LIT ? op_dominant(op, 0, A.kind) : -1;
-    int db = B.kind != BA_TOK_LIT ? op_dominant(op, 1, B.kind) : -1;
-    if (da >= 0) {
-      k = BA_MIN(A.rem, left);
-      A.rem -= k;
-      BA_FORWARD(gcur_skip(&B, k, dec));
-      t.kind = (uint8_t)da;
-    } else if (db >= 0) {
-      k = BA_MIN(B.rem, left);
-      B.rem -= k;
-      BA_FORWARD(gcur_skip(&A, k, dec));
-      t.kind = (uint8_t)db;
-    } else if (A.kind != BA_TOK_LIT && B.kind != BA_TOK_LIT) {
-      k = BA_MIN(BA_MIN(A.rem, B.rem), left);
-      A.rem -= k;
-      B.rem -= k;
-      t.kind = (uint8_t)(op_eval(op, (uint64_t)A.kind, (uint64_t)B.kind) & 1);
-    } else {
-      uint64_t x = A.kind == BA_TOK_LIT ? A.lit : (A.kind ? all : 0);
-      uint64_t y = B.kind == BA_TOK_LIT ? B.lit : (B.kind ? all : 0);
-      A.rem--;
-      B.rem--;
-      k = 1;
-      t.kind = BA_TOK_LIT;
-      t.lit = op_eval(op, x, y) & all;
-    }
-    t.n = k;
-    BA_FORWARD(gsink_tok(s, direct, put, G, &t));
-    g += k;
-  }
-  if (tail && !s->stopped) {
-    if (!A.rem) BA_FORWARD(gcur_load(&A, dec));
-    if (!B.rem) BA_FORWARD(gcur_load(&B, dec));
-    uint64_t x = A.kind == BA_TOK_LIT ? A.lit : (A.kind ? all : 0);
-    uint64_t y = B.kind == BA_TOK_LIT ? B.lit : (B.kind ? all : 0);
-    uint64_t res = op_eval(op, x, y) & all & ~op_mask(G - tail);
-    if (!direct) return sink_bits(s, res >> (G - tail), tail);
-    t.kind = BA_TOK_LIT;
-    t.n = 1;
-    t.lit = res;
-    BA_FORWARD(gsink_tok(s, direct, put, G, &t));
-  }
-  if (direct) s->out->rows = N; /* whole groups went in; the padding is zero */
-  return BA_OK;
-}
-
-/* One kernel per (operation, coder set): generic, wah32, wah64, plwah pair.
- * A COMPAX pair kernel (cx_dec_next/cx_put from compax_impl.h) made COMPAX
- * AND 1.6x faster (real 617k -> 990k/s) but, instantiated in this file, cost
- * the WAH kernels 25% of their OR speed (real wah32 1.20M -> 0.91M/s, GCC
- * inlines less once the unit grows): not kept; it would need its own file. */
+/* One kernel per (operation, coder set): generic, wah32, wah64, plwah pair;
+ * COMPAX pairs in ops_compax.c (instantiated in this file they cost the WAH
+ * kernels 25% of their OR speed: real wah32 1.20M -> 0.91M/s, GCC inlines
+ * less once the unit grows). */
 #define OP_KERNELS(name, op)                                                                     \
   static int name##_any(const ba_bitmap_t *a, const ba_bitmap_t *b, uint64_t N, op_sink_t *s) { \
     return op_groups(op, a, b, N, s, NULL, NULL);                                                \
@@ -233,7 +64,6 @@ OP_KERNELS(op_andnot, BA_OP_ANDNOT)
 OP_KERNELS(op_not, BA_OPX_NOT)
 OP_KERNELS(op_copy, BA_OPX_COPY)
 
-typedef int (*op_fn)(const ba_bitmap_t *, const ba_bitmap_t *, uint64_t, op_sink_t *);
 static const op_fn op_groups_tab[6][4] = {
     {op_and_any, op_and_w32, op_and_w64, op_and_pl},
     {op_or_any, op_or_w32, op_or_w64, op_or_pl},
@@ -248,7 +78,8 @@ static const op_fn op_groups_tab[6][4] = {
 static op_fn op_pick(int op, const ba_bitmap_t *a, const ba_bitmap_t *b, const ba_bitmap_t *out) {
   ba_codec_t c = a->ops->id;
   int v = c == BA_CODEC_WAH32 ? 1 : c == BA_CODEC_WAH64 ? 2 : c == BA_CODEC_PLWAH ? 3 : 0;
-  if ((b && b->ops->id != c) || (out && out->ops->id != c)) v = 0;
+  if ((b && b->ops->id != c) || (out && out->ops->id != c)) return op_groups_tab[op][0];
+  if (c == BA_CODEC_COMPAX) return ba_ops_compax_tab[op];
   return op_groups_tab[op][v];
 }
 
