@@ -51,7 +51,8 @@ for V in 5 9 10; do
   cpid=$!; pids+=($cpid)
   port=""
   for _ in $(seq 1 100); do
-    port=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$TMP/col$V.err")
+    # (the background child may not have created its stderr file yet)
+    port=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$TMP/col$V.err" 2>/dev/null || true)
     [ -n "$port" ] && break; sleep 0.1
   done
   [ -n "$port" ] || { echo "FAIL: bitarc collect did not start"; cat "$TMP/col$V.err"; exit 1; }
