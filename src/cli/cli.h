@@ -53,4 +53,9 @@ void ba_cli_print_counts(FILE *f, const struct ba_ingest_counts *c);
 void ba_cli_json_counts(FILE *f, const struct ba_ingest_counts *c);
 void ba_cli_json_string(FILE *f, const char *s);
 
+/* Checks that --device NAME (cpu, omp, gpu) can run here, printing the reason
+ * when not (e.g. "no CUDA device: ..."), and registers the omp/gpu pipelines
+ * with the batch index builder. 0 = usable, 2 = exit status for the caller. */
+int ba_cli_device_check(const char *cmd, const char *name);
+
 #endif

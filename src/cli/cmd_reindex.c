@@ -10,13 +10,14 @@
 
 static void usage(FILE *f) {
   fprintf(f,
-          "usage: bitarc reindex --store DIR --codec C [--threads N] [--device cpu]\n\n"
+          "usage: bitarc reindex --store DIR --codec C [--threads N] [--device cpu|omp|gpu]\n\n"
           "Rebuilds the bitmap index of every segment with the sort-based batch builder\n"
           "(IMC'13 §3) and replaces each segment atomically (temp file, fsync, rename).\n"
           "The archived records are copied unchanged. Refused while a writer runs.\n"
           "  --codec    wah32, wah64, plwah, compax, masc, masc-qt\n"
           "  --threads  builder threads (default 2)\n"
-          "  --device   cpu (omp and gpu when the GPU module is built)\n\n"
+          "  --device   cpu (default; pthreads), omp (the GPU pipeline on OpenMP threads)\n"
+          "             or gpu (CUDA; needs an NVIDIA GPU). Every device writes the same bytes.\n\n"
           "examples:\n"
           "  bitarc reindex --store st --codec plwah\n"
           "  bitarc reindex --store st --codec masc --threads 2 --device cpu\n");
@@ -61,6 +62,12 @@ int ba_cmd_reindex(int argc, char **argv) {
   ba_codec_t codec;
   if (ba_codec_from_name(codec_name, &codec) < 0) {
     ba_cli_err("reindex", "unknown codec '%s' (wah32, wah64, plwah, compax, masc, masc-qt)", codec_name);
+    return 2;
+  }
+  if (ba_cli_device_check("reindex", device) != 0) return 2;
+  if (codec == BA_CODEC_COMPAX && strcmp(device, "cpu") != 0) {
+    ba_cli_err("reindex", "--codec compax is built on --device cpu only: its LFL/FLF merge is a "
+               "sequential look-back pass (src/gpu/README.md)");
     return 2;
   }
   char err[512] = "";

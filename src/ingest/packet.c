@@ -1,6 +1,6 @@
 /* Packet header parsing for captured frames: link layers (Ethernet with
  * 802.1Q/QinQ, MPLS and PPPoE, Linux SLL/SLL2, raw IP, BSD loopback), IPv4,
- * IPv6 with extension headers, TCP/UDP/SCTP/ICMP/ICMPv6. Every length is
+ * PPP, IPv6 with extension headers, TCP/UDP/SCTP/ICMP/ICMPv6. Every length is
  * checked against caplen; a frame cut short keeps what was parsed. */
 #include <pcap/dlt.h>
 #include <string.h>
@@ -225,6 +225,18 @@ void ba_packet_parse(int dlt, const uint8_t *data, uint32_t caplen, uint32_t wir
 #endif
   case 101: /* LINKTYPE_RAW, in case a caller passes the file's link type */
     parse_ip_by_version(&k, 0, r, udp_off);
+    break;
+  case DLT_PPP:
+  case DLT_PPP_SERIAL:
+    /* optional address/control ff 03, then the PPP protocol number */
+    {
+      size_t o = caplen >= 2 && data[0] == 0xff && data[1] == 0x03 ? 2 : 0;
+      if (caplen >= o + 2) {
+        uint16_t pp = ba_load_be16(data + o);
+        if (pp == 0x0021) parse_ipv4(&k, o + 2, r, udp_off);
+        else if (pp == 0x0057) parse_ipv6(&k, o + 2, r, udp_off);
+      }
+    }
     break;
   case DLT_LINUX_SLL:
     if (caplen >= 16) parse_ethertype(&k, 16, ba_load_be16(data + 14), r, udp_off);

@@ -16,6 +16,16 @@ TMP=$(mktemp -d)
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$TMP"; }
 trap cleanup EXIT
+# Waits until something is bound to UDP 127.0.0.1:$1 (nfcapd starting up
+# under load), reading /proc/net/udp so as not to race for the port.
+wait_bound() {
+  local hex; hex=$(printf '0100007F:%04X' "$1")
+  for _ in $(seq 1 200); do
+    grep -q " $hex " /proc/net/udp 2>/dev/null && return 0
+    sleep 0.05
+  done
+  return 1
+}
 free_port() { python3 -c 'import socket;s=socket.socket(socket.AF_INET,socket.SOCK_DGRAM);s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
 
 # softflowd -r only advances when woken; poke it through its control socket
@@ -41,14 +51,15 @@ for V in 5 9 10; do
   cpid=$!; pids+=($cpid)
   port=""
   for _ in $(seq 1 100); do
-    port=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$TMP/col$V.err")
+    # (the background child may not have created its stderr file yet)
+    port=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$TMP/col$V.err" 2>/dev/null || true)
     [ -n "$port" ] && break; sleep 0.1
   done
   [ -n "$port" ] || { echo "FAIL: bitarc collect did not start"; cat "$TMP/col$V.err"; exit 1; }
   nport=$(free_port)
   nfcapd -w "$nd" -p "$nport" -b 127.0.0.1 -t 3600 > "$TMP/nfcapd$V.log" 2>&1 &
   npid=$!; pids+=($npid)
-  sleep 0.5
+  wait_bound "$nport" || { echo "FAIL: nfcapd did not bind 127.0.0.1:$nport"; cat "$TMP/nfcapd$V.log"; exit 1; }
   e1=$(run_softflowd "$port" "$V")
   e2=$(run_softflowd "$nport" "$V")
   sleep 1

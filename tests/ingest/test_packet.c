@@ -145,6 +145,16 @@ static void test_other_link_types(void **st) {
   assert_int_equal(r.ipver, 6);
   assert_int_equal(r.proto, 58);
   assert_int_equal(r.dst_port, 128 << 8);
+  /* DLT_PPP: address/control ff 03, protocol 0x0021 (IPv4); and without them, 0x0057 (IPv6) */
+  f.n = 0; u8(&f, 0xff); u8(&f, 0x03); u16(&f, 0x0021);
+  ipv4(&f, 17, 0, 0, 8); udp(&f, 4500, 500, 0);
+  parse(DLT_PPP, &f, &r, &uo);
+  assert_int_equal(r.ipver, 4);
+  assert_int_equal(r.dst_port, 500);
+  f.n = 0; u16(&f, 0x0057); ipv6(&f, 58, 8); u8(&f, 135); u8(&f, 0); zeros(&f, 6);
+  parse(DLT_PPP, &f, &r, &uo);
+  assert_int_equal(r.ipver, 6);
+  assert_int_equal(r.icmp_type, 135);
   /* DLT_RAW */
   f.n = 0; ipv4(&f, 6, 0, 0, 20); tcp(&f, 22, 2222, 0x02);
   parse(DLT_RAW, &f, &r, &uo);
