@@ -73,6 +73,17 @@ typedef struct ba_query_exec_opts {
   int count_only;              /* only stats->rows_matched is wanted: rows the index answers
                                   exactly are counted from the bitmap, not read; fn may be
                                   called for the others (limit is ignored) */
+  /* Optional range-OR device (e.g. the GPU module through the CLI): called
+   * instead of ba_query_or_many for ORs of 2 or more bins; must return the
+   * same bitmap (canonical words in `codec`, `rows` rows). */
+  int (*range_or)(void *ctx, const ba_bitmap_t *const *bms, size_t n, uint64_t rows,
+                  ba_codec_t codec, ba_bitmap_t **out);
+  void *range_ctx;
+  /* Optional: told about damage the run survived (a segment that cannot be
+   * opened is skipped; a segment whose index is damaged is answered by a
+   * linear scan of its blocks). The library never prints. */
+  void (*warn)(void *ctx, const char *msg);
+  void *warn_ctx;
 } ba_query_exec_opts_t;
 void ba_query_exec_opts_init(ba_query_exec_opts_t *o);
 
@@ -86,6 +97,7 @@ typedef struct ba_query_stats {
   uint64_t bitmap_ops;        /* compressed-domain operations done */
   uint64_t first_ns, last_ns; /* of matched records */
   uint64_t packets, bytes;    /* sums over matched records */
+  uint64_t segments_damaged;  /* segments skipped or scanned because of damage */
 } ba_query_stats_t;
 
 /* Runs the query over every segment of the store that overlaps the window,

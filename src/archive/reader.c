@@ -188,9 +188,10 @@ int ba_store_refresh(ba_store_t *s) {
     }
     strcpy(g->name, e->d_name);
     g->store = s;
-    g->fd = openat(s->dirfd, e->d_name, O_RDONLY | O_CLOEXEC);
+    /* O_NOFOLLOW + regular files only: a segment name never leads outside the store. */
+    g->fd = openat(s->dirfd, e->d_name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     struct stat st;
-    if (g->fd < 0 || fstat(g->fd, &st) != 0) {
+    if (g->fd < 0 || fstat(g->fd, &st) != 0 || !S_ISREG(st.st_mode)) {
       g->open_rc = BA_ERR_IO;
     } else {
       g->fsize = (uint64_t)st.st_size;

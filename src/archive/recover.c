@@ -70,12 +70,19 @@ static int check_group(int fd, uint64_t fsize, uint64_t off, uint32_t gi, rec_st
 
 static int recover_one(int dirfd, const char *open_name, uint64_t *recovered, char *errmsg,
                        size_t errcap) {
-  int fd = openat(dirfd, open_name, O_RDWR | O_CLOEXEC);
+  /* Never follow a symlink out of the store, never rewrite a non-file. */
+  int fd = openat(dirfd, open_name, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) {
-    snprintf(errmsg, errcap, "%s: open: %s", open_name, strerror(errno));
+    snprintf(errmsg, errcap, "%s: open: %s%s", open_name, strerror(errno),
+             errno == ELOOP ? " (a symlink: not followed out of the store)" : "");
     return BA_ERR_IO;
   }
   struct stat sb;
+  if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+    snprintf(errmsg, errcap, "%s: not a regular file; left alone", open_name);
+    close(fd);
+    return BA_ERR_IO;
+  }
   rec_state_t st;
   memset(&st, 0, sizeof st);
   ba_idx_online_t *idx[BA_ATTR_COUNT] = {0};

@@ -73,7 +73,7 @@ static int reindex_one(int dirfd, ba_segment_t *seg, const char *name, ba_codec_
   if ((rc = ba_idx_batch_build_many(device, codec, (const uint32_t *const *)c.vals, doms,
                                     BA_ATTR_COUNT, (size_t)in.rows, threads, attrs)) < 0)
     goto done;
-  src = openat(dirfd, name, O_RDONLY | O_CLOEXEC);
+  src = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (src < 0) {
     rc = BA_ERR_IO;
     goto done;
@@ -167,7 +167,7 @@ int ba_store_reindex(const char *dir, ba_codec_t codec, const char *device, int 
     snprintf(errbuf, errcap, "%s: %s", dir, strerror(errno));
     return errno == ENOENT ? BA_ERR_NOT_FOUND : BA_ERR_IO;
   }
-  int lockfd = openat(dirfd, ".lock", O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  int lockfd = openat(dirfd, ".lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (lockfd < 0 || flock(lockfd, LOCK_EX | LOCK_NB) != 0) {
     rc = (lockfd >= 0 && errno == EWOULDBLOCK) ? BA_ERR_BUSY : BA_ERR_IO;
     snprintf(errbuf, errcap, "%s: %s", dir, rc == BA_ERR_BUSY ? "a writer holds the store" : strerror(errno));

@@ -716,7 +716,7 @@ int ba_store_writer_open(const char *dir, const ba_store_opts_t *opts, ba_store_
     rc = errno == ENOENT ? BA_ERR_NOT_FOUND : BA_ERR_IO;
     goto fail;
   }
-  w->lockfd = openat(w->dirfd, ".lock", O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  w->lockfd = openat(w->dirfd, ".lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (w->lockfd < 0) {
     rc = BA_ERR_IO;
     goto fail;

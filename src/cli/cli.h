@@ -57,5 +57,13 @@ void ba_cli_json_string(FILE *f, const char *s);
  * when not (e.g. "no CUDA device: ..."), and registers the omp/gpu pipelines
  * with the batch index builder. 0 = usable, 2 = exit status for the caller. */
 int ba_cli_device_check(const char *cmd, const char *name);
+/* Range ORs on a device for ba_query_exec_opts.range_or: operands are turned
+ * into wah64 when needed (the range-query paper's format), ORed by
+ * ba_gpu_range and turned back into `codec`: same words as the CPU path. */
+#include "bitarc/bitmap.h"
+int ba_cli_device_range_open(const char *name, void **ctx);
+int ba_cli_device_range_or(void *ctx, const ba_bitmap_t *const *bms, size_t n, uint64_t rows,
+                           ba_codec_t codec, ba_bitmap_t **out);
+void ba_cli_device_range_close(void *ctx);
 
 #endif

@@ -42,6 +42,8 @@ static void usage(FILE *f) {
           "      --threads N        threads for range ORs (1 or 2, default 1)\n"
           "      --strategy S       range OR strategy: auto (default: bitset from 32 bins, else\n"
           "                         reduction), iterative, reduction or bitset\n"
+          "      --device D         where range ORs run: cpu (default), omp (the GPU pipeline on\n"
+          "                         OpenMP threads) or gpu (CUDA); results are identical\n"
           "      --scan             debug: linear scan + evaluator instead of the index\n"
           "  -q, --quiet            no summary on stderr\n"
           "\n"
@@ -55,6 +57,11 @@ static void usage(FILE *f) {
           "  bitarc query -r st -w out.pcap 'host 10.0.0.1 and port 53'\n"
           "\n"
           "exit status: 0 ok, 1 damaged blocks were skipped, 2 bad usage or input.\n");
+}
+
+static void warn_cb(void *ctx, const char *msg) {
+  (void)ctx;
+  ba_cli_err("query", "warning: %s", msg);
 }
 
 typedef struct qout {
@@ -240,10 +247,11 @@ int ba_cmd_query(int argc, char **argv) {
     {"stat", required_argument, NULL, 's'}, {"aggregate", required_argument, NULL, 'A'},
     {"explain", no_argument, NULL, 'E'}, {"threads", required_argument, NULL, 'T'},
     {"strategy", required_argument, NULL, 'S'}, {"scan", no_argument, NULL, 'L'},
-    {"quiet", no_argument, NULL, 'q'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
+    {"quiet", no_argument, NULL, 'q'}, {"help", no_argument, NULL, 'h'},
+    {"device", required_argument, NULL, 'D'}, {NULL, 0, NULL, 0},
   };
   const char *store_dir = NULL, *window = NULL, *ffile = NULL, *ofmt = "line", *wfile = NULL;
-  const char *stat = NULL, *aggs = NULL;
+  const char *stat = NULL, *aggs = NULL, *device = "cpu";
   int local = 0, count_only = 0, explain = 0, threads = 1, scan = 0, quiet = 0, have_limit = 0;
   ba_range_strategy_t strategy = BA_RANGE_AUTO;
   uint64_t limit = 0;
@@ -296,6 +304,7 @@ int ba_cmd_query(int argc, char **argv) {
         }
         break;
       case 'L': scan = 1; break;
+      case 'D': device = optarg; break;
       case 'q': quiet = 1; break;
       case 'h': usage(stdout); return 0;
       default: usage(stderr); return 2;
@@ -322,6 +331,7 @@ int ba_cmd_query(int argc, char **argv) {
   }
 
   int ret = 2, rc;
+  void *range_ctx = NULL; /* --device other than cpu */
   ba_query_t *q = NULL;
   ba_store_t *st = NULL;
   qout_t o = {0};
@@ -402,6 +412,16 @@ int ba_cmd_query(int argc, char **argv) {
   }
   eo.threads = threads;
   eo.strategy = strategy;
+  eo.warn = warn_cb;
+  if (strcmp(device, "cpu") != 0) {
+    if (ba_cli_device_check("query", device) != 0) goto done;
+    if ((rc = ba_cli_device_range_open(device, &range_ctx)) < 0) {
+      ba_cli_err("query", "--device %s: %s", device, ba_strerror(rc));
+      goto done;
+    }
+    eo.range_or = ba_cli_device_range_or;
+    eo.range_ctx = range_ctx;
+  }
   eo.force_scan = scan;
   eo.limit = (stat || aggs) ? 0 : limit;
   eo.count_only = count_only && !o.pcap && !o.agg;
@@ -513,6 +533,11 @@ int ba_cmd_query(int argc, char **argv) {
                ba_store_errmsg(st));
     ret = 1;
   }
+  if (qs.segments_damaged) {
+    ba_cli_err("query", "%" PRIu64 " damaged segments were scanned or skipped (run bitarc verify)",
+               qs.segments_damaged);
+    ret = 1;
+  }
   if (o.io_error || fflush(stdout) != 0) {
     ba_cli_err("query", "write error: %s", strerror(errno));
     ret = 2;
@@ -523,6 +548,7 @@ done:
     ret = 2;
   }
   free(o.line);
+  ba_cli_device_range_close(range_ctx);
   ba_query_agg_free(o.agg);
   ba_query_format_free(o.fmt);
   ba_store_close(st);

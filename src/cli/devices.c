@@ -85,3 +85,41 @@ int ba_cli_device_check(const char *cmd, const char *name) {
   }
   return 0;
 }
+
+int ba_cli_device_range_open(const char *name, void **ctx) {
+  ba_device_t dev;
+  BA_FORWARD(ba_device_from_name(name, &dev));
+  ba_gpu_t *g = NULL;
+  BA_FORWARD(ba_gpu_open(dev, &g, NULL, 0));
+  *ctx = g;
+  return BA_OK;
+}
+
+void ba_cli_device_range_close(void *ctx) { ba_gpu_close(ctx); }
+
+int ba_cli_device_range_or(void *ctx, const ba_bitmap_t *const *bms, size_t n, uint64_t rows,
+                           ba_codec_t codec, ba_bitmap_t **out) {
+  (void)rows; /* every bin of a segment has the segment's rows */
+  ba_bitmap_t **w = NULL;
+  const ba_bitmap_t **ops = ba_calloc(n, sizeof *ops);
+  int rc = ops ? BA_OK : BA_ERR_NOMEM;
+  if (rc == BA_OK && codec != BA_CODEC_WAH64) {
+    if (!(w = ba_calloc(n, sizeof *w))) rc = BA_ERR_NOMEM;
+    for (size_t i = 0; i < n && rc == BA_OK; i++) rc = ba_bitmap_convert(bms[i], BA_CODEC_WAH64, &w[i]);
+  }
+  for (size_t i = 0; i < n && rc == BA_OK; i++) ops[i] = w ? w[i] : bms[i];
+  ba_bitmap_t *r = NULL;
+  if (rc == BA_OK) rc = ba_gpu_range(ctx, BA_OP_OR, (const ba_bitmap_t *const *)ops, n, BA_GPU_RANGE_AUTO, &r);
+  if (rc == BA_OK && codec != BA_CODEC_WAH64) {
+    ba_bitmap_t *c = NULL;
+    rc = ba_bitmap_convert(r, codec, &c);
+    ba_bitmap_free(r);
+    r = c;
+  }
+  if (rc == BA_OK) *out = r;
+  else ba_bitmap_free(r);
+  for (size_t i = 0; w && i < n; i++) ba_bitmap_free(w[i]);
+  ba_free(w);
+  ba_free(ops);
+  return rc;
+}

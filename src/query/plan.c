@@ -233,7 +233,10 @@ static int or_values(segctx_t *c, ba_attr_t attr, value_pred_fn pred, const void
     *out = pb_ref(own[0]); /* one value: its bitmap as is */
   } else if (rc == 0) {
     ba_bitmap_t *r;
-    rc = ba_query_or_many(bms, k, c->info.rows, c->codec, c->opts->strategy, c->opts->threads, &r);
+    if (c->opts->range_or && k > 1)
+      rc = c->opts->range_or(c->opts->range_ctx, bms, k, c->info.rows, c->codec, &r);
+    else
+      rc = ba_query_or_many(bms, k, c->info.rows, c->codec, c->opts->strategy, c->opts->threads, &r);
     c->stats->bitmap_ops += k > 1 ? k - 1 : 0;
     if (rc == 0 && use_compl) {
       ba_bitmap_t *nr;
@@ -685,6 +688,24 @@ static int count_blocks(void *vctx, const uint64_t *rows, size_t n) {
   return 0;
 }
 
+/* Errors that mean "this segment's bytes are bad", as opposed to a bad call
+ * or no memory: a query survives them by skipping or scanning the segment. */
+static int is_damage(int rc) {
+  return rc == BA_ERR_CORRUPT || rc == BA_ERR_CHECKSUM || rc == BA_ERR_TRUNCATED ||
+         rc == BA_ERR_NOT_OURS || rc == BA_ERR_VERSION || rc == BA_ERR_IO;
+}
+
+static void warn_line(const ba_query_exec_opts_t *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void warn_line(const ba_query_exec_opts_t *o, const char *fmt, ...) {
+  if (!o->warn) return;
+  char buf[768];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof(buf), fmt, ap);
+  va_end(ap);
+  o->warn(o->warn_ctx, buf);
+}
+
 static int run_segment(ba_query_t *q, const qnode_t *root, segctx_t *c, runctx_t *run, int *stop) {
   const ba_query_exec_opts_t *o = c->opts;
   ba_query_stats_t *st = c->stats;
@@ -810,6 +831,13 @@ int ba_query_run(ba_query_t *q, ba_store_t *s, const ba_query_exec_opts_t *opts,
   stats->segments_total = nseg;
   for (size_t i = 0; i < nseg && !stop; i++) {
     rc = ba_store_segment(s, i, &c.seg);
+    if (rc < 0 && is_damage(rc)) {
+      /* A segment that cannot be opened: say so, answer from the others. */
+      stats->segments_damaged++;
+      warn_line(&o, "segment %zu of %zu skipped: %s: %s", i + 1, nseg, ba_strerror(rc), ba_store_errmsg(s));
+      rc = 0;
+      continue;
+    }
     if (rc < 0) break;
     if ((rc = ba_segment_info(c.seg, &c.info)) < 0) break;
     /* Segment pruning by slice and by the first-seen range inside it. */
@@ -819,8 +847,34 @@ int ba_query_run(ba_query_t *q, ba_store_t *s, const ba_query_exec_opts_t *opts,
     c.codec = c.info.codec;
     stats->segments_used++;
     stats->rows_total += c.info.rows;
+    uint64_t matched_before = stats->rows_matched;
     rc = run_segment(q, root, &c, &run, &stop);
     cache_clear(&c);
+    if (rc < 0 && is_damage(rc) && !o.force_scan && stats->rows_matched == matched_before) {
+      /* The index (or a block it led to) is damaged and nothing of this
+       * segment was delivered yet: answer it by a linear scan of its blocks,
+       * which skips damaged blocks and counts their rows. */
+      stats->segments_damaged++;
+      warn_line(&o, "segment %s: %s (%s); answered by a linear scan", c.info.name, ba_strerror(rc),
+                ba_store_errmsg(s));
+      ba_query_exec_opts_t so = o;
+      so.force_scan = 1;
+      so.explain = NULL;
+      c.opts = &so;
+      rc = run_segment(q, root, &c, &run, &stop);
+      c.opts = &o;
+      cache_clear(&c);
+      if (rc < 0 && is_damage(rc)) {
+        warn_line(&o, "segment %s: the linear scan failed too (%s); segment skipped", c.info.name,
+                  ba_strerror(rc));
+        rc = 0;
+      }
+    } else if (rc < 0 && is_damage(rc)) {
+      stats->segments_damaged++;
+      warn_line(&o, "segment %s: %s (%s); the rest of this segment is skipped", c.info.name,
+                ba_strerror(rc), ba_store_errmsg(s));
+      rc = 0;
+    }
     if (rc != 0) break;
   }
   cache_clear(&c);
