@@ -4,8 +4,13 @@
  * then prints how many flows, datagrams and bytes it sent. Loopback only: it
  * refuses any other destination.
  *
- *   flowgen --port 2055 --rate 50000 --seconds 3 [--per-datagram 40] [--seed 1]
- */
+ *   flowgen --port 2055 --rate 50000 --seconds 3 [--per-datagram 40] [--seed 1] [--log FILE]
+ *
+ * --log FILE writes every flow sent, one line each, before its datagram goes
+ * out: "first_s src dst sport dport proto packets bytes" (first_s = the flow
+ * start in Unix seconds as the datagram's header defines it: unix_secs - 5;
+ * addresses as 32-bit integers), so a test can say exactly what a store must
+ * hold. */
 #include <arpa/inet.h>
 #include <getopt.h>
 #include <netinet/in.h>
@@ -23,6 +28,9 @@
 static void put16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)(v >> 8); p[1] = (uint8_t)v; }
 static void put32(uint8_t *p, uint32_t v) { put16(p, (uint16_t)(v >> 16)); put16(p + 2, (uint16_t)v); }
 
+static uint32_t get16(const uint8_t *p) { return (uint32_t)p[0] << 8 | p[1]; }
+static uint32_t get32(const uint8_t *p) { return get16(p) << 16 | get16(p + 2); }
+
 static uint64_t now_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -37,17 +45,20 @@ static uint32_t rnd(void) {
 
 static void usage(void) {
   fprintf(stderr, "usage: flowgen --port P --rate FLOWS_PER_S --seconds S [--per-datagram N] [--seed X]\n"
-                  "  sends NetFlow v9 to 127.0.0.1:P only\n");
+                  "       [--log FILE]\n"
+                  "  sends NetFlow v9 to 127.0.0.1:P only; --log lists every flow sent\n");
   exit(2);
 }
 
 int main(int argc, char **argv) {
   int port = 0, per = 40;
   double rate = 0, seconds = 0;
+  FILE *log = NULL;
   static const struct option opts[] = {{"port", required_argument, 0, 'p'}, {"rate", required_argument, 0, 'r'},
                                        {"seconds", required_argument, 0, 's'},
                                        {"per-datagram", required_argument, 0, 'n'},
-                                       {"seed", required_argument, 0, 'x'}, {0, 0, 0, 0}};
+                                       {"seed", required_argument, 0, 'x'}, {"log", required_argument, 0, 'o'},
+                                       {0, 0, 0, 0}};
   int c;
   while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
     if (c == 'p') port = atoi(optarg);
@@ -55,6 +66,13 @@ int main(int argc, char **argv) {
     else if (c == 's') seconds = atof(optarg);
     else if (c == 'n') per = atoi(optarg);
     else if (c == 'x') g_rng = strtoull(optarg, NULL, 10) | 1;
+    else if (c == 'o') {
+      log = fopen(optarg, "w");
+      if (!log) {
+        perror(optarg);
+        return 1;
+      }
+    }
     else usage();
   }
   if (port <= 0 || port > 65535 || rate <= 0 || seconds <= 0 || seconds > 3600 || per < 1 || per > 45) usage();
@@ -128,6 +146,16 @@ int main(int argc, char **argv) {
     put32(buf + 8, unix_secs + (uint32_t)((now_ns() - t0) / 1000000000ull));
     put32(buf + 12, seq++);
     put32(buf + 16, 1);
+    if (log) {
+      uint32_t usecs = unix_secs + (uint32_t)((now_ns() - t0) / 1000000000ull);
+      put32(buf + 8, usecs);
+      for (uint32_t i = 0; i < n; i++) {
+        const uint8_t *r = buf + start + 4 + (size_t)i * REC_BYTES;
+        fprintf(log, "%u %u %u %u %u %u %u %u\n", usecs - 5, get32(r), get32(r + 4), get16(r + 8), get16(r + 10),
+                r[12], get32(r + 14), get32(r + 18));
+      }
+      fflush(log);
+    }
     if (sendto(fd, buf, off, 0, (struct sockaddr *)&to, sizeof to) != (ssize_t)off) {
       perror("flowgen: sendto");
       return 1;
@@ -140,5 +168,6 @@ int main(int argc, char **argv) {
   printf("sent %llu flows in %llu datagrams (%llu bytes) in %.3f s = %.0f flows/s\n", (unsigned long long)flows,
          (unsigned long long)dgrams, (unsigned long long)bytes, secs, (double)flows / secs);
   close(fd);
+  if (log) fclose(log);
   return 0;
 }

@@ -25,14 +25,14 @@ best=0
 lowest=${rates%% *}
 for rate in $rates; do
   rm -rf "$tmp/st" "$tmp/err" "$tmp/report.json"
-  # (err is removed first: the background child truncates it only after fork,
+  # (err is removed first: the background child creates it only after fork,
   # and a stale file would hand us the previous run's port)
   "$BITARC" collect --store "$tmp/st" --listen 127.0.0.1:0 --report json --report-every 0 --sync-every 1s \
     ${BA_COLLECT_ARGS:-} >"$tmp/report.json" 2>"$tmp/err" &
   cpid=$!
   port=
   for _ in $(seq 100); do
-    port=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$tmp/err" 2>/dev/null | head -1)
+    port=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$tmp/err" 2>/dev/null | head -1 || true)
     [ -n "$port" ] && break
     sleep 0.1
   done

@@ -19,6 +19,7 @@
 
 #include "testsupport.h"
 #include "common/common.h"
+#include "crashutil.h"
 
 #define MAXFILES 80
 
@@ -138,20 +139,6 @@ static int subset(const hashes *a, const hashes *b) {
   return (int)ok;
 }
 
-/* Names of complete segment files (what a reader sees) in dir. */
-static size_t complete_names(const char *dir, char names[][256], size_t cap) {
-  DIR *d = opendir(dir);
-  if (!d) return 0;
-  size_t n = 0;
-  struct dirent *e;
-  while ((e = readdir(d)) != NULL) {
-    size_t l = strlen(e->d_name);
-    if (l > 7 && !strcmp(e->d_name + l - 7, ".bitarc") && n < cap) snprintf(names[n++], 256, "%s", e->d_name);
-  }
-  closedir(d);
-  return n;
-}
-
 static void test_kill9(void **state) {
   (void)state;
   const char *bitarc = getenv("BITARC");
@@ -196,23 +183,12 @@ static void test_kill9(void **state) {
     kill(pid, SIGKILL);
     waitpid(pid, &status, 0);
     static char done[4096][256];
-    size_t ndone = complete_names(st, done, 4096);
+    size_t ndone = ba_crash_complete_names(st, done, 4096);
 
     /* Recovery through the CLI: it must say what it recovered. */
     struct stat sb;
     if (stat(st, &sb) != 0) continue; /* killed before the store existed */
-    char cmd[8192];
-    snprintf(cmd, sizeof cmd, "'%s' verify --store '%s' --recover 2>&1", bitarc, st);
-    FILE *p = popen(cmd, "r");
-    assert_non_null(p);
-    char line[4096];
-    int said = 0;
-    unsigned long long rec = 0;
-    while (fgets(line, sizeof line, p))
-      if (sscanf(line, "recovered %llu records", &rec) == 1) said = 1;
-    int vst = pclose(p);
-    if (!said) fail_msg("iteration %d: verify --recover did not report what it recovered", it);
-    if (!WIFEXITED(vst) || WEXITSTATUS(vst) != 0) fail_msg("iteration %d: verify after recovery: exit %d", it, vst);
+    unsigned long long rec = ba_crash_recover(bitarc, st, it);
     recovered_total += rec;
 
     segdump *cd;
