@@ -265,16 +265,6 @@ static const colfield_t g_fields[BA_NCOLS][3] = {
 #undef F
 #undef A
 
-static uint64_t field_get(const ba_record_t *r, const colfield_t *f) {
-  const uint8_t *p = (const uint8_t *)r + f->off;
-  switch (f->width) {
-    case 1: return *p;
-    case 2: { uint16_t v; memcpy(&v, p, 2); return v; }
-    case 4: { uint32_t v; memcpy(&v, p, 4); return v; }
-    default: { uint64_t v; memcpy(&v, p, 8); return v; }
-  }
-}
-
 static void field_set(ba_record_t *r, const colfield_t *f, uint64_t v) {
   uint8_t *p = (uint8_t *)r + f->off;
   switch (f->width) {
@@ -289,6 +279,28 @@ size_t ba_col_raw_size(int col, size_t n, size_t frame_bytes) {
   return (size_t)g_col_width[col] * n + (col == BA_COLID_FRAME ? frame_bytes : 0);
 }
 
+/* Byte planes of an integer field of constant width W (inlined per width so
+ * the inner loop unrolls). */
+static inline void planes_int(const ba_record_t *r, size_t n, size_t off, unsigned W,
+                              uint8_t *out) {
+  for (size_t i = 0; i < n; i++) {
+    const uint8_t *p = (const uint8_t *)&r[i] + off;
+    uint64_t v;
+    if (W == 2) {
+      uint16_t x;
+      memcpy(&x, p, 2);
+      v = x;
+    } else if (W == 4) {
+      uint32_t x;
+      memcpy(&x, p, 4);
+      v = x;
+    } else {
+      memcpy(&v, p, 8);
+    }
+    for (unsigned b = 0; b < W; b++) out[b * n + i] = (uint8_t)(v >> (8 * b));
+  }
+}
+
 void ba_col_encode(int col, const ba_record_t *r, size_t n, const uint8_t *frames,
                    size_t frame_bytes, uint8_t *out) {
   for (int k = 0; k < 3 && g_fields[col][k].width; k++) {
@@ -300,11 +312,12 @@ void ba_col_encode(int col, const ba_record_t *r, size_t n, const uint8_t *frame
       }
     } else if (f->width == 1) {
       for (size_t i = 0; i < n; i++) out[i] = *((const uint8_t *)&r[i] + f->off);
+    } else if (f->width == 2) {
+      planes_int(r, n, f->off, 2, out);
+    } else if (f->width == 4) {
+      planes_int(r, n, f->off, 4, out);
     } else {
-      for (size_t i = 0; i < n; i++) {
-        uint64_t v = field_get(&r[i], f);
-        for (unsigned b = 0; b < f->width; b++) out[b * n + i] = (uint8_t)(v >> (8 * b));
-      }
+      planes_int(r, n, f->off, 8, out);
     }
     out += (size_t)f->width * n;
   }

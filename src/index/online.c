@@ -104,7 +104,24 @@ int ba_idx_online_add(ba_idx_online_t *b, const uint32_t *vals, size_t n) {
   const unsigned G = b->G;
   uint64_t g = b->group;
   unsigned off = b->off;
+  const uint32_t dom = b->domain;
   for (size_t i = 0; i < n; i++) {
+    /* Large domains (ports) miss the cache on map -> slot -> bitmap, one
+     * dependent load after the other: prefetch each link a few rows ahead. */
+    if (i + 16 < n && vals[i + 16] < dom) __builtin_prefetch(&b->map[vals[i + 16]]);
+    if (i + 8 < n && vals[i + 8] < dom) {
+      uint32_t k8 = b->map[vals[i + 8]];
+      if (k8) __builtin_prefetch(&b->slots[k8 - 1]);
+    }
+    if (i + 4 < n && vals[i + 4] < dom) {
+      uint32_t k4 = b->map[vals[i + 4]];
+      if (k4 && (uint64_t)b->slots[k4 - 1].last_group != g) {
+        const char *bp = (const char *)b->slots[k4 - 1].bm;
+        __builtin_prefetch(bp);
+        __builtin_prefetch(bp + 64);
+        __builtin_prefetch(bp + 128);
+      }
+    }
     uint32_t v = vals[i];
     if (v != BA_IDX_NONE) {
       if (BA_UNLIKELY(v >= b->domain)) {
