@@ -876,19 +876,22 @@ static int parse_unary(parser_t *p, qnode_t **out) {
   return 0;
 }
 
-static int parse_and(parser_t *p, qnode_t **out) {
+/* One left-associative level of binary operators: `sub (op sub)*`, where op is
+ * the token `t` or the keyword `word`; builds nodes of `kind`. */
+static int parse_binary(parser_t *p, qnode_t **out, ttype_t t, const char *word, qnode_kind_t kind,
+                        int (*sub)(parser_t *, qnode_t **)) {
   qnode_t *l;
-  BA_FORWARD(parse_unary(p, &l));
-  while (p->cur.t == T_AND || word_is(p, "and")) {
+  BA_FORWARD(sub(p, &l));
+  while (p->cur.t == t || word_is(p, word)) {
     size_t col = p->cur.pos;
     next_tok(p);
     qnode_t *r;
-    int rc = parse_unary(p, &r);
+    int rc = sub(p, &r);
     if (rc < 0) {
       qnode_free(l);
       return rc;
     }
-    qnode_t *n = mk(QN_AND, col);
+    qnode_t *n = mk(kind, col);
     if (!n) {
       qnode_free(l);
       qnode_free(r);
@@ -902,31 +905,9 @@ static int parse_and(parser_t *p, qnode_t **out) {
   return 0;
 }
 
-static int parse_or(parser_t *p, qnode_t **out) {
-  qnode_t *l;
-  BA_FORWARD(parse_and(p, &l));
-  while (p->cur.t == T_OR || word_is(p, "or")) {
-    size_t col = p->cur.pos;
-    next_tok(p);
-    qnode_t *r;
-    int rc = parse_and(p, &r);
-    if (rc < 0) {
-      qnode_free(l);
-      return rc;
-    }
-    qnode_t *n = mk(QN_OR, col);
-    if (!n) {
-      qnode_free(l);
-      qnode_free(r);
-      return BA_ERR_NOMEM;
-    }
-    n->kid[0] = l;
-    n->kid[1] = r;
-    l = n;
-  }
-  *out = l;
-  return 0;
-}
+static int parse_and(parser_t *p, qnode_t **out) { return parse_binary(p, out, T_AND, "and", QN_AND, parse_unary); }
+
+static int parse_or(parser_t *p, qnode_t **out) { return parse_binary(p, out, T_OR, "or", QN_OR, parse_and); }
 
 int ba_query_compile(ba_query_t *q, const char *text) {
   BA_RETURN_IF(!q || !text, BA_ERR_INVALID);
