@@ -347,16 +347,27 @@ static inline void planes_int(const ba_record_t *r, size_t n, size_t off, unsign
   }
 }
 
+/* 16 byte planes of an address field. */
+static void addr_planes_put(const ba_record_t *r, size_t n, unsigned off, uint8_t *out) {
+  for (size_t i = 0; i < n; i++) {
+    const uint8_t *p = (const uint8_t *)&r[i] + off;
+    for (unsigned b = 0; b < 16; b++) out[b * n + i] = p[b];
+  }
+}
+static void addr_planes_get(const uint8_t *in, size_t n, unsigned off, ba_record_t *r) {
+  for (size_t i = 0; i < n; i++) {
+    uint8_t *p = (uint8_t *)&r[i] + off;
+    for (unsigned b = 0; b < 16; b++) p[b] = in[b * n + i];
+  }
+}
+
 static size_t encode_v1(int col, const ba_record_t *r, size_t n, const uint8_t *frames,
                         size_t frame_bytes, uint8_t *out) {
   uint8_t *start = out;
   for (int k = 0; k < 3 && g_fields[col][k].width; k++) {
     const colfield_t *f = &g_fields[col][k];
     if (f->kind == FK_ADDR) {
-      for (size_t i = 0; i < n; i++) {
-        const uint8_t *p = (const uint8_t *)&r[i] + f->off;
-        for (unsigned b = 0; b < 16; b++) out[b * n + i] = p[b];
-      }
+      addr_planes_put(r, n, f->off, out);
     } else if (f->width == 1) {
       for (size_t i = 0; i < n; i++) out[i] = *((const uint8_t *)&r[i] + f->off);
     } else if (f->width == 2) {
@@ -615,10 +626,7 @@ static size_t encode_v2(int col, const ba_record_t *r, size_t n, const uint8_t *
   for (int k = 0; k < 3 && g_fields[col][k].width; k++) {
     const colfield_t *f = &g_fields[col][k];
     if (f->kind == FK_ADDR) {
-      for (size_t i = 0; i < n; i++) {
-        const uint8_t *a = (const uint8_t *)&r[i] + f->off;
-        for (unsigned b = 0; b < 16; b++) p[b * n + i] = a[b];
-      }
+      addr_planes_put(r, n, f->off, p);
       p += 16 * n;
     } else {
       p += encode2_int(r, n, f, p);
@@ -657,10 +665,7 @@ static int decode_v1(int col, const uint8_t *raw, size_t raw_len, size_t n, ba_r
   for (int k = 0; k < 3 && g_fields[col][k].width; k++) {
     const colfield_t *f = &g_fields[col][k];
     if (f->kind == FK_ADDR) {
-      for (size_t i = 0; i < n; i++) {
-        uint8_t *p = (uint8_t *)&r[i] + f->off;
-        for (unsigned b = 0; b < 16; b++) p[b] = in[b * n + i];
-      }
+      addr_planes_get(in, n, f->off, r);
     } else if (f->width == 1) {
       for (size_t i = 0; i < n; i++) *((uint8_t *)&r[i] + f->off) = in[i];
     } else {
@@ -683,11 +688,7 @@ static int decode_v2(int col, const uint8_t *raw, size_t raw_len, size_t n, ba_r
     const colfield_t *f = &g_fields[col][k];
     if (f->kind == FK_ADDR) {
       BA_RETURN_IF(16 * n > raw_len - off, BA_ERR_CORRUPT);
-      const uint8_t *in = raw + off;
-      for (size_t i = 0; i < n; i++) {
-        uint8_t *p = (uint8_t *)&r[i] + f->off;
-        for (unsigned b = 0; b < 16; b++) p[b] = in[b * n + i];
-      }
+      addr_planes_get(raw + off, n, f->off, r);
       off += 16 * n;
     } else {
       size_t used = 0;
