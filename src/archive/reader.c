@@ -485,8 +485,9 @@ static int read_col_block(ba_segment_t *g, uint32_t gi, int c, colcache_t *cc) {
   BA_FORWARD(ba_blk_read(g->fd, ge->off + ge->col_off[c], gend, &h, &g->cbuf, &g->ccap));
   BA_RETURN_IF(h.type != BA_BLK_COLUMN || h.col != c || h.group != gi || h.rows != ge->rows,
                BA_ERR_CORRUPT);
-  uint64_t fixed = ba_col_raw_size(c, ge->rows, 0);
-  uint64_t maxraw = fixed + (c == BA_COLID_FRAME ? (uint64_t)ge->rows * BA_MAX_CAPLEN : 0);
+  uint64_t fixed = ba_col_raw_min(g->h.major, c, ge->rows);
+  uint64_t maxraw = ba_col_raw_max(g->h.major, c, ge->rows,
+                                   c == BA_COLID_FRAME ? (size_t)ge->rows * BA_MAX_CAPLEN : 0);
   BA_RETURN_IF(h.raw_len < fixed || h.raw_len > maxraw, BA_ERR_CORRUPT);
   if (cc->cap < (size_t)h.raw_len + 1) {
     void *p = cc->raw;
@@ -518,10 +519,15 @@ static int decode_group(ba_segment_t *g, uint32_t gi, uint32_t mask) {
     BA_RETURN_IF(!g->recs, BA_ERR_NOMEM);
   }
   memset(g->recs, 0, (size_t)ge->rows * sizeof *g->recs);
+  /* Columns stored relative to another (2.0 LAST) need that one first. */
+  uint32_t need = mask;
+  for (int c = 0; c < BA_NCOLS; c++)
+    if (mask & (1u << c)) need |= ba_col_deps(g->h.major, c);
   for (int c = 0; c < BA_NCOLS; c++) {
-    if (!(mask & (1u << c))) continue;
+    if (!(need & (1u << c))) continue;
     int rc = load_col(g, gi, c);
-    if (rc == BA_OK) rc = ba_col_decode(c, g->cache[c].raw, g->cache[c].len, ge->rows, g->recs);
+    if (rc == BA_OK)
+      rc = ba_col_decode(g->h.major, c, g->cache[c].raw, g->cache[c].len, ge->rows, g->recs);
     if (rc < 0) {
       g->cache[c].group = gi;
       g->cache[c].rc = rc;
@@ -530,6 +536,8 @@ static int decode_group(ba_segment_t *g, uint32_t gi, uint32_t mask) {
       return rc;
     }
   }
+  for (int c = 0; c < BA_NCOLS; c++)
+    if ((need & ~mask) & (1u << c)) ba_col_clear(c, g->recs, ge->rows); /* unasked */
   g->recs_group = gi;
   g->recs_mask = mask;
   return BA_OK;
@@ -653,7 +661,7 @@ int ba_segment_verify(ba_segment_t *g, uint64_t *nbad) {
                        (unsigned long long)ge->off, ba_strerror(rc));
       for (int c = 0; c < BA_NCOLS; c++) {
         rc = read_col_block(g, gi, c, &cc);
-        if (rc == BA_OK) rc = ba_col_decode(c, cc.raw, cc.len, ge->rows, tmp);
+        if (rc == BA_OK) rc = ba_col_decode(g->h.major, c, cc.raw, cc.len, ge->rows, tmp);
         if (rc < 0)
           NOTE(rc, "%s: block %u column %d (offset %llu): %s", g->name, gi, c,
                (unsigned long long)(ge->off + ge->col_off[c]), ba_strerror(rc));
