@@ -23,6 +23,7 @@
 
 #include "bitarc/bitarc.h"
 #include "bitarc/query.h"
+#include "archive/archive.h"
 #include "common/common.h"
 #include "reorder/olsh.h"
 
@@ -734,6 +735,127 @@ static void bench_set(const recset *s) {
   free(z.start);
 }
 
+/* ---------- per-column bytes of the store's own column layouts ---------- */
+
+/* The store's column blocks (ba_col_encode of segment layout 1.0 and 2.0,
+ * LZO1X-1, 4000-row groups, one segment per slice), fed in arrival order,
+ * oLSH order and the offline sort: which columns carry the bytes and which
+ * respond to order. Bytes include the 32-byte block header. */
+typedef struct {
+  ba_record_t *recs;
+  uint8_t *frames, *raw, *out;
+  size_t n, nf, fcap, rawcap, outcap;
+  void *wrk;
+  uint64_t bytes[2][BA_NCOLS];
+} colacc;
+
+static void grow_buf(uint8_t **p, size_t *cap, size_t need) {
+  if (need <= *cap) return;
+  while (*cap < need) *cap = *cap ? 2 * *cap : 1 << 16;
+  *p = realloc(*p, *cap);
+  if (!*p) die("out of memory");
+}
+
+static void colacc_flush(colacc *a) {
+  if (!a->n) return;
+  for (int major = 1; major <= 2; major++)
+    for (int c = 0; c < BA_NCOLS; c++) {
+      size_t raw = ba_col_raw_max(major, c, a->n, a->nf);
+      grow_buf(&a->raw, &a->rawcap, raw + 1);
+      grow_buf(&a->out, &a->outcap, ba_compress_bound(BA_COMPRESS_LZO, raw) + 1);
+      raw = ba_col_encode(major, c, a->recs, a->n, a->frames, a->nf, a->raw);
+      size_t clen = 0;
+      if (ba_compress_block(BA_COMPRESS_LZO, a->raw, raw, a->out, a->outcap, &clen, a->wrk) != BA_OK)
+        die("compress failed");
+      a->bytes[major - 1][c] += BA_BLK_HDR_BYTES + clen;
+    }
+  a->n = a->nf = 0;
+}
+
+static int colacc_sink(void *ctx, const ba_record_t *r, size_t n) {
+  colacc *a = ctx;
+  for (size_t i = 0; i < n; i++) {
+    if (r[i].caplen && r[i].frame) {
+      grow_buf(&a->frames, &a->fcap, a->nf + r[i].caplen);
+      memcpy(a->frames + a->nf, r[i].frame, r[i].caplen);
+      a->nf += r[i].caplen;
+    }
+    a->recs[a->n++] = r[i];
+    if (a->n == BLOCK_ROWS) colacc_flush(a);
+  }
+  return 0;
+}
+
+static const char *const g_col_names[BA_NCOLS] = {
+    "first", "last", "src", "dst", "ports", "proto", "flags", "tos", "as",
+    "if", "packets", "bytes", "exporter", "vlan", "icmp", "frame", "meta"};
+
+static void bench_columns(const recset *s) {
+  if (!s->n) return;
+  sliced z = make_slices(s);
+  colacc acc[3];
+  memset(acc, 0, sizeof acc);
+  for (int mode = 0; mode < 3; mode++) {
+    colacc *a = &acc[mode];
+    a->recs = malloc(BLOCK_ROWS * sizeof *a->recs);
+    a->wrk = malloc(ba_compress_wrkmem());
+    if (!a->recs || !a->wrk) die("out of memory");
+    for (size_t k = 0; k < z.nslices; k++) {
+      const ba_record_t *r = z.r + z.start[k];
+      size_t n = z.start[k + 1] - z.start[k];
+      if (mode == 1) {
+        ba_olsh_t *h;
+        if (ba_olsh_create(&g_olsh, &h) != BA_OK) die("bad oLSH options");
+        for (size_t i = 0; i < n; i += 1024)
+          if (ba_olsh_push(h, r + i, BA_MIN(1024, n - i), colacc_sink, a) != 0) die("push failed");
+        if (ba_olsh_flush(h, colacc_sink, a) != 0) die("flush failed");
+        ba_olsh_free(h);
+      } else if (mode == 2) {
+        ba_record_t *tmp = malloc(n * sizeof *tmp);
+        if (!tmp) die("out of memory");
+        memcpy(tmp, r, n * sizeof *tmp);
+        qsort(tmp, n, sizeof *tmp, cmp_rec);
+        colacc_sink(a, tmp, n);
+        free(tmp);
+      } else {
+        colacc_sink(a, r, n);
+      }
+      colacc_flush(a);
+    }
+  }
+  printf("\n== columns: %s: %zu records, store column blocks (LZO), bytes ==\n", s->name, s->n);
+  printf("%-9s %11s %11s %11s %11s %11s %11s\n", "column", "1.0 arrival", "1.0 oLSH", "1.0 sorted",
+         "2.0 arrival", "2.0 oLSH", "2.0 sorted");
+  uint64_t tot[2][3] = {{0}};
+  for (int c = 0; c < BA_NCOLS; c++) {
+    printf("%-9s", g_col_names[c]);
+    for (int v = 0; v < 2; v++)
+      for (int mode = 0; mode < 3; mode++) {
+        printf(" %11llu", (unsigned long long)acc[mode].bytes[v][c]);
+        tot[v][mode] += acc[mode].bytes[v][c];
+      }
+    printf("\n");
+  }
+  printf("%-9s", "total");
+  for (int v = 0; v < 2; v++)
+    for (int mode = 0; mode < 3; mode++) printf(" %11llu", (unsigned long long)tot[v][mode]);
+  printf("\n%-9s", "/1.0 arr");
+  for (int v = 0; v < 2; v++)
+    for (int mode = 0; mode < 3; mode++) printf(" %11.3f", (double)tot[v][mode] / (double)tot[0][0]);
+  printf("\n  2.0: oLSH / arrival %.3f, sorted / arrival %.3f; 2.0 / 1.0 in arrival order %.3f\n",
+         (double)tot[1][1] / (double)tot[1][0], (double)tot[1][2] / (double)tot[1][0],
+         (double)tot[1][0] / (double)tot[0][0]);
+  for (int mode = 0; mode < 3; mode++) {
+    free(acc[mode].recs);
+    free(acc[mode].frames);
+    free(acc[mode].raw);
+    free(acc[mode].out);
+    free(acc[mode].wrk);
+  }
+  free(z.r);
+  free(z.start);
+}
+
 /* ---------- through the real store ---------- */
 
 static const char *g_store_base;
@@ -890,7 +1012,7 @@ static void usage(void) {
           "usage: bench_olsh [--traces DIR] [--flows N] [--codecs LIST] [--timed-codec C]\n"
           "                  [--mmax M] [--mmin M] [--nchains P] [--nfuncs n] [--width W] [--max-block B] [--q Q]\n"
           "                  [--weights w1,...,w11] [--store TMPDIR [--store-codecs LIST] [--store-only]]\n"
-          "                  [--no-replay]\n"
+          "                  [--no-replay] [--columns-only]\n"
           "  Compares arrival order with oLSH on the shared captures (packets, and flows\n"
           "  aggregated from them) and on N generated flows (default 1000000).\n"
           "  --store TMPDIR also writes every set through the real store writer (arrival\n"
@@ -898,6 +1020,8 @@ static void usage(void) {
           "  the stores are made and removed under TMPDIR.\n"
           "  Captures are replayed back to back with idle gaps capped at 1 s unless\n"
           "  --no-replay keeps their original timestamps.\n"
+          "  Per-column bytes of the store's column layouts (1.0 and 2.0) are printed\n"
+          "  first for arrival order, oLSH and the offline sort; --columns-only stops there.\n"
           "  example: bench_olsh --flows 2000000 --codecs wah32,compax --store /tmp\n");
   exit(2);
 }
@@ -905,7 +1029,7 @@ static void usage(void) {
 int main(int argc, char **argv) {
   const char *traces = BA_SHARED_DATA_DEFAULT "/traces";
   size_t nflows = 1000000;
-  int store_only = 0;
+  int store_only = 0, columns_only = 0;
   ba_olsh_opts_init(&g_olsh);
   static const struct option opts[] = {
       {"traces", required_argument, 0, 't'}, {"flows", required_argument, 0, 'f'},
@@ -915,7 +1039,8 @@ int main(int argc, char **argv) {
       {"width", required_argument, 0, 'w'},  {"max-block", required_argument, 0, 'B'},
       {"q", required_argument, 0, 'Q'},      {"weights", required_argument, 0, 'W'},
       {"store", required_argument, 0, 'S'},  {"store-only", no_argument, 0, 'O'},
-      {"no-replay", no_argument, 0, 'R'},  {"store-codecs", required_argument, 0, 'C'},      {"help", no_argument, 0, 'h'},
+      {"no-replay", no_argument, 0, 'R'},  {"store-codecs", required_argument, 0, 'C'},
+      {"columns-only", no_argument, 0, 'K'},      {"help", no_argument, 0, 'h'},
       {0, 0, 0, 0}};
   int c;
   while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -932,6 +1057,7 @@ int main(int argc, char **argv) {
       case 'B': g_olsh.max_block = (uint32_t)strtoul(optarg, NULL, 10); break;
       case 'S': g_store_base = optarg; break;
       case 'O': store_only = 1; break;
+      case 'K': columns_only = 1; break;
       case 'R': g_replay = 0; break;
       case 'C': g_store_codecs = optarg; break;
       case 'Q': g_olsh.q = (uint32_t)strtoul(optarg, NULL, 10); break;
@@ -963,6 +1089,10 @@ int main(int argc, char **argv) {
     packets_to_flows(&pk, &fl);
   }
   if (nflows) gen_flows(nflows, &gen);
+  bench_columns(&pk);
+  bench_columns(&fl);
+  bench_columns(&gen);
+  if (columns_only) return 0;
   if (!store_only) {
     bench_set(&pk);
     bench_set(&fl);

@@ -12,7 +12,7 @@
 #define BA_SEG_MAGIC "BITARCSG"
 #define BA_SEG_END_MAGIC "BASEGEND"
 #define BA_BLK_MAGIC "BABK"
-#define BA_SEG_MAJOR 1
+#define BA_SEG_MAJOR 2
 #define BA_SEG_MINOR 0
 #define BA_SEG_HDR_BYTES 64u
 #define BA_SEG_FOOTER_BYTES 80u
@@ -53,14 +53,29 @@ int ba_compress_block(ba_compress_t c, const uint8_t *src, size_t n, uint8_t *ds
 int ba_decompress_block(ba_compress_t c, const uint8_t *src, size_t n, uint8_t *dst, size_t raw);
 
 /* ---- columns ---- */
-/* Raw bytes of column `col` for n records (frames: their caplen bytes come
- * from `frames`, concatenated in row order). */
-size_t ba_col_raw_size(int col, size_t n, size_t frame_bytes);
-void ba_col_encode(int col, const ba_record_t *r, size_t n, const uint8_t *frames,
-                   size_t frame_bytes, uint8_t *out);
-/* Fills column `col` of recs[0..n) from raw; checks raw_len. Frame pointers
- * point into raw. */
-int ba_col_decode(int col, const uint8_t *raw, size_t raw_len, size_t n, ba_record_t *recs);
+/* Column layouts by segment major version (doc/format.md §3): 1 = byte
+ * planes of fixed width; 2 = per-block transformed, bit-packed integers
+ * (a BA_COL2_FIELD_HDR-byte header per integer field) and byte-plane
+ * addresses, so the raw length varies. */
+#define BA_COL2_FIELD_HDR 24u
+/* Smallest valid raw length of column `col` for n rows (frame bytes apart),
+ * and the most ba_col_encode writes (frames: their caplen bytes come from
+ * `frames`, concatenated in row order). */
+size_t ba_col_raw_min(int major, int col, size_t n);
+size_t ba_col_raw_max(int major, int col, size_t n, size_t frame_bytes);
+/* Writes the raw column payload (at most ba_col_raw_max bytes); returns its
+ * length. */
+size_t ba_col_encode(int major, int col, const ba_record_t *r, size_t n, const uint8_t *frames,
+                     size_t frame_bytes, uint8_t *out);
+/* Fills column `col` of recs[0..n) from raw; checks raw_len and every header
+ * field, never reads outside raw[0..raw_len). Frame pointers point into raw.
+ * Columns named by ba_col_deps must already be decoded into recs (2.0 LAST
+ * is stored relative to FIRST). */
+int ba_col_decode(int major, int col, const uint8_t *raw, size_t raw_len, size_t n, ba_record_t *recs);
+/* Column-id bit mask of the columns that column `col` needs decoded first. */
+uint32_t ba_col_deps(int major, int col);
+/* Zeroes the fields of column `col` in recs[0..n). */
+void ba_col_clear(int col, ba_record_t *recs, size_t n);
 
 /* ---- index attribute values ---- */
 /* Domain (values < domain) of each attribute for a segment's parameters. */
@@ -71,6 +86,7 @@ void ba_attr_values(ba_attr_t a, const ba_record_t *r, size_t n, uint64_t slice_
 
 /* ---- segment header/footer ---- */
 typedef struct ba_seg_hdr {
+  uint16_t major, minor; /* set by decode; encode writes them (0: the current version) */
   uint32_t flags;
   uint64_t start_ns, end_ns;
   uint32_t block_rows, time_bin_seconds;

@@ -7,6 +7,7 @@
 #include <lzo/lzo1x.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -90,8 +91,10 @@ int ba_blk_hdr_decode(const uint8_t in[BA_BLK_HDR_BYTES], ba_blk_hdr_t *h) {
 void ba_seg_hdr_encode(const ba_seg_hdr_t *h, uint8_t out[BA_SEG_HDR_BYTES]) {
   memset(out, 0, BA_SEG_HDR_BYTES);
   memcpy(out, BA_SEG_MAGIC, 8);
-  ba_store_le16(out + 8, BA_SEG_MAJOR);
-  ba_store_le16(out + 10, BA_SEG_MINOR);
+  /* A rewritten segment (reindex) keeps the version its row groups were
+   * written in; a zero major means "the current version". */
+  ba_store_le16(out + 8, h->major ? h->major : BA_SEG_MAJOR);
+  ba_store_le16(out + 10, h->major ? h->minor : BA_SEG_MINOR);
   ba_store_le32(out + 12, h->flags);
   ba_store_le64(out + 16, h->start_ns);
   ba_store_le64(out + 24, h->end_ns);
@@ -108,6 +111,8 @@ int ba_seg_hdr_decode(const uint8_t in[BA_SEG_HDR_BYTES], ba_seg_hdr_t *h) {
   BA_RETURN_IF(ba_crc32c(0, in, 60) != ba_load_le32(in + 60), BA_ERR_CHECKSUM);
   BA_RETURN_IF(ba_load_le16(in + 8) > BA_SEG_MAJOR, BA_ERR_VERSION);
   BA_RETURN_IF(ba_load_le16(in + 8) < 1, BA_ERR_CORRUPT);
+  h->major = ba_load_le16(in + 8);
+  h->minor = ba_load_le16(in + 10);
   for (int i = 44; i < 60; i++) BA_RETURN_IF(in[i] != 0, BA_ERR_CORRUPT);
   h->flags = ba_load_le32(in + 12);
   h->start_ns = ba_load_le64(in + 16);
@@ -243,21 +248,28 @@ int ba_decompress_block(ba_compress_t c, const uint8_t *src, size_t n, uint8_t *
 }
 
 /* ---------- columns ---------- */
-/* Every multi-byte field is stored as byte planes (byte 0 of every row, then
- * byte 1, ...): constant high bytes (IPv4-mapped prefixes, timestamps,
- * counters) become long runs that LZO compresses fast and well. */
+/* 1.0: every multi-byte field is stored as byte planes (byte 0 of every row,
+ * then byte 1, ...): constant high bytes become long runs that LZO
+ * compresses. 2.0 (doc/format.md §3.2): every integer field is transformed
+ * per block (frame of reference with a common scale, row-to-row deltas, or a
+ * dictionary) and bit-packed at the width its values need, LAST is stored
+ * relative to FIRST, addresses keep byte planes. LZO has no entropy coder:
+ * a field with four values in random order costs it a byte per row as a
+ * byte plane, two bits packed. */
 static const uint8_t g_col_width[BA_NCOLS] = {8, 8, 16, 16, 4, 1, 1, 1, 8, 8, 8, 8, 16, 2, 2, 10, 2};
+
+enum { FK_INT = 0, FK_ADDR = 1, FK_DUR = 2 /* last_ns: relative to first_ns in 2.0 */ };
 
 typedef struct colfield {
   uint16_t off;   /* offsetof in ba_record_t */
   uint8_t width;  /* bytes */
-  uint8_t bytes;  /* 1: a byte array (address), 0: an integer of `width` bytes */
+  uint8_t kind;   /* FK_* */
 } colfield_t;
 
-#define F(field, w) {(uint16_t)offsetof(ba_record_t, field), w, 0}
-#define A(field) {(uint16_t)offsetof(ba_record_t, field), 16, 1}
+#define F(field, w) {(uint16_t)offsetof(ba_record_t, field), w, FK_INT}
+#define A(field) {(uint16_t)offsetof(ba_record_t, field), 16, FK_ADDR}
 static const colfield_t g_fields[BA_NCOLS][3] = {
-    {F(first_ns, 8)}, {F(last_ns, 8)}, {A(src)}, {A(dst)},
+    {F(first_ns, 8)}, {{(uint16_t)offsetof(ba_record_t, last_ns), 8, FK_DUR}}, {A(src)}, {A(dst)},
     {F(src_port, 2), F(dst_port, 2)}, {F(proto, 1)}, {F(tcp_flags, 1)}, {F(tos, 1)},
     {F(src_as, 4), F(dst_as, 4)}, {F(in_if, 4), F(out_if, 4)}, {F(packets, 8)}, {F(bytes, 8)},
     {A(exporter)}, {F(vlan, 2)}, {F(icmp_type, 1), F(icmp_code, 1)},
@@ -275,8 +287,54 @@ static void field_set(ba_record_t *r, const colfield_t *f, uint64_t v) {
   }
 }
 
-size_t ba_col_raw_size(int col, size_t n, size_t frame_bytes) {
-  return (size_t)g_col_width[col] * n + (col == BA_COLID_FRAME ? frame_bytes : 0);
+static inline uint64_t field_get(const ba_record_t *r, unsigned off, unsigned w) {
+  const uint8_t *p = (const uint8_t *)r + off;
+  if (w == 1) return *p;
+  if (w == 2) {
+    uint16_t x;
+    memcpy(&x, p, 2);
+    return x;
+  }
+  if (w == 4) {
+    uint32_t x;
+    memcpy(&x, p, 4);
+    return x;
+  }
+  uint64_t v;
+  memcpy(&v, p, 8);
+  return v;
+}
+
+void ba_col_clear(int col, ba_record_t *r, size_t n) {
+  for (int k = 0; k < 3 && g_fields[col][k].width; k++)
+    for (size_t i = 0; i < n; i++) memset((uint8_t *)&r[i] + g_fields[col][k].off, 0, g_fields[col][k].width);
+  if (col == BA_COLID_FRAME)
+    for (size_t i = 0; i < n; i++) r[i].frame = NULL;
+}
+
+static int major_ok(int major) { return major == 1 || major == 2; }
+
+size_t ba_col_raw_min(int major, int col, size_t n) {
+  if (major < 2) return (size_t)g_col_width[col] * n;
+  size_t s = 0;
+  for (int k = 0; k < 3 && g_fields[col][k].width; k++)
+    s += g_fields[col][k].kind == FK_ADDR ? 16 * n : BA_COL2_FIELD_HDR;
+  return s;
+}
+
+size_t ba_col_raw_max(int major, int col, size_t n, size_t frame_bytes) {
+  size_t s = major < 2 ? (size_t)g_col_width[col] * n : 0;
+  if (major >= 2)
+    for (int k = 0; k < 3 && g_fields[col][k].width; k++) {
+      const colfield_t *f = &g_fields[col][k];
+      /* header, a dictionary of up to n entries, n packed values of <= 64 bits */
+      s += f->kind == FK_ADDR ? 16 * n : BA_COL2_FIELD_HDR + (size_t)f->width * n + 8 * n;
+    }
+  return s + (col == BA_COLID_FRAME ? frame_bytes : 0);
+}
+
+uint32_t ba_col_deps(int major, int col) {
+  return major >= 2 && col == 1 ? 1u : 0u; /* 2.0 LAST needs FIRST */
 }
 
 /* Byte planes of an integer field of constant width W (inlined per width so
@@ -284,32 +342,32 @@ size_t ba_col_raw_size(int col, size_t n, size_t frame_bytes) {
 static inline void planes_int(const ba_record_t *r, size_t n, size_t off, unsigned W,
                               uint8_t *out) {
   for (size_t i = 0; i < n; i++) {
-    const uint8_t *p = (const uint8_t *)&r[i] + off;
-    uint64_t v;
-    if (W == 2) {
-      uint16_t x;
-      memcpy(&x, p, 2);
-      v = x;
-    } else if (W == 4) {
-      uint32_t x;
-      memcpy(&x, p, 4);
-      v = x;
-    } else {
-      memcpy(&v, p, 8);
-    }
+    uint64_t v = field_get(&r[i], (unsigned)off, W);
     for (unsigned b = 0; b < W; b++) out[b * n + i] = (uint8_t)(v >> (8 * b));
   }
 }
 
-void ba_col_encode(int col, const ba_record_t *r, size_t n, const uint8_t *frames,
-                   size_t frame_bytes, uint8_t *out) {
+/* 16 byte planes of an address field. */
+static void addr_planes_put(const ba_record_t *r, size_t n, unsigned off, uint8_t *out) {
+  for (size_t i = 0; i < n; i++) {
+    const uint8_t *p = (const uint8_t *)&r[i] + off;
+    for (unsigned b = 0; b < 16; b++) out[b * n + i] = p[b];
+  }
+}
+static void addr_planes_get(const uint8_t *in, size_t n, unsigned off, ba_record_t *r) {
+  for (size_t i = 0; i < n; i++) {
+    uint8_t *p = (uint8_t *)&r[i] + off;
+    for (unsigned b = 0; b < 16; b++) p[b] = in[b * n + i];
+  }
+}
+
+static size_t encode_v1(int col, const ba_record_t *r, size_t n, const uint8_t *frames,
+                        size_t frame_bytes, uint8_t *out) {
+  uint8_t *start = out;
   for (int k = 0; k < 3 && g_fields[col][k].width; k++) {
     const colfield_t *f = &g_fields[col][k];
-    if (f->bytes) {
-      for (size_t i = 0; i < n; i++) {
-        const uint8_t *p = (const uint8_t *)&r[i] + f->off;
-        for (unsigned b = 0; b < 16; b++) out[b * n + i] = p[b];
-      }
+    if (f->kind == FK_ADDR) {
+      addr_planes_put(r, n, f->off, out);
     } else if (f->width == 1) {
       for (size_t i = 0; i < n; i++) out[i] = *((const uint8_t *)&r[i] + f->off);
     } else if (f->width == 2) {
@@ -322,15 +380,277 @@ void ba_col_encode(int col, const ba_record_t *r, size_t n, const uint8_t *frame
     out += (size_t)f->width * n;
   }
   if (col == BA_COLID_FRAME && frame_bytes) memcpy(out, frames, frame_bytes);
+  return (size_t)(out - start) + (col == BA_COLID_FRAME ? frame_bytes : 0);
 }
 
-int ba_col_decode(int col, const uint8_t *raw, size_t raw_len, size_t n, ba_record_t *r) {
-  BA_RETURN_IF(col < 0 || col >= BA_NCOLS, BA_ERR_INVALID);
+/* ---- 2.0 integer fields ---- */
+enum { XF_FOR = 0, XF_DELTA = 1, XF_DICT = 2 };
+#define DICT_MAX 256u   /* largest dictionary the writer builds */
+#define DICT_SLOTS 512u /* its hash table */
+
+static inline uint64_t wmask(unsigned w) { return w >= 8 ? UINT64_MAX : ((uint64_t)1 << (8 * w)) - 1; }
+static inline uint64_t bmask(unsigned b) { return b >= 64 ? UINT64_MAX : ((uint64_t)1 << b) - 1; }
+
+static uint64_t gcd64(uint64_t a, uint64_t b) {
+  if (!a) return b;
+  if (!b) return a;
+  int sh = __builtin_ctzll(a | b);
+  a >>= __builtin_ctzll(a);
+  do {
+    b >>= __builtin_ctzll(b);
+    if (a > b) {
+      uint64_t t = a;
+      a = b;
+      b = t;
+    }
+    b -= a;
+  } while (b);
+  return a << sh;
+}
+
+/* Zigzag of a w-byte two's-complement difference d (already masked). */
+static inline uint64_t zz(uint64_t d, unsigned w, uint64_t m) {
+  unsigned sh = 64 - 8 * w;
+  int64_t s = (int64_t)(d << sh) >> sh;
+  return (((uint64_t)s << 1) ^ (uint64_t)(s >> 63)) & m;
+}
+static inline uint64_t unzz(uint64_t z, uint64_t m) { return ((z >> 1) ^ (0 - (z & 1))) & m; }
+static inline unsigned bitlen(uint64_t x) { return x ? 64u - (unsigned)__builtin_clzll(x) : 0u; }
+
+static inline uint64_t field_val2(const ba_record_t *r, const colfield_t *f) {
+  uint64_t v = field_get(r, f->off, f->width);
+  return f->kind == FK_DUR ? v - r->first_ns : v;
+}
+
+static inline uint64_t div_sc(uint64_t x, uint64_t sc) { return sc == 1 ? x : x / sc; }
+
+/* Little-endian bit packing: value i occupies bits [i*b, (i+1)*b). */
+typedef struct bitw {
+  uint8_t *p;
+  uint64_t acc;
+  unsigned nacc;
+} bitw_t;
+
+static inline void bitw_put(bitw_t *w, uint64_t v, unsigned b) {
+  if (!b) return;
+  w->acc |= v << w->nacc;
+  if (w->nacc + b >= 64) {
+    ba_store_le64(w->p, w->acc);
+    w->p += 8;
+    unsigned rem = w->nacc + b - 64;
+    w->acc = rem ? v >> (b - rem) : 0;
+    w->nacc = rem;
+  } else {
+    w->nacc += b;
+  }
+}
+
+static inline uint8_t *bitw_end(bitw_t *w) {
+  for (unsigned k = 0; k < w->nacc; k += 8) *w->p++ = (uint8_t)(w->acc >> k);
+  return w->p;
+}
+
+/* Value at bit pos of p[0..len) (pos + b <= 8 * len). */
+static inline uint64_t bit_get(const uint8_t *p, size_t len, uint64_t pos, unsigned b) {
+  if (!b) return 0;
+  size_t byte = (size_t)(pos >> 3);
+  unsigned off = (unsigned)(pos & 7);
+  if (off + b <= 64 && len >= 8 && byte <= len - 8) return (ba_load_le64(p + byte) >> off) & bmask(b);
+  uint64_t v = 0;
+  for (unsigned got = 0; got < b; byte++) {
+    unsigned take = BA_MIN(8 - off, b - got);
+    v |= (uint64_t)((p[byte] >> off) & ((1u << take) - 1)) << got;
+    got += take;
+    off = 0;
+  }
+  return v;
+}
+
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* The smallest of FOR, DELTA and DICT. Returns the field's bytes. */
+static size_t encode2_int(const ba_record_t *r, size_t n, const colfield_t *f, uint8_t *out) {
+  unsigned w = f->width;
+  uint64_t m = wmask(w);
+  uint64_t mn = UINT64_MAX, g = 0, v0 = n ? field_val2(&r[0], f) : 0;
+  /* distinct values (up to DICT_MAX) */
+  uint64_t key[DICT_SLOTS];
+  uint16_t slot_of[DICT_SLOTS];
+  uint8_t used[DICT_SLOTS];
+  uint64_t dict[DICT_MAX];
+  size_t nd = 0;
+  int dict_ok = 1;
+  memset(used, 0, sizeof used);
+  for (size_t i = 0; i < n; i++) {
+    uint64_t v = field_val2(&r[i], f);
+    if (v < mn) mn = v;
+    if (g != 1) g = gcd64(g, v >= v0 ? v - v0 : v0 - v);
+    if (dict_ok) {
+      size_t h = (size_t)((v * 0x9E3779B97F4A7C15ull) >> 55) & (DICT_SLOTS - 1);
+      while (used[h] && key[h] != v) h = (h + 1) & (DICT_SLOTS - 1);
+      if (!used[h]) {
+        if (nd == DICT_MAX) {
+          dict_ok = 0;
+        } else {
+          used[h] = 1;
+          key[h] = v;
+          dict[nd++] = v;
+        }
+      }
+    }
+  }
+  if (!n) mn = 0;
+  uint64_t sc = g ? g : 1;
+  /* Sizes in bits: packed = n * width; byte planes are estimated as the
+   * significant bytes of every value (LZO removes mostly-zero planes, so
+   * skewed values, a few large among many small, favour planes). */
+  uint64_t maxk = 0, maxz = 0, prev = 0, sig_k = 0, sig_z = 0;
+  for (size_t i = 0; i < n; i++) {
+    uint64_t k = div_sc(field_val2(&r[i], f) - mn, sc);
+    if (k > maxk) maxk = k;
+    uint64_t z = zz((k - prev) & m, w, m);
+    if (z > maxz) maxz = z;
+    sig_k += (bitlen(k) + 7) / 8;
+    sig_z += (bitlen(z) + 7) / 8;
+    prev = k;
+  }
+  unsigned b_for = bitlen(maxk), b_delta = bitlen(maxz), b_dict = nd > 1 ? bitlen(nd - 1) : 0;
+  uint64_t cost[5] = {(uint64_t)n * b_for, 8 * sig_k, (uint64_t)n * b_delta, 8 * sig_z,
+                      dict_ok && nd ? (uint64_t)n * b_dict + 8ull * w * nd : UINT64_MAX};
+  int best = 0;
+  for (int c = 1; c < 5; c++)
+    if (cost[c] < cost[best]) best = c;
+  int method = best < 2 ? XF_FOR : best < 4 ? XF_DELTA : XF_DICT;
+  int planes = best == 1 || best == 3;
+  unsigned bits = method == XF_FOR ? b_for : method == XF_DELTA ? b_delta : b_dict;
+  uint8_t *p = out;
+  memset(p, 0, BA_COL2_FIELD_HDR);
+  p[0] = (uint8_t)method;
+  p[1] = (uint8_t)bits;
+  p[2] = (uint8_t)planes;
+  if (method == XF_DICT) {
+    ba_store_le32(p + 4, (uint32_t)nd);
+    ba_store_le64(p + 16, 1);
+    p += BA_COL2_FIELD_HDR;
+    qsort(dict, nd, sizeof *dict, cmp_u64);
+    for (size_t d = 0; d < nd; d++) {
+      for (unsigned b = 0; b < w; b++) *p++ = (uint8_t)(dict[d] >> (8 * b));
+      size_t h = (size_t)((dict[d] * 0x9E3779B97F4A7C15ull) >> 55) & (DICT_SLOTS - 1);
+      while (key[h] != dict[d]) h = (h + 1) & (DICT_SLOTS - 1);
+      slot_of[h] = (uint16_t)d;
+    }
+    bitw_t bw = {p, 0, 0};
+    for (size_t i = 0; i < n; i++) {
+      uint64_t v = field_val2(&r[i], f);
+      size_t h = (size_t)((v * 0x9E3779B97F4A7C15ull) >> 55) & (DICT_SLOTS - 1);
+      while (key[h] != v) h = (h + 1) & (DICT_SLOTS - 1);
+      bitw_put(&bw, slot_of[h], bits);
+    }
+    return (size_t)(bitw_end(&bw) - out);
+  }
+  ba_store_le64(p + 8, mn);
+  ba_store_le64(p + 16, sc);
+  p += BA_COL2_FIELD_HDR;
+  bitw_t bw = {p, 0, 0};
+  unsigned nb = (bits + 7) / 8;
+  prev = 0;
+  for (size_t i = 0; i < n; i++) {
+    uint64_t k = div_sc(field_val2(&r[i], f) - mn, sc), x = k;
+    if (method == XF_DELTA) {
+      x = zz((k - prev) & m, w, m);
+      prev = k;
+    }
+    if (planes) {
+      for (unsigned b = 0; b < nb; b++) p[(size_t)b * n + i] = (uint8_t)(x >> (8 * b));
+    } else {
+      bitw_put(&bw, x, bits);
+    }
+  }
+  return planes ? (size_t)(p - out) + (size_t)nb * n : (size_t)(bitw_end(&bw) - out);
+}
+
+/* Decodes one field at in[0..len); *used gets its bytes. */
+static int decode2_int(const uint8_t *in, size_t len, size_t n, const colfield_t *f, ba_record_t *r,
+                       size_t *used) {
+  unsigned w = f->width;
+  uint64_t m = wmask(w);
+  BA_RETURN_IF(len < BA_COL2_FIELD_HDR, BA_ERR_CORRUPT);
+  int method = in[0], planes = in[2];
+  unsigned bits = in[1], nb = (bits + 7) / 8;
+  uint32_t nd = ba_load_le32(in + 4);
+  uint64_t base = ba_load_le64(in + 8), sc = ba_load_le64(in + 16);
+  BA_RETURN_IF(planes > 1 || in[3] != 0 || (planes && method == XF_DICT), BA_ERR_CORRUPT);
+  BA_RETURN_IF(method != XF_FOR && method != XF_DELTA && method != XF_DICT, BA_ERR_CORRUPT);
+  BA_RETURN_IF(bits > 8 * w || base > m || sc == 0 || sc > m, BA_ERR_CORRUPT);
+  BA_RETURN_IF(method == XF_DICT ? (nd == 0 || nd > n || base != 0 || sc != 1) : nd != 0, BA_ERR_CORRUPT);
+  size_t off = BA_COL2_FIELD_HDR;
+  const uint8_t *dict = in + off;
+  size_t dict_bytes = (size_t)nd * w;
+  BA_RETURN_IF(dict_bytes > len - off, BA_ERR_CORRUPT);
+  off += dict_bytes;
+  size_t packed = planes ? (size_t)nb * n : (size_t)(((uint64_t)n * bits + 7) / 8);
+  BA_RETURN_IF(packed > len - off, BA_ERR_CORRUPT);
+  const uint8_t *p = in + off;
+  uint64_t acc = 0, pos = 0;
+  for (size_t i = 0; i < n; i++, pos += bits) {
+    uint64_t x = 0, v;
+    if (planes) {
+      for (unsigned b = 0; b < nb; b++) x |= (uint64_t)p[(size_t)b * n + i] << (8 * b);
+    } else {
+      x = bit_get(p, packed, pos, bits);
+    }
+    if (method == XF_DICT) {
+      BA_RETURN_IF(x >= nd, BA_ERR_CORRUPT);
+      v = 0;
+      for (unsigned b = 0; b < w; b++) v |= (uint64_t)dict[x * w + b] << (8 * b);
+    } else {
+      if (method == XF_DELTA) {
+        acc = (acc + unzz(x, m)) & m;
+        x = acc;
+      }
+      v = (base + x * sc) & m;
+    }
+    if (f->kind == FK_DUR) v += r[i].first_ns;
+    field_set(&r[i], f, v);
+  }
+  *used = off + packed;
+  return BA_OK;
+}
+
+static size_t encode_v2(int col, const ba_record_t *r, size_t n, const uint8_t *frames,
+                        size_t frame_bytes, uint8_t *out) {
+  uint8_t *p = out;
+  for (int k = 0; k < 3 && g_fields[col][k].width; k++) {
+    const colfield_t *f = &g_fields[col][k];
+    if (f->kind == FK_ADDR) {
+      addr_planes_put(r, n, f->off, p);
+      p += 16 * n;
+    } else {
+      p += encode2_int(r, n, f, p);
+    }
+  }
+  if (col == BA_COLID_FRAME && frame_bytes) {
+    memcpy(p, frames, frame_bytes);
+    p += frame_bytes;
+  }
+  return (size_t)(p - out);
+}
+
+size_t ba_col_encode(int major, int col, const ba_record_t *r, size_t n, const uint8_t *frames,
+                     size_t frame_bytes, uint8_t *out) {
+  if (major >= 2) return encode_v2(col, r, n, frames, frame_bytes, out);
+  return encode_v1(col, r, n, frames, frame_bytes, out);
+}
+
+/* Returns the bytes of fixed-layout fields consumed (frames follow them). */
+static int decode_v1(int col, const uint8_t *raw, size_t raw_len, size_t n, ba_record_t *r,
+                     size_t *fields) {
   size_t fixed = (size_t)g_col_width[col] * n;
-  if (col != BA_COLID_FRAME) BA_RETURN_IF(raw_len != fixed, BA_ERR_CORRUPT);
+  BA_RETURN_IF(col != BA_COLID_FRAME && raw_len != fixed, BA_ERR_CORRUPT);
   BA_RETURN_IF(raw_len < fixed, BA_ERR_CORRUPT);
-  if (col == BA_COLID_META)
-    for (size_t i = 0; i < n; i++) BA_RETURN_IF(raw[i] != BA_REC_FLOW && raw[i] != BA_REC_PACKET, BA_ERR_CORRUPT);
   if (col == BA_COLID_FRAME) {
     uint64_t sum = 0;
     for (size_t i = 0; i < n; i++) {
@@ -344,11 +664,8 @@ int ba_col_decode(int col, const uint8_t *raw, size_t raw_len, size_t n, ba_reco
   const uint8_t *in = raw;
   for (int k = 0; k < 3 && g_fields[col][k].width; k++) {
     const colfield_t *f = &g_fields[col][k];
-    if (f->bytes) {
-      for (size_t i = 0; i < n; i++) {
-        uint8_t *p = (uint8_t *)&r[i] + f->off;
-        for (unsigned b = 0; b < 16; b++) p[b] = in[b * n + i];
-      }
+    if (f->kind == FK_ADDR) {
+      addr_planes_get(in, n, f->off, r);
     } else if (f->width == 1) {
       for (size_t i = 0; i < n; i++) *((uint8_t *)&r[i] + f->off) = in[i];
     } else {
@@ -360,8 +677,49 @@ int ba_col_decode(int col, const uint8_t *raw, size_t raw_len, size_t n, ba_reco
     }
     in += (size_t)f->width * n;
   }
+  *fields = fixed;
+  return BA_OK;
+}
+
+static int decode_v2(int col, const uint8_t *raw, size_t raw_len, size_t n, ba_record_t *r,
+                     size_t *fields) {
+  size_t off = 0;
+  for (int k = 0; k < 3 && g_fields[col][k].width; k++) {
+    const colfield_t *f = &g_fields[col][k];
+    if (f->kind == FK_ADDR) {
+      BA_RETURN_IF(16 * n > raw_len - off, BA_ERR_CORRUPT);
+      addr_planes_get(raw + off, n, f->off, r);
+      off += 16 * n;
+    } else {
+      size_t used = 0;
+      BA_FORWARD(decode2_int(raw + off, raw_len - off, n, f, r, &used));
+      off += used;
+    }
+  }
   if (col == BA_COLID_FRAME) {
-    const uint8_t *fp = raw + fixed;
+    uint64_t sum = 0;
+    for (size_t i = 0; i < n; i++) {
+      BA_RETURN_IF(r[i].caplen > BA_MAX_CAPLEN, BA_ERR_CORRUPT);
+      sum += r[i].caplen;
+    }
+    BA_RETURN_IF(sum != raw_len - off, BA_ERR_CORRUPT);
+  } else {
+    BA_RETURN_IF(off != raw_len, BA_ERR_CORRUPT);
+  }
+  *fields = off;
+  return BA_OK;
+}
+
+int ba_col_decode(int major, int col, const uint8_t *raw, size_t raw_len, size_t n, ba_record_t *r) {
+  BA_RETURN_IF(col < 0 || col >= BA_NCOLS || !major_ok(major), BA_ERR_INVALID);
+  size_t fields = 0;
+  BA_FORWARD(major >= 2 ? decode_v2(col, raw, raw_len, n, r, &fields)
+                        : decode_v1(col, raw, raw_len, n, r, &fields));
+  if (col == BA_COLID_META)
+    for (size_t i = 0; i < n; i++)
+      BA_RETURN_IF(r[i].kind != BA_REC_FLOW && r[i].kind != BA_REC_PACKET, BA_ERR_CORRUPT);
+  if (col == BA_COLID_FRAME) {
+    const uint8_t *fp = raw + fields;
     for (size_t i = 0; i < n; i++) {
       r[i].frame = r[i].caplen ? fp : NULL;
       fp += r[i].caplen;

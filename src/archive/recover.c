@@ -48,8 +48,9 @@ static int check_group(int fd, uint64_t fsize, uint64_t off, uint32_t gi, rec_st
     BA_RETURN_IF(h.type != BA_BLK_COLUMN || h.col != c || h.group != gi || h.rows != rows ||
                      (uint64_t)BA_BLK_HDR_BYTES + h.comp_len != lens[c],
                  BA_ERR_CORRUPT);
-    uint64_t fixed = ba_col_raw_size(c, rows, 0);
-    uint64_t maxraw = fixed + (c == BA_COLID_FRAME ? (uint64_t)rows * BA_MAX_CAPLEN : 0);
+    uint64_t fixed = ba_col_raw_min(st->h.major, c, rows);
+    uint64_t maxraw = ba_col_raw_max(st->h.major, c, rows,
+                                     c == BA_COLID_FRAME ? (size_t)rows * BA_MAX_CAPLEN : 0);
     BA_RETURN_IF(h.raw_len < fixed || h.raw_len > maxraw, BA_ERR_CORRUPT);
     if (st->raw_cap < (size_t)h.raw_len + 1) {
       void *q = st->raw;
@@ -57,7 +58,7 @@ static int check_group(int fd, uint64_t fsize, uint64_t off, uint32_t gi, rec_st
       st->raw = q;
     }
     BA_FORWARD(ba_decompress_block((ba_compress_t)h.compress, st->buf, h.comp_len, st->raw, h.raw_len));
-    BA_FORWARD(ba_col_decode(c, st->raw, h.raw_len, rows, st->recs));
+    BA_FORWARD(ba_col_decode(st->h.major, c, st->raw, h.raw_len, rows, st->recs));
     rel += lens[c];
   }
   BA_RETURN_IF(rel > UINT32_MAX, BA_ERR_CORRUPT);

@@ -182,14 +182,14 @@ static int job_work(ba_store_writer_t *w, job_t *j, int wi, int nw, tctx_t *tc) 
   }
   ba_compress_t cz = w->o.compress;
   for (int c = wi; c < BA_NCOLS; c += nw) {
-    size_t raw = ba_col_raw_size(c, j->n, j->nframes);
+    size_t raw = ba_col_raw_max(BA_SEG_MAJOR, c, j->n, j->nframes);
     BA_RETURN_IF(raw > UINT32_MAX / 2, BA_ERR_OVERFLOW);
     if (raw > tc->raw_cap) {
       void *p = tc->raw;
       BA_FORWARD(ba_grow(&p, &tc->raw_cap, raw, 1));
       tc->raw = p;
     }
-    ba_col_encode(c, j->recs, j->n, j->frames, j->nframes, tc->raw);
+    raw = ba_col_encode(BA_SEG_MAJOR, c, j->recs, j->n, j->frames, j->nframes, tc->raw);
     size_t need = BA_BLK_HDR_BYTES + ba_compress_bound(cz, raw);
     if (need > j->out_cap[c]) {
       void *p = j->out[c];
@@ -413,7 +413,8 @@ static int slice_open(ba_store_writer_t *w, uint64_t start, slice_t **out) {
     set_err(w, rc, "%s: create: %s", sl->open_name, strerror(errno));
     goto fail;
   }
-  ba_seg_hdr_t h = {.flags = w->o.reorder == BA_REORDER_OLSH ? BA_SEG_FLAG_OLSH : 0,
+  ba_seg_hdr_t h = {.major = BA_SEG_MAJOR, .minor = BA_SEG_MINOR,
+                    .flags = w->o.reorder == BA_REORDER_OLSH ? BA_SEG_FLAG_OLSH : 0,
                     .start_ns = sl->start, .end_ns = sl->end, .block_rows = w->o.block_rows,
                     .time_bin_seconds = w->o.time_bin_seconds, .codec = (uint8_t)w->o.codec,
                     .compress = (uint8_t)w->o.compress, .ncols = BA_NCOLS};

@@ -1,0 +1,334 @@
+/* Column layouts (doc/format.md §3): every column of segment layouts 1.0 and
+ * 2.0 round-trips on random records (edge values included) and on records
+ * read from the shared captures, in arrival and in reordered order; hostile
+ * 2.0 payloads decode or fail cleanly (ASan checks the reads); a committed
+ * 1.0 segment written by the 1.0 writer still reads back record for record. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "archive/archive.h"
+#include "bitarc/bitarc.h"
+#include "bitarc/ingest.h"
+#include "common/common.h"
+#include "fixture_gen.h"
+#include "store_gen.h"
+
+/* One block through encode + decode of every column; compares with the input. */
+static void roundtrip_block(int major, const ba_record_t *in, size_t n) {
+  size_t fbytes = 0;
+  for (size_t i = 0; i < n; i++) fbytes += in[i].caplen;
+  uint8_t *frames = malloc(fbytes + 1);
+  size_t fo = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (in[i].caplen) memcpy(frames + fo, in[i].frame, in[i].caplen);
+    fo += in[i].caplen;
+  }
+  ba_record_t *out = calloc(n ? n : 1, sizeof *out);
+  uint8_t *raws[BA_NCOLS];
+  for (int c = 0; c < BA_NCOLS; c++) {
+    size_t max = ba_col_raw_max(major, c, n, fbytes);
+    raws[c] = malloc(max + 1);
+    size_t len = ba_col_encode(major, c, in, n, frames, fbytes, raws[c]);
+    assert_true(len <= max);
+    assert_true(len >= ba_col_raw_min(major, c, n) + (c == BA_COLID_FRAME ? fbytes : 0));
+    /* Dependencies (2.0 LAST needs FIRST) come first in column order. */
+    assert_true((ba_col_deps(major, c) >> c) == 0);
+    assert_int_equal(ba_col_decode(major, c, raws[c], len, n, out), BA_OK);
+    /* Any other length is refused. */
+    if (len) assert_int_not_equal(ba_col_decode(major, c, raws[c], len - 1, n, out), BA_OK);
+    assert_int_equal(ba_col_decode(major, c, raws[c], len, n, out), BA_OK);
+  }
+  for (size_t i = 0; i < n; i++) {
+    if (!rec_equal(&in[i], &out[i], BA_COL_ALL)) fail_msg("major %d: row %zu of %zu differs", major, i, n);
+  }
+  for (int c = 0; c < BA_NCOLS; c++) free(raws[c]);
+  free(out);
+  free(frames);
+}
+
+static void roundtrip_all(const ba_record_t *r, size_t n, size_t block) {
+  for (int major = 1; major <= 2; major++)
+    for (size_t i = 0; i < n; i += block) roundtrip_block(major, r + i, BA_MIN(block, n - i));
+}
+
+/* Edge values: extremes, all equal, common scales, LAST before FIRST. */
+static void edge_values(ba_record_t *r, size_t n, ba_rng_t *rng, int variant) {
+  for (size_t i = 0; i < n; i++) {
+    ba_record_t *x = &r[i];
+    switch (variant) {
+      case 0: /* extremes */
+        x->first_ns = ba_rng_below(rng, 2) ? UINT64_MAX : 0;
+        x->last_ns = ba_rng_below(rng, 2) ? UINT64_MAX : 0;
+        x->packets = ba_rng_next(rng);
+        x->bytes = ba_rng_below(rng, 2) ? UINT64_MAX - ba_rng_below(rng, 3) : 0;
+        x->src_port = (uint16_t)(ba_rng_below(rng, 2) ? 65535 : 0);
+        x->dst_as = ba_rng_below(rng, 2) ? UINT32_MAX : 0;
+        x->tcp_flags = (uint8_t)(ba_rng_below(rng, 2) ? 255 : 0);
+        break;
+      case 1: /* all equal */
+        x->first_ns = 1763769600123456789ull;
+        x->last_ns = x->first_ns - 5;
+        x->packets = 7;
+        x->bytes = 7 * 1500;
+        x->src_port = 443;
+        break;
+      case 2: /* millisecond and microsecond timestamps, durations */
+        x->first_ns = 1763769600000000000ull + ba_rng_below(rng, 3600000) * 1000000ull;
+        x->last_ns = x->first_ns + ba_rng_below(rng, 30000) * 1000ull;
+        x->bytes = ba_rng_below(rng, 100) * 1000ull;
+        break;
+      default: /* random 64-bit values everywhere */
+        x->first_ns = ba_rng_next(rng);
+        x->last_ns = ba_rng_next(rng);
+        x->packets = ba_rng_next(rng);
+        x->bytes = ba_rng_next(rng);
+        x->src_as = (uint32_t)ba_rng_next(rng);
+        x->in_if = (uint32_t)ba_rng_next(rng);
+        x->vlan = (uint16_t)ba_rng_next(rng);
+        x->wirelen = (uint32_t)ba_rng_next(rng);
+        x->linktype = (uint16_t)ba_rng_next(rng);
+        break;
+    }
+  }
+}
+
+static void test_roundtrip_random(void **state) {
+  (void)state;
+  static const size_t sizes[] = {1, 2, 7, 63, 64, 65, 1000, 4000};
+  for (uint64_t seed = 1; seed <= 6; seed++) {
+    for (size_t k = 0; k < BA_ARRAY_LEN(sizes); k++) {
+      gen_t g;
+      gen_records(&g, sizes[k], seed * 100 + k, 1763769600000000000ull, 3600000000000ull, (int)(seed & 1));
+      ba_rng_t rng;
+      ba_rng_seed(&rng, seed);
+      if (seed >= 3) edge_values(g.r, g.n, &rng, (int)(seed - 3));
+      roundtrip_all(g.r, g.n, g.n);
+      gen_free(&g);
+    }
+  }
+}
+
+/* Records from the shared captures (packets with frames; flows from the
+ * flow exports). */
+typedef struct {
+  ba_record_t *r;
+  size_t n, cap;
+} recs_t;
+
+static int collect(void *ctx, const ba_record_t *recs, size_t n) {
+  recs_t *c = ctx;
+  for (size_t i = 0; i < n && c->n < 200000; i++) {
+    if (c->n == c->cap) {
+      c->cap = c->cap ? 2 * c->cap : 4096;
+      c->r = realloc(c->r, c->cap * sizeof *c->r);
+    }
+    ba_record_t *x = &c->r[c->n++];
+    *x = recs[i];
+    if (x->caplen) {
+      uint8_t *f = malloc(x->caplen);
+      memcpy(f, recs[i].frame, x->caplen);
+      x->frame = f;
+    } else {
+      x->frame = NULL;
+    }
+  }
+  return 0;
+}
+
+static void read_capture(const char *path, void *ctx) {
+  ba_flow_decoder_t *d = NULL;
+  if (ba_flow_decoder_create(NULL, &d) != BA_OK) return;
+  ba_capture_opts_t o = {.as = BA_INGEST_AUTO, .flows = d};
+  ba_capture_result_t res;
+  (void)ba_capture_ingest(path, NULL, &o, collect, ctx, &res);
+  ba_flow_decoder_free(d);
+}
+
+static int cmp_src(const void *a, const void *b) {
+  const ba_record_t *x = a, *y = b;
+  int c = memcmp(x->src, y->src, 16);
+  if (!c) c = memcmp(x->dst, y->dst, 16);
+  return c ? c : (x->dst_port > y->dst_port) - (x->dst_port < y->dst_port);
+}
+
+static void test_roundtrip_real(void **state) {
+  (void)state;
+  static const char *const dirs[] = {"traces/chrissanders__packets", "traces/CESNET__ipfixprobe",
+                                     "traces/akvorado__akvorado", "traces/cisco__joy"};
+  static const char *const exts[] = {"pcap", "pcapng", NULL};
+  recs_t c = {0};
+  int found = 0;
+  for (size_t k = 0; k < BA_ARRAY_LEN(dirs); k++) {
+    const char *dir = ba_test_shared(dirs[k]);
+    if (!dir) continue;
+    found = 1;
+    ba_test_walk(dir, exts, read_capture, &c);
+  }
+  if (!found || c.n == 0) {
+    print_message("skipped: shared captures not found\n");
+    free(c.r);
+    return;
+  }
+  size_t flows = 0;
+  for (size_t i = 0; i < c.n; i++) flows += c.r[i].kind == BA_REC_FLOW;
+  print_message("%zu records from the captures (%zu flows)\n", c.n, flows);
+  roundtrip_all(c.r, c.n, 4000);
+  /* Reordered (grouped by address pair): other transforms win. */
+  qsort(c.r, c.n, sizeof *c.r, cmp_src);
+  roundtrip_all(c.r, c.n, 4000);
+  for (size_t i = 0; i < c.n; i++) free((void *)c.r[i].frame);
+  free(c.r);
+}
+
+/* Mutated and random 2.0 payloads: decode returns OK or an error, never
+ * reads outside the payload (ASan) and never trips UBSan. */
+static void test_hostile_v2(void **state) {
+  (void)state;
+  ba_rng_t rng;
+  ba_rng_seed(&rng, 77);
+  gen_t g;
+  gen_records(&g, 300, 9, 1763769600000000000ull, 3600000000000ull, 1);
+  size_t fbytes = 0;
+  for (size_t i = 0; i < g.n; i++) fbytes += g.r[i].caplen;
+  uint8_t *frames = malloc(fbytes + 1);
+  size_t fo = 0;
+  for (size_t i = 0; i < g.n; i++) {
+    if (g.r[i].caplen) memcpy(frames + fo, g.r[i].frame, g.r[i].caplen);
+    fo += g.r[i].caplen;
+  }
+  ba_record_t *out = calloc(g.n, sizeof *out);
+  size_t ok = 0, bad = 0;
+  for (int c = 0; c < BA_NCOLS; c++) {
+    size_t max = ba_col_raw_max(2, c, g.n, fbytes);
+    uint8_t *good = malloc(max + 1);
+    size_t len = ba_col_encode(2, c, g.r, g.n, frames, fbytes, good);
+    for (int iter = 0; iter < 3000; iter++) {
+      /* An exact-size copy so ASan sees any read past the end. */
+      size_t mlen = len;
+      int how = (int)ba_rng_below(&rng, 4);
+      if (how == 0 && mlen) mlen = (size_t)ba_rng_below(&rng, mlen);
+      if (how == 1) mlen += (size_t)ba_rng_below(&rng, 64);
+      uint8_t *m = malloc(mlen ? mlen : 1);
+      for (size_t i = 0; i < mlen; i++) m[i] = i < len ? good[i] : (uint8_t)ba_rng_next(&rng);
+      int flips = 1 + (int)ba_rng_below(&rng, 4);
+      for (int f = 0; f < flips && mlen; f++) {
+        /* Mostly the headers (the first bytes of each field), sometimes anywhere. */
+        size_t at = ba_rng_below(&rng, 2) ? (size_t)ba_rng_below(&rng, BA_MIN(mlen, 64)) : (size_t)ba_rng_below(&rng, mlen);
+        m[at] = ba_rng_below(&rng, 2) ? (uint8_t)ba_rng_next(&rng) : (uint8_t)(m[at] ^ (1u << ba_rng_below(&rng, 8)));
+      }
+      if (how == 3)
+        for (size_t i = 0; i < mlen; i++) m[i] = (uint8_t)ba_rng_next(&rng);
+      /* FIRST decoded for LAST, as a reader does. */
+      int rc = ba_col_decode(2, c, m, mlen, g.n, out);
+      assert_true(rc == BA_OK || rc == BA_ERR_CORRUPT);
+      if (rc == BA_OK) ok++;
+      else bad++;
+      free(m);
+    }
+    free(good);
+  }
+  print_message("hostile 2.0 payloads: %zu decoded, %zu refused\n", ok, bad);
+  assert_true(bad > 0);
+  free(out);
+  free(frames);
+  gen_free(&g);
+}
+
+/* The committed 1.0 segment (written by the 1.0 writer from fx_records(),
+ * block_rows 100, PLWAH, LZO) reads back exactly. */
+static void test_read_v1_fixture(void **state) {
+  (void)state;
+  const char *fx = ba_test_source("tests/archive/data/seg-v1_0.bitarc");
+  assert_non_null(fx);
+  char *dir = ba_test_mkdtemp();
+  char path[4096];
+  snprintf(path, sizeof path, "%s/seg-20251122T000000Z.bitarc", dir);
+  FILE *in = fopen(fx, "rb"), *out = fopen(path, "wb");
+  assert_non_null(in);
+  assert_non_null(out);
+  char buf[8192];
+  size_t k;
+  while ((k = fread(buf, 1, sizeof buf, in)) > 0) assert_int_equal(fwrite(buf, 1, k, out), k);
+  fclose(in);
+  fclose(out);
+  static ba_record_t want[FX_N];
+  static uint8_t frames[FX_FRAME_BYTES];
+  fx_records(want, frames);
+  ba_store_t *st;
+  assert_int_equal(ba_store_open(dir, &st), BA_OK);
+  assert_int_equal(ba_store_segment_count(st), 1);
+  ba_segment_t *seg;
+  assert_int_equal(ba_store_segment(st, 0, &seg), BA_OK);
+  uint64_t nbad = 99;
+  assert_int_equal(ba_segment_verify(seg, &nbad), BA_OK);
+  assert_int_equal(nbad, 0);
+  recs_t got = {0};
+  assert_int_equal(ba_segment_scan(seg, BA_COL_ALL, collect, &got, NULL), BA_OK);
+  assert_int_equal(got.n, FX_N);
+  for (size_t i = 0; i < FX_N; i++)
+    if (!rec_equal(&want[i], &got.r[i], BA_COL_ALL)) fail_msg("1.0 fixture: row %zu differs", i);
+  /* LAST alone (in 2.0 it needs FIRST; in 1.0 it does not). */
+  for (size_t i = 0; i < got.n; i++) free((void *)got.r[i].frame);
+  got.n = 0;
+  assert_int_equal(ba_segment_scan(seg, BA_COL_LAST, collect, &got, NULL), BA_OK);
+  for (size_t i = 0; i < FX_N; i++) {
+    assert_int_equal(got.r[i].last_ns, want[i].last_ns);
+    assert_int_equal(got.r[i].first_ns, 0);
+  }
+  free(got.r);
+  ba_store_close(st);
+  ba_test_rmtree(dir);
+  free(dir);
+}
+
+/* The same records through the 2.0 writer and reader; LAST asked alone
+ * comes back right and FIRST stays zero. */
+static void test_store_v2_last_alone(void **state) {
+  (void)state;
+  static ba_record_t want[FX_N];
+  static uint8_t frames[FX_FRAME_BYTES];
+  fx_records(want, frames);
+  char *dir = ba_test_mkdtemp();
+  ba_store_opts_t o;
+  ba_store_opts_init(&o);
+  o.block_rows = 100;
+  ba_store_writer_t *w;
+  assert_int_equal(ba_store_writer_open(dir, &o, &w), BA_OK);
+  assert_int_equal(ba_store_writer_append(w, want, FX_N), BA_OK);
+  assert_int_equal(ba_store_writer_close(w), BA_OK);
+  ba_store_t *st;
+  assert_int_equal(ba_store_open(dir, &st), BA_OK);
+  ba_segment_t *seg;
+  assert_int_equal(ba_store_segment(st, 0, &seg), BA_OK);
+  recs_t got = {0};
+  assert_int_equal(ba_segment_scan(seg, BA_COL_ALL, collect, &got, NULL), BA_OK);
+  assert_int_equal(got.n, FX_N);
+  for (size_t i = 0; i < FX_N; i++)
+    if (!rec_equal(&want[i], &got.r[i], BA_COL_ALL)) fail_msg("2.0: row %zu differs", i);
+  for (size_t i = 0; i < got.n; i++) free((void *)got.r[i].frame);
+  got.n = 0;
+  assert_int_equal(ba_segment_scan(seg, BA_COL_LAST | BA_COL_PORTS, collect, &got, NULL), BA_OK);
+  for (size_t i = 0; i < FX_N; i++) {
+    assert_int_equal(got.r[i].last_ns, want[i].last_ns);
+    assert_int_equal(got.r[i].first_ns, 0);
+    assert_int_equal(got.r[i].src_port, want[i].src_port);
+  }
+  free(got.r);
+  ba_store_close(st);
+  ba_test_rmtree(dir);
+  free(dir);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_roundtrip_random), cmocka_unit_test(test_roundtrip_real),
+      cmocka_unit_test(test_hostile_v2), cmocka_unit_test(test_read_v1_fixture),
+      cmocka_unit_test(test_store_v2_last_alone)};
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
