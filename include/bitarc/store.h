@@ -115,6 +115,16 @@ int ba_segment_info(const ba_segment_t *seg, ba_segment_info_t *out);
 int ba_segment_index(ba_segment_t *seg, ba_attr_t attr, uint32_t value, ba_bitmap_t **out);
 /* Values present for an attribute, ascending; *n gets the count (may exceed cap). */
 int ba_segment_index_values(ba_segment_t *seg, ba_attr_t attr, uint32_t *values, size_t cap, size_t *n);
+/* The present values v of attr with lo_value <= v <= hi_value, ascending
+ * (binary search in the index directory); bytes[i] (if bytes is not NULL)
+ * gets the serialized size of values[i]'s bitmap, a planner's cost estimate
+ * without reading it. *n gets the count (may exceed cap; cap 0 counts). */
+int ba_segment_index_range(ba_segment_t *seg, ba_attr_t attr, uint32_t lo_value, uint32_t hi_value,
+                           uint32_t *values, uint32_t *bytes, size_t cap, size_t *n);
+/* Frees what the segment handle cached from its file (index directory, block
+ * table, decompressed blocks, buffers); it is read again when needed. A
+ * reader going through many segments calls this when done with each. */
+void ba_segment_release(ba_segment_t *seg);
 
 /* Which columns a read needs (bit mask of ba_col_t). */
 typedef enum ba_col {

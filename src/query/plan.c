@@ -7,6 +7,7 @@
  * residual evaluator decides those (NET-FLi 4.3: index, then selective block
  * decompression). */
 #include <inttypes.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -96,8 +97,11 @@ typedef struct segctx {
   sbuf_t *ex;      /* explain text, or NULL */
   int has_non_v4;  /* segment holds rows that are not IPv4 */
   int has_non_v6;
-  uint32_t *vals;  /* scratch for present values */
-  size_t vals_cap;
+  uint32_t *vals;  /* scratch: values of an attribute, */
+  uint32_t *lens;  /* their bitmaps' sizes in bytes */
+  size_t vals_cap, lens_cap;
+  struct addrcache *addrs; /* v4 items of address nodes, merged once per run */
+  size_t naddrs, addrs_cap;
   struct bmcache *cache; /* index bitmaps loaded for this segment (one reference each) */
   size_t ncache, cache_cap;
 } segctx_t;
@@ -162,48 +166,171 @@ static void cache_clear(segctx_t *c) {
   c->ncache = 0;
 }
 
-/* Present values of attr; c->vals holds them. */
-static int present_values(segctx_t *c, ba_attr_t attr, size_t *n) {
-  size_t cnt;
-  BA_FORWARD(ba_segment_index_values(c->seg, attr, c->vals, c->vals_cap, &cnt));
-  if (cnt > c->vals_cap) {
-    BA_FORWARD(ba_grow((void **)&c->vals, &c->vals_cap, cnt, sizeof(uint32_t)));
-    BA_FORWARD(ba_segment_index_values(c->seg, attr, c->vals, c->vals_cap, &cnt));
-  }
-  *n = cnt;
-  return 0;
-}
-
 static const char *strategy_tag(ba_range_strategy_t s, size_t k) {
   if (s == BA_RANGE_AUTO) s = k >= 32 ? BA_RANGE_BITSET : BA_RANGE_REDUCTION;
   return s == BA_RANGE_REDUCTION ? "-red" : s == BA_RANGE_ITERATIVE ? "-it" : "-bitset";
 }
 
-typedef int (*value_pred_fn)(const void *ctx, uint32_t v);
+/* The values of one attribute a predicate accepts, as sorted disjoint
+ * ranges (a port list, an octet set, flag bytes, time bins). total: every row
+ * has a value of attr (ports, proto, flags), so the complement of the
+ * rejected values' OR is the same set. */
+typedef struct vpred {
+  ba_attr_t attr;
+  int total;
+  size_t nr;
+  const qrange_t *r; /* NULL: the ranges are in buf */
+  qrange_t buf[128];
+} vpred_t;
 
-/* OR of the bitmaps of every present value of attr accepted by pred. If more
- * than half of the present values are accepted and every row has a value
- * (ports, proto, flags), the complement of the rejected values is cheaper. */
-static int or_values(segctx_t *c, ba_attr_t attr, value_pred_fn pred, const void *pctx, int total,
-                     pb_t *out) {
-  size_t n;
-  BA_FORWARD(present_values(c, attr, &n));
-  size_t nacc = 0;
-  for (size_t i = 0; i < n; i++)
-    if (pred(pctx, c->vals[i])) nacc++;
-  if (nacc == 0) {
+static const qrange_t *vp_r(const vpred_t *p) { return p->r ? p->r : p->buf; }
+
+static void vp_ranges(vpred_t *p, ba_attr_t attr, const qnode_t *n, int total) {
+  p->attr = attr;
+  p->total = total;
+  p->nr = n->n;
+  p->r = n->ranges;
+}
+
+static void vp_one(vpred_t *p, ba_attr_t attr, uint64_t lo, uint64_t hi) {
+  p->attr = attr;
+  p->total = 0;
+  p->r = NULL;
+  p->nr = 0;
+  if (lo > hi || lo > UINT32_MAX) return;
+  p->buf[0] = (qrange_t){(uint32_t)lo, hi > UINT32_MAX ? UINT32_MAX : (uint32_t)hi};
+  p->nr = 1;
+}
+
+/* A set of byte values (bit v of the 256-bit set). */
+static void vp_bytes(vpred_t *p, ba_attr_t attr, const uint64_t set[4], int total) {
+  p->attr = attr;
+  p->total = total;
+  p->r = NULL;
+  p->nr = 0;
+  for (unsigned v = 0; v < 256;) {
+    if (!((set[v >> 6] >> (v & 63)) & 1)) {
+      v++;
+      continue;
+    }
+    unsigned e = v;
+    while (e + 1 < 256 && ((set[(e + 1) >> 6] >> ((e + 1) & 63)) & 1)) e++;
+    p->buf[p->nr++] = (qrange_t){v, e};
+    v = e + 1;
+  }
+}
+
+/* Flag bytes with every flag of the mask (QC_EQ) or any of them (QC_GT). */
+static void vp_flags(vpred_t *p, const qnode_t *n) {
+  uint64_t set[4] = {0};
+  for (unsigned v = 0; v < 256; v++)
+    if (n->cmp == QC_EQ ? (v & n->value) == n->value : (v & n->value) != 0) set[v >> 6] |= 1ull << (v & 63);
+  vp_bytes(p, BA_ATTR_TCP_FLAGS, set, 1);
+}
+
+/* What a bitmap set is known to be before it is loaded: empty, some rows,
+ * or every row; lo and hi as in pres_t. bytes estimates hi's size when it is
+ * ES_SOME (the serialized sizes of the bitmaps it is built from). */
+typedef enum { ES_NONE = 0, ES_SOME, ES_ALL } estate_t;
+typedef struct est {
+  estate_t lo, hi;
+  uint64_t bytes;
+} est_t;
+
+static est_t est_exact(estate_t s, uint64_t bytes) { return (est_t){s, s, s == ES_SOME ? bytes : 0}; }
+static estate_t es_and(estate_t a, estate_t b) {
+  return a == ES_NONE || b == ES_NONE ? ES_NONE : a == ES_ALL && b == ES_ALL ? ES_ALL : ES_SOME;
+}
+static estate_t es_or(estate_t a, estate_t b) {
+  return a == ES_ALL || b == ES_ALL ? ES_ALL : a == ES_NONE && b == ES_NONE ? ES_NONE : ES_SOME;
+}
+static estate_t es_not(estate_t a) { return a == ES_NONE ? ES_ALL : a == ES_ALL ? ES_NONE : ES_SOME; }
+static est_t est_and(est_t a, est_t b) {
+  est_t r = {es_and(a.lo, b.lo), es_and(a.hi, b.hi), 0};
+  if (r.hi == ES_SOME)
+    r.bytes = a.hi == ES_ALL ? b.bytes : b.hi == ES_ALL ? a.bytes : BA_MIN(a.bytes, b.bytes);
+  return r;
+}
+static est_t est_or(est_t a, est_t b) {
+  est_t r = {es_or(a.lo, b.lo), es_or(a.hi, b.hi), 0};
+  if (r.hi == ES_SOME) r.bytes = (a.hi == ES_SOME ? a.bytes : 0) + (b.hi == ES_SOME ? b.bytes : 0);
+  return r;
+}
+static est_t est_not(est_t a) { return (est_t){es_not(a.hi), es_not(a.lo), a.bytes}; }
+
+/* Which bitmaps an OR over the accepted values loads: the accepted ones, or,
+ * if more than half of the present values are accepted and the predicate is
+ * total, the rejected ones (complemented afterwards). c->vals and c->lens
+ * get the values to load and their sizes (from the directory; binary
+ * searches, so a port range costs nothing per absent or rejected value). */
+typedef struct vsel {
+  size_t n, nacc, k;  /* present, accepted, to load */
+  int use_compl;
+  est_t est;
+} vsel_t;
+
+static int fetch_range(segctx_t *c, ba_attr_t attr, uint32_t lo, uint32_t hi, size_t *k) {
+  size_t got;
+  BA_FORWARD(ba_segment_index_range(c->seg, attr, lo, hi, c->vals + *k, c->lens + *k, c->vals_cap - *k, &got));
+  BA_RETURN_IF(got > c->vals_cap - *k, BA_ERR_INVALID);
+  *k += got;
+  return 0;
+}
+
+static int select_values(segctx_t *c, const vpred_t *p, vsel_t *s) {
+  const qrange_t *r = vp_r(p);
+  BA_FORWARD(ba_segment_index_range(c->seg, p->attr, 0, UINT32_MAX, NULL, NULL, 0, &s->n));
+  s->nacc = 0;
+  for (size_t i = 0; i < p->nr; i++) {
+    size_t m;
+    BA_FORWARD(ba_segment_index_range(c->seg, p->attr, r[i].lo, r[i].hi, NULL, NULL, 0, &m));
+    s->nacc += m;
+  }
+  s->use_compl = p->total && s->nacc > s->n / 2 + 1;
+  s->k = s->use_compl ? s->n - s->nacc : s->nacc;
+  if (s->nacc == 0 || (p->total && s->nacc == s->n)) {
+    s->est = est_exact(s->nacc == 0 ? ES_NONE : ES_ALL, 0);
+    s->k = 0;
+    return 0;
+  }
+  if (s->k > c->vals_cap) BA_FORWARD(ba_grow((void **)&c->vals, &c->vals_cap, s->k, sizeof(uint32_t)));
+  if (s->k > c->lens_cap) BA_FORWARD(ba_grow((void **)&c->lens, &c->lens_cap, s->k, sizeof(uint32_t)));
+  size_t k = 0;
+  if (!s->use_compl) {
+    for (size_t i = 0; i < p->nr; i++) BA_FORWARD(fetch_range(c, p->attr, r[i].lo, r[i].hi, &k));
+  } else {
+    uint64_t next = 0; /* first value not yet covered */
+    for (size_t i = 0; i < p->nr; i++) {
+      if (r[i].lo > next) BA_FORWARD(fetch_range(c, p->attr, (uint32_t)next, r[i].lo - 1, &k));
+      next = (uint64_t)r[i].hi + 1;
+    }
+    if (next <= UINT32_MAX) BA_FORWARD(fetch_range(c, p->attr, (uint32_t)next, UINT32_MAX, &k));
+  }
+  BA_RETURN_IF(k != s->k, BA_ERR_CORRUPT);
+  uint64_t bytes = 0;
+  for (size_t i = 0; i < k; i++) bytes += c->lens[i];
+  s->est = est_exact(ES_SOME, bytes);
+  return 0;
+}
+
+/* OR of the bitmaps of every present value the predicate accepts (see
+ * select_values). */
+static int or_values(segctx_t *c, const vpred_t *p, pb_t *out) {
+  vsel_t sel;
+  ba_attr_t attr = p->attr;
+  BA_FORWARD(select_values(c, p, &sel));
+  if (sel.est.hi == ES_NONE) {
     *out = pb_none();
     if (c->ex) sb_add(c->ex, "%s:{}", ba_attr_name(attr));
     return 0;
   }
-  int complement = total && nacc == n;
-  if (complement) {
+  if (sel.est.hi == ES_ALL) {
     *out = pb_all();
     if (c->ex) sb_add(c->ex, "%s:*", ba_attr_name(attr));
     return 0;
   }
-  int use_compl = total && nacc > n / 2 + 1;
-  size_t k = use_compl ? n - nacc : nacc;
+  int use_compl = sel.use_compl;
+  size_t k = sel.k;
   const ba_bitmap_t **bms = ba_calloc(k, sizeof(*bms));
   pb_t *own = ba_calloc(k, sizeof(*own));
   int rc = 0;
@@ -211,23 +338,18 @@ static int or_values(segctx_t *c, ba_attr_t attr, value_pred_fn pred, const void
     rc = BA_ERR_NOMEM;
     goto done;
   }
-  size_t j = 0;
-  for (size_t i = 0; i < n && rc == 0; i++) {
-    int acc = pred(pctx, c->vals[i]) != 0;
-    if (acc == use_compl) continue;
-    rc = pb_index(c, attr, c->vals[i], &own[j]);
-    if (rc == 0) bms[j] = own[j].o->bm;
-    j++;
-  }
   if (c->ex) {
     if (k <= 6) {
       sb_add(c->ex, "%s%s:", use_compl ? "~" : "", ba_attr_name(attr));
-      for (size_t i = 0, shown = 0; i < n; i++)
-        if ((pred(pctx, c->vals[i]) != 0) != use_compl) sb_add(c->ex, "%s%u", shown++ ? "|" : "", c->vals[i]);
+      for (size_t i = 0; i < k; i++) sb_add(c->ex, "%s%u", i ? "|" : "", c->vals[i]);
     } else {
       sb_add(c->ex, "%sOR%s[%zu %s]", use_compl ? "~" : "",
              strategy_tag(c->opts->strategy, k), k, ba_attr_name(attr));
     }
+  }
+  for (size_t j = 0; j < k && rc == 0; j++) {
+    rc = pb_index(c, attr, c->vals[j], &own[j]);
+    if (rc == 0) bms[j] = own[j].o->bm;
   }
   if (rc == 0 && k == 1 && !use_compl) {
     *out = pb_ref(own[0]); /* one value: its bitmap as is */
@@ -254,26 +376,7 @@ done:
   return rc;
 }
 
-static int pred_ranges(const void *ctx, uint32_t v) {
-  const qnode_t *n = ctx;
-  for (size_t i = 0; i < n->n; i++)
-    if (v >= n->ranges[i].lo && v <= n->ranges[i].hi) return 1;
-  return 0;
-}
-static int pred_flags(const void *ctx, uint32_t v) {
-  const qnode_t *n = ctx;
-  return n->cmp == QC_EQ ? (v & n->value) == n->value : (v & n->value) != 0;
-}
-typedef struct { const uint64_t *set; } octctx_t;
-static int pred_octet(const void *ctx, uint32_t v) {
-  const octctx_t *o = ctx;
-  return v < 256 && ((o->set[v >> 6] >> (v & 63)) & 1);
-}
 typedef struct { uint64_t lo, hi; } binctx_t;
-static int pred_bins(const void *ctx, uint32_t v) {
-  const binctx_t *b = ctx;
-  return v >= b->lo && v <= b->hi;
-}
 
 /* Rows of one IP version (exact via the IPVER index). */
 static int rows_ipver(segctx_t *c, unsigned ver, pb_t *out) {
@@ -308,67 +411,525 @@ static int pres_or(segctx_t *c, pres_t a, pres_t b, pres_t *out) {
   return rc;
 }
 
-/* One IPv4 pattern on one side: AND over the octets that are not '*'. */
-static int plan_v4_item(segctx_t *c, const qaddr_t *a, int dst, pb_t *out) {
-  pb_t acc = pb_all();
-  int rc = 0, nparts = 0;
-  ex_open(c, "AND");
-  for (int i = 0; i < 4 && rc == 0; i++) {
-    int full = 1;
-    for (int w = 0; w < 4; w++)
-      if (a->oct[i][w] != ~0ull) full = 0;
-    if (full) continue;
-    if (nparts++) ex_sep(c);
-    octctx_t oc = {a->oct[i]};
-    pb_t o;
-    rc = or_values(c, (ba_attr_t)((dst ? BA_ATTR_DST_IP0 : BA_ATTR_SRC_IP0) + i), pred_octet, &oc, 0, &o);
-    if (rc < 0) break;
-    pb_t t;
-    rc = pb_and(c, acc, o, &t);
-    pb_drop(o);
-    pb_drop(acc);
-    acc = rc == 0 ? t : pb_none();
-  }
-  if (rc == 0 && nparts == 0) {
-    /* The byte indexes hold IPv4 rows only (format.md); "*.*.*.*" needs the
-     * IPv4 rows explicitly. */
-    if (c->ex) sb_add(c->ex, "ipver:4");
-    pb_t v4, t;
-    rc = rows_ipver(c, 4, &v4);
-    if (rc == 0) {
-      rc = pb_and(c, acc, v4, &t);
-      pb_drop(v4);
-      pb_drop(acc);
-      acc = rc == 0 ? t : pb_none();
+/* A v6 prefix shorter than 96 bits may cover ::ffff:0:0/96 (IPv4 rows). */
+static int v6_covers_v4(const qaddr_t *a) {
+  static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+  if (a->plen > 96) return 0;
+  for (unsigned b = 0; b < a->plen; b++)
+    if (((a->a6[b / 8] ^ mapped[b / 8]) >> (7 - b % 8)) & 1) return 0;
+  return 1;
+}
+
+static int octet_full(const qaddr_t *a, int i) {
+  for (int w = 0; w < 4; w++)
+    if (a->oct[i][w] != ~0ull) return 0;
+  return 1;
+}
+
+/* ---------- address items, merged once per run ---------- */
+
+typedef struct addrcache {
+  const qnode_t *node;
+  qaddr_t *items;
+  size_t n;
+} addrcache_t;
+
+/* Two v4 patterns that agree on three octets are one pattern whose fourth
+ * octet is the union (a product set stays a product set): `ip in [10.5.1.1
+ * 10.5.1.2 10.5.1.3]` is 10.5.1.{1,2,3}, one AND of four octets, not three. */
+static size_t merge_v4_items(qaddr_t *it, size_t n) {
+  int changed = 1;
+  while (changed) {
+    changed = 0;
+    for (size_t i = 0; i < n; i++) {
+      if (it[i].v6) continue;
+      for (size_t j = i + 1; j < n; j++) {
+        if (it[j].v6) continue;
+        int diff = -1, ndiff = 0;
+        for (int o = 0; o < 4 && ndiff < 2; o++)
+          if (memcmp(it[i].oct[o], it[j].oct[o], sizeof(it[i].oct[o]))) {
+            diff = o;
+            ndiff++;
+          }
+        if (ndiff > 1) continue;
+        if (diff >= 0)
+          for (int w = 0; w < 4; w++) it[i].oct[diff][w] |= it[j].oct[diff][w];
+        it[j--] = it[--n];
+        changed = 1;
+      }
     }
   }
+  return n;
+}
+
+#define MERGE_MAX_ITEMS 256
+
+static int addr_items(segctx_t *c, const qnode_t *n, const qaddr_t **items, size_t *cnt) {
+  for (size_t i = 0; i < c->naddrs; i++)
+    if (c->addrs[i].node == n) {
+      *items = c->addrs[i].items;
+      *cnt = c->addrs[i].n;
+      return 0;
+    }
+  if (n->n < 2 || n->n > MERGE_MAX_ITEMS) {
+    *items = n->addrs;
+    *cnt = n->n;
+    return 0;
+  }
+  if (c->naddrs == c->addrs_cap)
+    BA_FORWARD(ba_grow((void **)&c->addrs, &c->addrs_cap, c->naddrs + 1, sizeof(addrcache_t)));
+  qaddr_t *it = ba_malloc(n->n * sizeof(*it));
+  BA_RETURN_IF(!it, BA_ERR_NOMEM);
+  memcpy(it, n->addrs, n->n * sizeof(*it));
+  size_t m = merge_v4_items(it, n->n);
+  c->addrs[c->naddrs++] = (addrcache_t){n, it, m};
+  *items = it;
+  *cnt = m;
+  return 0;
+}
+
+static void addrs_free(segctx_t *c) {
+  for (size_t i = 0; i < c->naddrs; i++) ba_free(c->addrs[i].items);
+  ba_free(c->addrs);
+  c->addrs = NULL;
+  c->naddrs = c->addrs_cap = 0;
+}
+
+/* ---------- estimates (from the index directory, nothing loaded) ---------- */
+
+static int est_ipver(segctx_t *c, unsigned ver, est_t *e) {
+  if ((ver == 4 && !c->has_non_v4) || (ver == 6 && !c->has_non_v6)) {
+    *e = est_exact(ES_ALL, 0);
+    return 0;
+  }
+  vpred_t p;
+  vp_one(&p, BA_ATTR_IPVER, ver, ver);
+  vsel_t s;
+  BA_FORWARD(select_values(c, &p, &s));
+  *e = s.est;
+  return 0;
+}
+
+static int est_v4_item(segctx_t *c, const qaddr_t *a, int dst, est_t *e) {
+  est_t r = est_exact(ES_ALL, 0);
+  int nparts = 0;
+  for (int i = 0; i < 4 && r.hi != ES_NONE; i++) {
+    if (octet_full(a, i)) continue;
+    nparts++;
+    vpred_t p;
+    vp_bytes(&p, (ba_attr_t)((dst ? BA_ATTR_DST_IP0 : BA_ATTR_SRC_IP0) + i), a->oct[i], 0);
+    vsel_t s;
+    BA_FORWARD(select_values(c, &p, &s));
+    r = est_and(r, s.est);
+  }
+  if (nparts == 0) return est_ipver(c, 4, e);
+  *e = r;
+  return 0;
+}
+
+static int est_addr_side(segctx_t *c, const qnode_t *n, int dst, est_t *e) {
+  const qaddr_t *items;
+  size_t cnt;
+  BA_FORWARD(addr_items(c, n, &items, &cnt));
+  est_t r = est_exact(ES_NONE, 0);
+  for (size_t i = 0; i < cnt && r.hi != ES_ALL; i++) {
+    est_t it;
+    if (items[i].v6) {
+      if (v6_covers_v4(&items[i])) it = (est_t){ES_NONE, ES_ALL, 0};
+      else {
+        BA_FORWARD(est_ipver(c, 6, &it));
+        it.lo = ES_NONE;
+      }
+    } else {
+      BA_FORWARD(est_v4_item(c, &items[i], dst, &it));
+    }
+    r = est_or(r, it);
+  }
+  *e = r;
+  return 0;
+}
+
+/* How a time predicate is planned: exact none/all, a residual check, or
+ * time bins (candidates: bins meeting the range; exact: bins inside it). */
+typedef enum { TP_NONE, TP_ALL, TP_CHECK, TP_BINS } tpkind_t;
+typedef struct tplan {
+  tpkind_t kind;
+  const char *tag;
+  binctx_t any, full;
+} tplan_t;
+
+static void time_plan(const segctx_t *c, const qnode_t *n, tplan_t *t) {
+  uint64_t a = 0, b = UINT64_MAX, T = n->value;
+  t->tag = NULL;
+  switch (n->cmp) {
+    case QC_EQ: a = b = T; break;
+    case QC_GT: if (T == UINT64_MAX) { t->kind = TP_NONE; return; } a = T + 1; break;
+    case QC_GE: a = T; break;
+    case QC_LT: if (T == 0) { t->kind = TP_NONE; return; } b = T - 1; break;
+    case QC_LE: b = T; break;
+  }
+  const ba_segment_info_t *in = &c->info;
+  if (n->field != QF_FIRST) {
+    t->kind = TP_CHECK;
+    t->tag = "check(last)";
+    return;
+  }
+  if (b < in->min_first_ns || a > in->max_first_ns) {
+    t->kind = TP_NONE;
+    t->tag = "time:{}";
+    return;
+  }
+  if (a <= in->min_first_ns && b >= in->max_first_ns) {
+    t->kind = TP_ALL;
+    t->tag = "time:*";
+    return;
+  }
+  uint64_t w = (uint64_t)in->time_bin_seconds * 1000000000ull;
+  if (w == 0) {
+    t->kind = TP_CHECK;
+    t->tag = "check(first)";
+    return;
+  }
+  /* A bound beyond the segment's first-seen range constrains nothing. */
+  if (a <= in->min_first_ns) a = 0;
+  if (b >= in->max_first_ns) b = UINT64_MAX;
+  uint64_t s0 = in->start_ns;
+  /* Bin k holds first_ns in [s0 + k*w, s0 + (k+1)*w - 1]. */
+  t->kind = TP_BINS;
+  t->any.lo = a <= s0 ? 0 : (a - s0) / w;
+  t->any.hi = b == UINT64_MAX ? UINT64_MAX : (b < s0 ? 0 : (b - s0) / w);
+  t->full.lo = a <= s0 ? 0 : (a - s0 + w - 1) / w;
+  if (b == UINT64_MAX) t->full.hi = UINT64_MAX;
+  else if (b < s0 || (b - s0 + 1) / w == 0) { t->full.lo = 1; t->full.hi = 0; }
+  else t->full.hi = (b - s0 + 1) / w - 1;
+}
+
+static int est_node(segctx_t *c, const qnode_t *n, est_t *e) {
+  est_t a = est_exact(ES_ALL, 0), b = a;
+  vsel_t s;
+  vpred_t p;
+  switch (n->kind) {
+    case QN_TRUE: *e = est_exact(ES_ALL, 0); return 0;
+    case QN_FALSE: *e = est_exact(ES_NONE, 0); return 0;
+    case QN_AND: case QN_OR:
+      BA_FORWARD(est_node(c, n->kid[0], &a));
+      BA_FORWARD(est_node(c, n->kid[1], &b));
+      *e = n->kind == QN_AND ? est_and(a, b) : est_or(a, b);
+      return 0;
+    case QN_NOT:
+      BA_FORWARD(est_node(c, n->kid[0], &a));
+      *e = est_not(a);
+      return 0;
+    case QN_IPVER:
+      vp_one(&p, BA_ATTR_IPVER, n->value, n->value);
+      BA_FORWARD(select_values(c, &p, &s));
+      *e = s.est;
+      return 0;
+    case QN_ADDR:
+      if (n->dir != QD_DST) BA_FORWARD(est_addr_side(c, n, 0, &a));
+      if (n->dir != QD_SRC) BA_FORWARD(est_addr_side(c, n, 1, &b));
+      *e = n->dir == QD_SRC ? a : n->dir == QD_DST ? b : n->dir == QD_BOTH ? est_and(a, b) : est_or(a, b);
+      return 0;
+    case QN_PORT:
+      if (n->dir != QD_DST) {
+        vp_ranges(&p, BA_ATTR_SRC_PORT, n, 1);
+        BA_FORWARD(select_values(c, &p, &s));
+        a = s.est;
+      }
+      if (n->dir != QD_SRC) {
+        vp_ranges(&p, BA_ATTR_DST_PORT, n, 1);
+        BA_FORWARD(select_values(c, &p, &s));
+        b = s.est;
+      }
+      *e = n->dir == QD_SRC ? a : n->dir == QD_DST ? b : n->dir == QD_BOTH ? est_and(a, b) : est_or(a, b);
+      return 0;
+    case QN_PROTO:
+      vp_ranges(&p, BA_ATTR_PROTO, n, 1);
+      BA_FORWARD(select_values(c, &p, &s));
+      *e = s.est;
+      return 0;
+    case QN_FLAGS:
+      vp_flags(&p, n);
+      BA_FORWARD(select_values(c, &p, &s));
+      *e = s.est;
+      return 0;
+    case QN_TIME: {
+      tplan_t t;
+      time_plan(c, n, &t);
+      if (t.kind == TP_NONE) *e = est_exact(ES_NONE, 0);
+      else if (t.kind == TP_ALL) *e = est_exact(ES_ALL, 0);
+      else if (t.kind == TP_CHECK) *e = (est_t){ES_NONE, ES_ALL, 0};
+      else {
+        vp_one(&p, BA_ATTR_TIME_BIN, t.any.lo, t.any.hi);
+        BA_FORWARD(select_values(c, &p, &s));
+        *e = s.est;
+        if (t.full.lo > t.full.hi) e->lo = ES_NONE;
+        else if (t.full.lo != t.any.lo || t.full.hi != t.any.hi) e->lo = es_and(e->lo, ES_SOME);
+      }
+      return 0;
+    }
+    case QN_NUM: *e = (est_t){ES_NONE, ES_ALL, 0}; return 0;
+  }
+  return BA_ERR_INVALID;
+}
+
+/* Sort key of an operand of an AND: empty first, then every row (free), then
+ * by estimated size, so the running result is small from the start. */
+static uint64_t est_key(est_t e) { return e.hi == ES_NONE ? 0 : e.hi == ES_ALL ? 1 : 2 + e.bytes; }
+
+/* The hi bound is a bitmap without rows: make it (and lo) PB_NONE, so the
+ * operands after it are neither loaded nor combined. */
+static int pres_prune(pres_t *r) {
+  if (r->hi.kind != PB_BM || ba_bitmap_size_bytes(r->hi.o->bm) > 512) return 0;
+  uint64_t cnt;
+  BA_FORWARD(ba_bitmap_count(r->hi.o->bm, &cnt));
+  if (cnt == 0) {
+    pres_drop(*r);
+    *r = pres_exact(pb_none());
+  }
+  return 0;
+}
+
+/* ---------- planning ---------- */
+
+static int plan_node(segctx_t *c, const qnode_t *n, pres_t *out);
+static uint64_t count_pb(pb_t p, uint64_t rows);
+
+/* ---------- AND chains ---------- */
+
+/* One operand of a flattened AND: a node, or the OR of the values of one
+ * attribute that a predicate accepts (a port, proto or flags node, one octet
+ * of a v4 pattern), which is estimated and loaded on its own. */
+typedef struct term {
+  const qnode_t *node; /* NULL: values */
+  vpred_t vp;
+  est_t est;
+  uint64_t key;
+  size_t pos;
+} term_t;
+
+typedef struct termvec {
+  term_t *t;
+  size_t n, cap;
+} termvec_t;
+
+static int push_term(termvec_t *v, const term_t *t) {
+  if (v->n == v->cap) BA_FORWARD(ba_grow((void **)&v->t, &v->cap, v->n + 1, sizeof(term_t)));
+  v->t[v->n] = *t;
+  v->t[v->n].pos = v->n;
+  v->n++;
+  return 0;
+}
+
+static int push_ranges(termvec_t *v, ba_attr_t attr, const qnode_t *n) {
+  term_t t = {0};
+  vp_ranges(&t.vp, attr, n, 1);
+  return push_term(v, &t);
+}
+
+static int flatten_and(segctx_t *c, const qnode_t *n, termvec_t *v) {
+  term_t t = {0};
+  switch (n->kind) {
+    case QN_AND:
+      BA_FORWARD(flatten_and(c, n->kid[0], v));
+      return flatten_and(c, n->kid[1], v);
+    case QN_PORT:
+      if (n->dir == QD_EITHER) break;
+      if (n->dir != QD_DST) BA_FORWARD(push_ranges(v, BA_ATTR_SRC_PORT, n));
+      if (n->dir != QD_SRC) BA_FORWARD(push_ranges(v, BA_ATTR_DST_PORT, n));
+      return 0;
+    case QN_PROTO: return push_ranges(v, BA_ATTR_PROTO, n);
+    case QN_FLAGS:
+      vp_flags(&t.vp, n);
+      return push_term(v, &t);
+    case QN_ADDR: {
+      if (n->dir == QD_EITHER) break;
+      const qaddr_t *items;
+      size_t cnt;
+      BA_FORWARD(addr_items(c, n, &items, &cnt));
+      if (cnt != 1 || items[0].v6) break;
+      int parts = 0;
+      for (int i = 0; i < 4; i++) parts += !octet_full(&items[0], i);
+      if (parts == 0) break; /* needs the IPv4 rows: the node does that */
+      for (int side = 0; side < 2; side++) {
+        if ((side == 0 && n->dir == QD_DST) || (side == 1 && n->dir == QD_SRC)) continue;
+        for (int i = 0; i < 4; i++) {
+          if (octet_full(&items[0], i)) continue;
+          vp_bytes(&t.vp, (ba_attr_t)((side ? BA_ATTR_DST_IP0 : BA_ATTR_SRC_IP0) + i), items[0].oct[i], 0);
+          BA_FORWARD(push_term(v, &t));
+        }
+      }
+      return 0;
+    }
+    default: break;
+  }
+  t.node = n;
+  return push_term(v, &t);
+}
+
+static int term_cmp(const void *a, const void *b) {
+  const term_t *x = a, *y = b;
+  if (x->key != y->key) return x->key < y->key ? -1 : 1;
+  return x->pos < y->pos ? -1 : x->pos > y->pos;
+}
+
+/* A bitmap this large (half the size of a literal per group) has literals in
+ * most groups: its size no longer tells how many rows it holds. */
+static uint64_t dense_bytes(const segctx_t *c) {
+  unsigned wb = ba_codec_word_bits(c->codec);
+  if (wb < 32) wb = 32;
+  return c->info.rows / (wb - 1) * (wb / 8) / 2;
+}
+
+static int pb_sparse(const segctx_t *c, pb_t p) {
+  return p.kind == PB_NONE || (p.kind == PB_BM && ba_bitmap_size_bytes(p.o->bm) < dense_bytes(c));
+}
+
+static int eval_term(segctx_t *c, const term_t *t, pres_t *x) {
+  if (t->node) return plan_node(c, t->node, x);
+  pb_t p;
+  BA_FORWARD(or_values(c, &t->vp, &p));
+  *x = pres_exact(p);
+  return 0;
+}
+
+static int and_step(segctx_t *c, pres_t *acc, pres_t x) {
+  pres_t y;
+  int rc = pres_and(c, *acc, x, &y);
+  pres_drop(x);
+  if (rc < 0) return rc;
+  pres_drop(*acc);
+  *acc = y;
+  return pres_prune(acc);
+}
+
+/* AND of many operands. Each is estimated from the directory first: an empty
+ * one answers the AND without loading anything. The others are combined
+ * from the smallest up, stopping as soon as the result is empty; once only
+ * dense operands are left and the result so far is dense too (sizes then
+ * say nothing about row counts), they are all loaded and combined in the
+ * order of their row counts, so the result thins out as early as possible. */
+static int and_terms(segctx_t *c, termvec_t *v, pres_t *out) {
+  int rc = 0, empty = 0;
+  for (size_t i = 0; i < v->n && rc == 0 && !empty; i++) {
+    term_t *t = &v->t[i];
+    if (t->node) {
+      rc = est_node(c, t->node, &t->est);
+    } else {
+      vsel_t s;
+      rc = select_values(c, &t->vp, &s);
+      t->est = s.est;
+    }
+    t->key = est_key(t->est);
+    empty = t->est.hi == ES_NONE;
+  }
+  if (rc < 0) return rc;
+  if (empty) {
+    if (c->ex) sb_add(c->ex, "AND({})");
+    *out = pres_exact(pb_none());
+    return 0;
+  }
+  qsort(v->t, v->n, sizeof(term_t), term_cmp);
+  uint64_t dense = dense_bytes(c);
+  pres_t acc = pres_exact(pb_all());
+  ex_open(c, "AND");
+  size_t i = 0;
+  for (; i < v->n && rc == 0 && acc.hi.kind != PB_NONE; i++) {
+    if (v->t[i].key >= 2 + dense && !pb_sparse(c, acc.hi)) break;
+    if (i) ex_sep(c);
+    pres_t x;
+    if ((rc = eval_term(c, &v->t[i], &x)) == 0) rc = and_step(c, &acc, x);
+  }
+  if (i < v->n && rc == 0 && acc.hi.kind != PB_NONE) {
+    size_t m = v->n - i;
+    pres_t *xs = ba_calloc(m, sizeof(*xs));
+    uint64_t *cnt = ba_calloc(m, sizeof(*cnt));
+    size_t *ord = ba_calloc(m, sizeof(*ord));
+    size_t got = 0;
+    if (!xs || !cnt || !ord) rc = BA_ERR_NOMEM;
+    if (c->ex) sb_add(c->ex, "%sby-rows(", i ? " " : "");
+    for (size_t j = 0; j < m && rc == 0; j++, got++) {
+      if (j) ex_sep(c);
+      if ((rc = eval_term(c, &v->t[i + j], &xs[j])) < 0) break;
+      cnt[j] = count_pb(xs[j].hi, c->info.rows);
+      size_t k = j;
+      while (k > 0 && cnt[ord[k - 1]] > cnt[j]) {
+        ord[k] = ord[k - 1];
+        k--;
+      }
+      ord[k] = j;
+    }
+    ex_close(c);
+    for (size_t k = 0; k < got && rc == 0 && acc.hi.kind != PB_NONE; k++) {
+      rc = and_step(c, &acc, xs[ord[k]]);
+      xs[ord[k]] = (pres_t){pb_none(), pb_none()};
+    }
+    for (size_t j = 0; j < got; j++) pres_drop(xs[j]);
+    ba_free(xs);
+    ba_free(cnt);
+    ba_free(ord);
+    i = v->n;
+  }
+  if (i < v->n && rc == 0 && c->ex) sb_add(c->ex, " {}: %zu skipped", v->n - i);
   ex_close(c);
   if (rc < 0) {
-    pb_drop(acc);
+    pres_drop(acc);
     return rc;
   }
   *out = acc;
   return 0;
 }
 
+static int plan_and(segctx_t *c, const qnode_t *n, pres_t *out) {
+  termvec_t v = {0};
+  int rc = flatten_and(c, n, &v);
+  if (rc == 0) rc = and_terms(c, &v, out);
+  ba_free(v.t);
+  return rc;
+}
+
+/* One IPv4 pattern on one side: AND over the octets that are not '*'. */
+static int plan_v4_item(segctx_t *c, const qaddr_t *a, int dst, pb_t *out) {
+  termvec_t v = {0};
+  int rc = 0;
+  for (int i = 0; i < 4 && rc == 0; i++) {
+    if (octet_full(a, i)) continue;
+    term_t t = {0};
+    vp_bytes(&t.vp, (ba_attr_t)((dst ? BA_ATTR_DST_IP0 : BA_ATTR_SRC_IP0) + i), a->oct[i], 0);
+    rc = push_term(&v, &t);
+  }
+  if (rc == 0 && v.n == 0) {
+    /* The byte indexes hold IPv4 rows only (format.md); "*.*.*.*" needs the
+     * IPv4 rows explicitly. */
+    if (c->ex) sb_add(c->ex, "ipver:4");
+    rc = rows_ipver(c, 4, out);
+  } else if (rc == 0) {
+    pres_t r;
+    rc = and_terms(c, &v, &r);
+    if (rc == 0) {
+      *out = r.lo; /* exact: lo is hi */
+      pb_drop(r.hi);
+    }
+  }
+  ba_free(v.t);
+  return rc;
+}
+
 /* Address node on one side: OR of its items; v6 items are inexact. */
 static int plan_addr_side(segctx_t *c, const qnode_t *n, int dst, pres_t *out) {
+  const qaddr_t *items;
+  size_t cnt;
+  BA_FORWARD(addr_items(c, n, &items, &cnt));
   pres_t acc = {pb_none(), pb_none()};
   int rc = 0;
   ex_open(c, "OR");
-  for (size_t i = 0; i < n->n && rc == 0; i++) {
+  for (size_t i = 0; i < cnt && rc == 0; i++) {
     if (i) ex_sep(c);
-    const qaddr_t *a = &n->addrs[i];
+    const qaddr_t *a = &items[i];
     pres_t it;
     if (a->v6) {
-      /* A prefix shorter than 96 bits may cover ::ffff:0:0/96 (IPv4 rows). */
-      static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-      int covers_v4 = 1;
-      for (unsigned b = 0; b < a->plen && b < 96; b++)
-        if (((a->a6[b / 8] ^ mapped[b / 8]) >> (7 - b % 8)) & 1) covers_v4 = 0;
-      if (a->plen > 96) covers_v4 = 0;
       pb_t hi;
-      if (covers_v4) {
+      if (v6_covers_v4(a)) {
         hi = pb_all();
         if (c->ex) sb_add(c->ex, "scan");
       } else {
@@ -405,60 +966,29 @@ static int combine_dir(segctx_t *c, qdir_t d, pres_t s, pres_t t, pres_t *out) {
 }
 
 static int plan_time(segctx_t *c, const qnode_t *n, pres_t *out) {
-  uint64_t a = 0, b = UINT64_MAX, T = n->value;
-  switch (n->cmp) {
-    case QC_EQ: a = b = T; break;
-    case QC_GT: if (T == UINT64_MAX) { *out = pres_exact(pb_none()); return 0; } a = T + 1; break;
-    case QC_GE: a = T; break;
-    case QC_LT: if (T == 0) { *out = pres_exact(pb_none()); return 0; } b = T - 1; break;
-    case QC_LE: b = T; break;
+  tplan_t t;
+  time_plan(c, n, &t);
+  if (c->ex && t.tag) sb_add(c->ex, "%s", t.tag);
+  switch (t.kind) {
+    case TP_NONE: *out = pres_exact(pb_none()); return 0;
+    case TP_ALL: *out = pres_exact(pb_all()); return 0;
+    case TP_CHECK: *out = (pres_t){pb_none(), pb_all()}; return 0;
+    case TP_BINS: break;
   }
-  const ba_segment_info_t *in = &c->info;
-  if (n->field != QF_FIRST) {
-    if (c->ex) sb_add(c->ex, "check(last)");
-    *out = (pres_t){pb_none(), pb_all()};
-    return 0;
-  }
-  if (b < in->min_first_ns || a > in->max_first_ns) {
-    if (c->ex) sb_add(c->ex, "time:{}");
-    *out = pres_exact(pb_none());
-    return 0;
-  }
-  if (a <= in->min_first_ns && b >= in->max_first_ns) {
-    if (c->ex) sb_add(c->ex, "time:*");
-    *out = pres_exact(pb_all());
-    return 0;
-  }
-  uint64_t w = (uint64_t)in->time_bin_seconds * 1000000000ull;
-  if (w == 0) {
-    if (c->ex) sb_add(c->ex, "check(first)");
-    *out = (pres_t){pb_none(), pb_all()};
-    return 0;
-  }
-  /* A bound beyond the segment's first-seen range constrains nothing. */
-  if (a <= in->min_first_ns) a = 0;
-  if (b >= in->max_first_ns) b = UINT64_MAX;
-  uint64_t s0 = in->start_ns;
-  /* Bin k holds first_ns in [s0 + k*w, s0 + (k+1)*w - 1]. Candidates: bins
-   * meeting [a, b]; exact: bins inside [a, b]. */
-  binctx_t any, full;
-  any.lo = a <= s0 ? 0 : (a - s0) / w;
-  any.hi = b == UINT64_MAX ? UINT64_MAX : (b < s0 ? 0 : (b - s0) / w);
-  full.lo = a <= s0 ? 0 : (a - s0 + w - 1) / w;
-  if (b == UINT64_MAX) full.hi = UINT64_MAX;
-  else if (b < s0 || (b - s0 + 1) / w == 0) { full.lo = 1; full.hi = 0; }
-  else full.hi = (b - s0 + 1) / w - 1;
   pb_t lo = pb_none(), hi;
   if (c->ex) sb_add(c->ex, "exact(");
-  if (full.lo <= full.hi) BA_FORWARD(or_values(c, BA_ATTR_TIME_BIN, pred_bins, &full, 0, &lo));
+  vpred_t p;
+  vp_one(&p, BA_ATTR_TIME_BIN, t.full.lo, t.full.hi);
+  if (t.full.lo <= t.full.hi) BA_FORWARD(or_values(c, &p, &lo));
   if (c->ex) sb_add(c->ex, ") cand(");
-  int rc = or_values(c, BA_ATTR_TIME_BIN, pred_bins, &any, 0, &hi);
+  vp_one(&p, BA_ATTR_TIME_BIN, t.any.lo, t.any.hi);
+  int rc = or_values(c, &p, &hi);
   if (c->ex) sb_add(c->ex, ")");
   if (rc < 0) {
     pb_drop(lo);
     return rc;
   }
-  if (full.lo == any.lo && full.hi == any.hi) {
+  if (t.full.lo == t.any.lo && t.full.hi == t.any.hi) {
     pb_drop(hi);
     *out = pres_exact(lo); /* takes our reference, adds one for hi */
     return 0;
@@ -473,8 +1003,10 @@ static int plan_node(segctx_t *c, const qnode_t *n, pres_t *out) {
   switch (n->kind) {
     case QN_TRUE: *out = pres_exact(pb_all()); if (c->ex) sb_add(c->ex, "*"); return 0;
     case QN_FALSE: *out = pres_exact(pb_none()); if (c->ex) sb_add(c->ex, "{}"); return 0;
-    case QN_AND: case QN_OR:
-      ex_open(c, n->kind == QN_AND ? "AND" : "OR");
+    case QN_AND:
+      return plan_and(c, n, out);
+    case QN_OR:
+      ex_open(c, "OR");
       BA_FORWARD(plan_node(c, n->kid[0], &a));
       ex_sep(c);
       if ((rc = plan_node(c, n->kid[1], &b)) < 0) {
@@ -482,7 +1014,7 @@ static int plan_node(segctx_t *c, const qnode_t *n, pres_t *out) {
         return rc;
       }
       ex_close(c);
-      rc = n->kind == QN_AND ? pres_and(c, a, b, out) : pres_or(c, a, b, out);
+      rc = pres_or(c, a, b, out);
       pres_drop(a);
       pres_drop(b);
       return rc;
@@ -521,9 +1053,12 @@ static int plan_node(segctx_t *c, const qnode_t *n, pres_t *out) {
       return rc;
     case QN_PORT: {
       pb_t s = pb_none(), t = pb_none();
-      if (n->dir != QD_DST) BA_FORWARD(or_values(c, BA_ATTR_SRC_PORT, pred_ranges, n, 1, &s));
+      vpred_t p;
+      vp_ranges(&p, BA_ATTR_SRC_PORT, n, 1);
+      if (n->dir != QD_DST) BA_FORWARD(or_values(c, &p, &s));
       if (n->dir != QD_SRC && n->dir != QD_DST) ex_sep(c);
-      if (n->dir != QD_SRC && (rc = or_values(c, BA_ATTR_DST_PORT, pred_ranges, n, 1, &t)) < 0) {
+      vp_ranges(&p, BA_ATTR_DST_PORT, n, 1);
+      if (n->dir != QD_SRC && (rc = or_values(c, &p, &t)) < 0) {
         pb_drop(s);
         return rc;
       }
@@ -540,13 +1075,17 @@ static int plan_node(segctx_t *c, const qnode_t *n, pres_t *out) {
     }
     case QN_PROTO: {
       pb_t r;
-      BA_FORWARD(or_values(c, BA_ATTR_PROTO, pred_ranges, n, 1, &r));
+      vpred_t p;
+      vp_ranges(&p, BA_ATTR_PROTO, n, 1);
+      BA_FORWARD(or_values(c, &p, &r));
       *out = (pres_t){r, pb_ref(r)};
       return 0;
     }
     case QN_FLAGS: {
       pb_t r;
-      BA_FORWARD(or_values(c, BA_ATTR_TCP_FLAGS, pred_flags, n, 1, &r));
+      vpred_t p;
+      vp_flags(&p, n);
+      BA_FORWARD(or_values(c, &p, &r));
       *out = (pres_t){r, pb_ref(r)};
       return 0;
     }
@@ -725,9 +1264,11 @@ static int run_segment(ba_query_t *q, const qnode_t *root, segctx_t *c, runctx_t
   }
   /* Which IP versions occur (to skip ipver restrictions when pointless). */
   size_t nv;
-  BA_FORWARD(present_values(c, BA_ATTR_IPVER, &nv));
+  if (c->vals_cap < 256) BA_FORWARD(ba_grow((void **)&c->vals, &c->vals_cap, 256, sizeof(uint32_t)));
+  if (c->lens_cap < 256) BA_FORWARD(ba_grow((void **)&c->lens, &c->lens_cap, 256, sizeof(uint32_t)));
+  BA_FORWARD(ba_segment_index_range(c->seg, BA_ATTR_IPVER, 0, UINT32_MAX, c->vals, c->lens, c->vals_cap, &nv));
   c->has_non_v4 = c->has_non_v6 = 0;
-  for (size_t i = 0; i < nv; i++) {
+  for (size_t i = 0; i < nv && i < c->vals_cap; i++) {
     if (c->vals[i] != 4) c->has_non_v4 = 1;
     if (c->vals[i] != 6) c->has_non_v6 = 1;
   }
@@ -875,11 +1416,14 @@ int ba_query_run(ba_query_t *q, ba_store_t *s, const ba_query_exec_opts_t *opts,
                 ba_strerror(rc), ba_store_errmsg(s));
       rc = 0;
     }
+    ba_segment_release(c.seg); /* its directory and buffers: the next segment reuses the memory */
     if (rc != 0) break;
   }
   cache_clear(&c);
   ba_free(c.cache);
   ba_free(c.vals);
+  ba_free(c.lens);
+  addrs_free(&c);
   ba_free(run.batch);
   return rc;
 }

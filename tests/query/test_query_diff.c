@@ -187,6 +187,26 @@ static const char *const filters[] = {
   "not (bytes > 1000 and port 80)", "not not (ip 10.4.0.1 or ipv6)",
   "ip 10.4.0.1 or bytes > 1M", "not (ipv6 and src net 2001:db8::/32)",
   "src ip 10.4.*.* && !dst port 137 || ipv6 && port 443",
+  /* AND chains: size order, empty operands, a result that empties, dense operands by row count */
+  "src ip 10.4.0.1 and dst port 443 and proto tcp", "dst port 443 and src ip 10.4.0.1 and flags S",
+  "src ip 10.4.0.1 and dst port 9999", "proto 99 and src ip 10.4.*.*", "src ip 10.4.0.1 and src ip 10.4.0.2",
+  "src ip 10.4.0.1 and dst ip 10.4.0.1 and port 80", "proto tcp and src ip 10.4.*.* and not port 80",
+  "proto tcp and flags A and src net 10.4.0.0/16 and dst port < 1024", "any and any and proto udp",
+  "ipv4 and ipv4 and not ipv6 and port 53", "ipv6 and src ip 10.4.0.1", "ipv6 and proto tcp and port 443",
+  "src net 2001:db8::/32 and port 80 and proto tcp", "not ipv6 and proto tcp and port 443",
+  "not (src ip 10.4.0.1 and port 80) and proto tcp", "src ip 10.4.*.* and not (port 80 and proto tcp)",
+  "src and dst port > 1023 and proto udp", "src and dst ip 10.4.0.0/16 and port 53",
+  "src and dst ip 10.4.0.1 and proto tcp", "dst ip 10.5.5.3 and src ip 10.4.0.0/20 and not flags R",
+  "first seen > 2024-07-11T01:30 and src ip 10.4.*.* and port 443",
+  "bytes > 1k and src ip 10.4.0.1 and dst port 137", "packets < 3 and proto udp and not port 53",
+  "flags S and flags A and not flags R and proto tcp", "(port 80 or port 443) and src ip 10.4.0.2 and proto tcp",
+  "src ip 10.4.0.1 and (dst port 53 or dst ip 10.5.5.*) and not proto tcp",
+  /* address lists: merged patterns (one differing octet), duplicates, wildcards, v4 with v6 */
+  "ip in [10.4.0.1 10.4.0.2 10.4.0.3]", "src ip in [10.4.0.1 10.4.1.1 10.4.0.1]", "ip in [10.4.0.1 10.4.1.2]",
+  "ip in [10.4.0.* 10.4.0.5 10.4.1.5]", "ip in [10.4.0.1 2001:db8::/32 10.4.0.2]",
+  "dst ip in [10.5.5.1 10.5.5.2 10.5.5.3] and proto udp", "ip in [10.4.0.1 10.4.0.2 10.4.0.3] and proto udp",
+  "src ip in [10.4.0.1 10.4.0.2] and dst ip in [10.5.5.1 10.5.5.3] and proto tcp",
+  "not ip in [10.4.0.1 10.4.0.2 10.4.0.3] and port 80",
 };
 
 static void check_filter(const char *f, const ba_query_exec_opts_t *base, const char *what) {
@@ -241,6 +261,8 @@ static void check_exact(void) {
     "ip in [10.4.0.1, 10.4.0.2, 192.168.0.7]", "src ip 10.4.*.* and not dst port 137", "ipv6 or proto udp",
     "flags S and not flags AFRPU", "port > 1023 and src net 10.4.0.0/20", "first seen >= 2024-07-11T01:00",
     "not (ip 10.4.0.1 or dst ip in [10.5.5.0/28 172.16.0.1])",
+    "src ip 10.4.0.1 and dst port 443 and proto tcp", "ip in [10.4.0.1 10.4.0.2 10.4.0.3] and proto udp",
+    "src ip 10.4.0.1 and src ip 10.4.0.2", "proto tcp and flags A and src net 10.4.0.0/16 and dst port < 1024",
   };
   for (size_t i = 0; i < NELEM(exact); i++) {
     ba_query_t *q;
@@ -259,8 +281,53 @@ static void check_exact(void) {
   }
 }
 
+/* ba_segment_index_range (binary search in the directory) against a filter
+ * over ba_segment_index_values, also after ba_segment_release. */
+static void check_index_range(void) {
+  ba_rng_t r;
+  ba_rng_seed(&r, 7);
+  static uint32_t all[70000], got[70000], bytes[70000];
+  for (size_t si = 0; si < ba_store_segment_count(F.st); si++) {
+    ba_segment_t *seg;
+    assert_int_equal(ba_store_segment(F.st, si, &seg), 0);
+    for (int pass = 0; pass < 2; pass++) {
+      for (int a = 0; a < BA_ATTR_COUNT; a++) {
+        size_t n;
+        assert_int_equal(ba_segment_index_values(seg, (ba_attr_t)a, all, NELEM(all), &n), 0);
+        assert_true(n <= NELEM(all));
+        for (int k = 0; k < 40; k++) {
+          uint32_t lo, hi;
+          if (k == 0) lo = 0, hi = UINT32_MAX;
+          else if (k == 1 && n) lo = hi = all[n / 2];
+          else if (k == 2 && n) lo = all[0] + 1, hi = all[n - 1] - 1;
+          else {
+            lo = (uint32_t)ba_rng_below(&r, 70000);
+            hi = lo + (uint32_t)ba_rng_below(&r, k % 2 ? 300 : 70000);
+            if (k % 5 == 0) hi = lo - 1; /* empty */
+          }
+          size_t m, want = 0;
+          assert_int_equal(ba_segment_index_range(seg, (ba_attr_t)a, lo, hi, got, bytes, NELEM(got), &m), 0);
+          for (size_t i = 0; i < n; i++) {
+            if (all[i] < lo || all[i] > hi) continue;
+            assert_true(want < m);
+            assert_int_equal(got[want], all[i]);
+            assert_true(bytes[want] > 0);
+            want++;
+          }
+          assert_int_equal(m, want);
+          size_t cnt;
+          assert_int_equal(ba_segment_index_range(seg, (ba_attr_t)a, lo, hi, NULL, NULL, 0, &cnt), 0);
+          assert_int_equal(cnt, m);
+        }
+      }
+      ba_segment_release(seg);
+    }
+  }
+}
+
 static void run_table(ba_codec_t codec, uint32_t block_rows) {
   build_store(codec, block_rows);
+  check_index_range();
   check_exact();
   ba_query_exec_opts_t o;
   ba_query_exec_opts_init(&o);
