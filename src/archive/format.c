@@ -417,11 +417,6 @@ static inline uint64_t zz(uint64_t d, unsigned w, uint64_t m) {
 static inline uint64_t unzz(uint64_t z, uint64_t m) { return ((z >> 1) ^ (0 - (z & 1))) & m; }
 static inline unsigned bitlen(uint64_t x) { return x ? 64u - (unsigned)__builtin_clzll(x) : 0u; }
 
-static inline uint64_t field_val2(const ba_record_t *r, const colfield_t *f) {
-  uint64_t v = field_get(r, f->off, f->width);
-  return f->kind == FK_DUR ? v - r->first_ns : v;
-}
-
 static inline uint64_t div_sc(uint64_t x, uint64_t sc) { return sc == 1 ? x : x / sc; }
 
 /* Little-endian bit packing: value i occupies bits [i*b, (i+1)*b). */
@@ -471,12 +466,60 @@ static int cmp_u64(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-/* The smallest of FOR, DELTA and DICT. Returns the field's bytes. */
-static size_t encode2_int(const ba_record_t *r, size_t n, const colfield_t *f, uint8_t *out) {
-  unsigned w = f->width;
+/* The field's values of rows [0, n) (LAST: minus first_ns), one loop per width. */
+static void field_load(const ba_record_t *r, size_t n, const colfield_t *f, uint64_t *v) {
+  unsigned off = f->off;
+  switch (f->width) {
+    case 1: for (size_t i = 0; i < n; i++) v[i] = field_get(&r[i], off, 1); break;
+    case 2: for (size_t i = 0; i < n; i++) v[i] = field_get(&r[i], off, 2); break;
+    case 4: for (size_t i = 0; i < n; i++) v[i] = field_get(&r[i], off, 4); break;
+    default: for (size_t i = 0; i < n; i++) v[i] = field_get(&r[i], off, 8); break;
+  }
+  if (f->kind == FK_DUR)
+    for (size_t i = 0; i < n; i++) v[i] -= r[i].first_ns;
+}
+
+/* The inverse (LAST: plus first_ns, which must be decoded already). */
+static void field_store(ba_record_t *r, size_t n, const colfield_t *f, const uint64_t *v) {
+  uint8_t *base = (uint8_t *)r + f->off;
+  int dur = f->kind == FK_DUR;
+  switch (f->width) {
+    case 1: for (size_t i = 0; i < n; i++) base[i * sizeof *r] = (uint8_t)v[i]; break;
+    case 2:
+      for (size_t i = 0; i < n; i++) {
+        uint16_t x = (uint16_t)v[i];
+        memcpy(base + i * sizeof *r, &x, 2);
+      }
+      break;
+    case 4:
+      for (size_t i = 0; i < n; i++) {
+        uint32_t x = (uint32_t)v[i];
+        memcpy(base + i * sizeof *r, &x, 4);
+      }
+      break;
+    default:
+      for (size_t i = 0; i < n; i++) {
+        uint64_t x = v[i] + (dur ? r[i].first_ns : 0);
+        memcpy(base + i * sizeof *r, &x, 8);
+      }
+      break;
+  }
+}
+
+static inline size_t dict_hash(uint64_t v) { return (size_t)((v * 0x9E3779B97F4A7C15ull) >> 55) & (DICT_SLOTS - 1); }
+
+/* The smallest of FOR, DELTA and DICT, bit-packed or in byte planes.
+ * v: the n values (clobbered). Returns the field's bytes. */
+static size_t encode2_int(uint64_t *v, size_t n, unsigned w, uint8_t *out) {
   uint64_t m = wmask(w);
-  uint64_t mn = UINT64_MAX, g = 0, v0 = n ? field_val2(&r[0], f) : 0;
-  /* distinct values (up to DICT_MAX) */
+  uint64_t mn = UINT64_MAX, g = 0, v0 = n ? v[0] : 0;
+  for (size_t i = 0; i < n; i++) {
+    if (v[i] < mn) mn = v[i];
+    if (g != 1) g = gcd64(g, v[i] >= v0 ? v[i] - v0 : v0 - v[i]);
+  }
+  if (!n) mn = 0;
+  uint64_t sc = g ? g : 1;
+  /* Distinct values, up to DICT_MAX. */
   uint64_t key[DICT_SLOTS];
   uint16_t slot_of[DICT_SLOTS];
   uint8_t used[DICT_SLOTS];
@@ -484,34 +527,26 @@ static size_t encode2_int(const ba_record_t *r, size_t n, const colfield_t *f, u
   size_t nd = 0;
   int dict_ok = 1;
   memset(used, 0, sizeof used);
-  for (size_t i = 0; i < n; i++) {
-    uint64_t v = field_val2(&r[i], f);
-    if (v < mn) mn = v;
-    if (g != 1) g = gcd64(g, v >= v0 ? v - v0 : v0 - v);
-    if (dict_ok) {
-      size_t h = (size_t)((v * 0x9E3779B97F4A7C15ull) >> 55) & (DICT_SLOTS - 1);
-      while (used[h] && key[h] != v) h = (h + 1) & (DICT_SLOTS - 1);
-      if (!used[h]) {
-        if (nd == DICT_MAX) {
-          dict_ok = 0;
-        } else {
-          used[h] = 1;
-          key[h] = v;
-          dict[nd++] = v;
-        }
-      }
+  for (size_t i = 0; i < n && dict_ok; i++) {
+    size_t h = dict_hash(v[i]);
+    while (used[h] && key[h] != v[i]) h = (h + 1) & (DICT_SLOTS - 1);
+    if (used[h]) continue;
+    if (nd == DICT_MAX) {
+      dict_ok = 0;
+    } else {
+      used[h] = 1;
+      key[h] = v[i];
+      dict[nd++] = v[i];
     }
   }
-  if (!n) mn = 0;
-  uint64_t sc = g ? g : 1;
   /* Sizes in bits: packed = n * width; byte planes are estimated as the
    * significant bytes of every value (LZO removes mostly-zero planes, so
    * skewed values, a few large among many small, favour planes). */
   uint64_t maxk = 0, maxz = 0, prev = 0, sig_k = 0, sig_z = 0;
   for (size_t i = 0; i < n; i++) {
-    uint64_t k = div_sc(field_val2(&r[i], f) - mn, sc);
-    if (k > maxk) maxk = k;
+    uint64_t k = div_sc(v[i] - mn, sc);
     uint64_t z = zz((k - prev) & m, w, m);
+    if (k > maxk) maxk = k;
     if (z > maxz) maxz = z;
     sig_k += (bitlen(k) + 7) / 8;
     sig_z += (bitlen(z) + 7) / 8;
@@ -538,44 +573,40 @@ static size_t encode2_int(const ba_record_t *r, size_t n, const colfield_t *f, u
     qsort(dict, nd, sizeof *dict, cmp_u64);
     for (size_t d = 0; d < nd; d++) {
       for (unsigned b = 0; b < w; b++) *p++ = (uint8_t)(dict[d] >> (8 * b));
-      size_t h = (size_t)((dict[d] * 0x9E3779B97F4A7C15ull) >> 55) & (DICT_SLOTS - 1);
+      size_t h = dict_hash(dict[d]);
       while (key[h] != dict[d]) h = (h + 1) & (DICT_SLOTS - 1);
       slot_of[h] = (uint16_t)d;
     }
-    bitw_t bw = {p, 0, 0};
     for (size_t i = 0; i < n; i++) {
-      uint64_t v = field_val2(&r[i], f);
-      size_t h = (size_t)((v * 0x9E3779B97F4A7C15ull) >> 55) & (DICT_SLOTS - 1);
-      while (key[h] != v) h = (h + 1) & (DICT_SLOTS - 1);
-      bitw_put(&bw, slot_of[h], bits);
+      size_t h = dict_hash(v[i]);
+      while (key[h] != v[i]) h = (h + 1) & (DICT_SLOTS - 1);
+      v[i] = slot_of[h];
     }
-    return (size_t)(bitw_end(&bw) - out);
-  }
-  ba_store_le64(p + 8, mn);
-  ba_store_le64(p + 16, sc);
-  p += BA_COL2_FIELD_HDR;
-  bitw_t bw = {p, 0, 0};
-  unsigned nb = (bits + 7) / 8;
-  prev = 0;
-  for (size_t i = 0; i < n; i++) {
-    uint64_t k = div_sc(field_val2(&r[i], f) - mn, sc), x = k;
-    if (method == XF_DELTA) {
-      x = zz((k - prev) & m, w, m);
+  } else {
+    ba_store_le64(p + 8, mn);
+    ba_store_le64(p + 16, sc);
+    p += BA_COL2_FIELD_HDR;
+    prev = 0;
+    for (size_t i = 0; i < n; i++) {
+      uint64_t k = div_sc(v[i] - mn, sc);
+      v[i] = method == XF_DELTA ? zz((k - prev) & m, w, m) : k;
       prev = k;
     }
-    if (planes) {
-      for (unsigned b = 0; b < nb; b++) p[(size_t)b * n + i] = (uint8_t)(x >> (8 * b));
-    } else {
-      bitw_put(&bw, x, bits);
-    }
   }
-  return planes ? (size_t)(p - out) + (size_t)nb * n : (size_t)(bitw_end(&bw) - out);
+  if (planes) {
+    unsigned nb = (bits + 7) / 8;
+    for (unsigned b = 0; b < nb; b++)
+      for (size_t i = 0; i < n; i++) p[(size_t)b * n + i] = (uint8_t)(v[i] >> (8 * b));
+    return (size_t)(p - out) + (size_t)nb * n;
+  }
+  bitw_t bw = {p, 0, 0};
+  if (bits)
+    for (size_t i = 0; i < n; i++) bitw_put(&bw, v[i], bits);
+  return (size_t)(bitw_end(&bw) - out);
 }
 
-/* Decodes one field at in[0..len); *used gets its bytes. */
-static int decode2_int(const uint8_t *in, size_t len, size_t n, const colfield_t *f, ba_record_t *r,
-                       size_t *used) {
-  unsigned w = f->width;
+/* Decodes one field at in[0..len) into v[0..n); *used gets its bytes. */
+static int decode2_int(const uint8_t *in, size_t len, size_t n, unsigned w, uint64_t *v, size_t *used) {
   uint64_t m = wmask(w);
   BA_RETURN_IF(len < BA_COL2_FIELD_HDR, BA_ERR_CORRUPT);
   int method = in[0], planes = in[2];
@@ -594,34 +625,49 @@ static int decode2_int(const uint8_t *in, size_t len, size_t n, const colfield_t
   size_t packed = planes ? (size_t)nb * n : (size_t)(((uint64_t)n * bits + 7) / 8);
   BA_RETURN_IF(packed > len - off, BA_ERR_CORRUPT);
   const uint8_t *p = in + off;
-  uint64_t acc = 0, pos = 0;
-  for (size_t i = 0; i < n; i++, pos += bits) {
-    uint64_t x = 0, v;
-    if (planes) {
-      for (unsigned b = 0; b < nb; b++) x |= (uint64_t)p[(size_t)b * n + i] << (8 * b);
-    } else {
-      x = bit_get(p, packed, pos, bits);
+  /* The stored values. */
+  if (!bits) {
+    memset(v, 0, n * sizeof *v);
+  } else if (planes) {
+    for (size_t i = 0; i < n; i++) v[i] = p[i];
+    for (unsigned b = 1; b < nb; b++)
+      for (size_t i = 0; i < n; i++) v[i] |= (uint64_t)p[(size_t)b * n + i] << (8 * b);
+  } else {
+    /* Whole 64-bit loads while 8 bytes remain, then bytewise. */
+    uint64_t pos = 0, bm = bmask(bits);
+    size_t i = 0;
+    if (bits <= 57 && packed >= 8)
+      for (; i < n && (pos >> 3) <= packed - 8; i++, pos += bits)
+        v[i] = (ba_load_le64(p + (pos >> 3)) >> (pos & 7)) & bm;
+    for (; i < n; i++, pos += bits) v[i] = bit_get(p, packed, pos, bits);
+  }
+  /* The values they stand for. */
+  if (method == XF_DICT) {
+    for (size_t i = 0; i < n; i++) {
+      BA_RETURN_IF(v[i] >= nd, BA_ERR_CORRUPT);
+      uint64_t x = 0;
+      for (unsigned b = 0; b < w; b++) x |= (uint64_t)dict[v[i] * w + b] << (8 * b);
+      v[i] = x;
     }
-    if (method == XF_DICT) {
-      BA_RETURN_IF(x >= nd, BA_ERR_CORRUPT);
-      v = 0;
-      for (unsigned b = 0; b < w; b++) v |= (uint64_t)dict[x * w + b] << (8 * b);
-    } else {
-      if (method == XF_DELTA) {
-        acc = (acc + unzz(x, m)) & m;
-        x = acc;
-      }
-      v = (base + x * sc) & m;
+  } else {
+    if (method == XF_DELTA) {
+      uint64_t acc = 0;
+      for (size_t i = 0; i < n; i++) v[i] = acc = (acc + unzz(v[i], m)) & m;
     }
-    if (f->kind == FK_DUR) v += r[i].first_ns;
-    field_set(&r[i], f, v);
+    if (sc == 1) {
+      for (size_t i = 0; i < n; i++) v[i] = (base + v[i]) & m;
+    } else {
+      for (size_t i = 0; i < n; i++) v[i] = (base + v[i] * sc) & m;
+    }
   }
   *used = off + packed;
   return BA_OK;
 }
 
-static size_t encode_v2(int col, const ba_record_t *r, size_t n, const uint8_t *frames,
-                        size_t frame_bytes, uint8_t *out) {
+static int encode_v2(int col, const ba_record_t *r, size_t n, const uint8_t *frames,
+                     size_t frame_bytes, uint8_t *out, size_t *len) {
+  uint64_t *v = ba_malloc((n ? n : 1) * sizeof *v);
+  BA_RETURN_IF(!v, BA_ERR_NOMEM);
   uint8_t *p = out;
   for (int k = 0; k < 3 && g_fields[col][k].width; k++) {
     const colfield_t *f = &g_fields[col][k];
@@ -629,20 +675,25 @@ static size_t encode_v2(int col, const ba_record_t *r, size_t n, const uint8_t *
       addr_planes_put(r, n, f->off, p);
       p += 16 * n;
     } else {
-      p += encode2_int(r, n, f, p);
+      field_load(r, n, f, v);
+      p += encode2_int(v, n, f->width, p);
     }
   }
+  ba_free(v);
   if (col == BA_COLID_FRAME && frame_bytes) {
     memcpy(p, frames, frame_bytes);
     p += frame_bytes;
   }
-  return (size_t)(p - out);
+  *len = (size_t)(p - out);
+  return BA_OK;
 }
 
-size_t ba_col_encode(int major, int col, const ba_record_t *r, size_t n, const uint8_t *frames,
-                     size_t frame_bytes, uint8_t *out) {
-  if (major >= 2) return encode_v2(col, r, n, frames, frame_bytes, out);
-  return encode_v1(col, r, n, frames, frame_bytes, out);
+int ba_col_encode(int major, int col, const ba_record_t *r, size_t n, const uint8_t *frames,
+                  size_t frame_bytes, uint8_t *out, size_t *len) {
+  BA_RETURN_IF(col < 0 || col >= BA_NCOLS || !major_ok(major) || !len, BA_ERR_INVALID);
+  if (major >= 2) return encode_v2(col, r, n, frames, frame_bytes, out, len);
+  *len = encode_v1(col, r, n, frames, frame_bytes, out);
+  return BA_OK;
 }
 
 /* Returns the bytes of fixed-layout fields consumed (frames follow them). */
@@ -683,19 +734,31 @@ static int decode_v1(int col, const uint8_t *raw, size_t raw_len, size_t n, ba_r
 
 static int decode_v2(int col, const uint8_t *raw, size_t raw_len, size_t n, ba_record_t *r,
                      size_t *fields) {
+  uint64_t *v = NULL;
   size_t off = 0;
-  for (int k = 0; k < 3 && g_fields[col][k].width; k++) {
+  int rc = BA_OK;
+  for (int k = 0; k < 3 && g_fields[col][k].width && rc == BA_OK; k++) {
     const colfield_t *f = &g_fields[col][k];
     if (f->kind == FK_ADDR) {
-      BA_RETURN_IF(16 * n > raw_len - off, BA_ERR_CORRUPT);
+      if (16 * n > raw_len - off) {
+        rc = BA_ERR_CORRUPT;
+        break;
+      }
       addr_planes_get(raw + off, n, f->off, r);
       off += 16 * n;
-    } else {
-      size_t used = 0;
-      BA_FORWARD(decode2_int(raw + off, raw_len - off, n, f, r, &used));
-      off += used;
+      continue;
     }
+    if (!v && !(v = ba_malloc((n ? n : 1) * sizeof *v))) {
+      rc = BA_ERR_NOMEM;
+      break;
+    }
+    size_t used = 0;
+    rc = decode2_int(raw + off, raw_len - off, n, f->width, v, &used);
+    if (rc == BA_OK) field_store(r, n, f, v);
+    off += used;
   }
+  ba_free(v);
+  BA_FORWARD(rc);
   if (col == BA_COLID_FRAME) {
     uint64_t sum = 0;
     for (size_t i = 0; i < n; i++) {

@@ -189,7 +189,7 @@ static int job_work(ba_store_writer_t *w, job_t *j, int wi, int nw, tctx_t *tc) 
       BA_FORWARD(ba_grow(&p, &tc->raw_cap, raw, 1));
       tc->raw = p;
     }
-    raw = ba_col_encode(BA_SEG_MAJOR, c, j->recs, j->n, j->frames, j->nframes, tc->raw);
+    BA_FORWARD(ba_col_encode(BA_SEG_MAJOR, c, j->recs, j->n, j->frames, j->nframes, tc->raw, &raw));
     size_t need = BA_BLK_HDR_BYTES + ba_compress_bound(cz, raw);
     if (need > j->out_cap[c]) {
       void *p = j->out[c];
