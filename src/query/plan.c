@@ -782,6 +782,16 @@ static uint64_t dense_bytes(const segctx_t *c) {
   return c->info.rows / (wb - 1) * (wb / 8) / 2;
 }
 
+/* Rows of p in a prefix of the segment (an eighth, at least 2^16 rows): the
+ * order of dense operands needs relative row counts only, and a prefix is
+ * counted without decoding the rest. */
+static uint64_t count_sample(pb_t p, uint64_t rows) {
+  if (p.kind != PB_BM) return count_pb(p, rows);
+  uint64_t to = rows / 8 > 65536 ? rows / 8 : rows, c = 0;
+  if (ba_bitmap_count_range(p.o->bm, 0, to, &c) < 0) return count_pb(p, rows);
+  return c;
+}
+
 static int pb_sparse(const segctx_t *c, pb_t p) {
   return p.kind == PB_NONE || (p.kind == PB_BM && ba_bitmap_size_bytes(p.o->bm) < dense_bytes(c));
 }
@@ -852,7 +862,7 @@ static int and_terms(segctx_t *c, termvec_t *v, pres_t *out) {
     for (size_t j = 0; j < m && rc == 0; j++, got++) {
       if (j) ex_sep(c);
       if ((rc = eval_term(c, &v->t[i + j], &xs[j])) < 0) break;
-      cnt[j] = count_pb(xs[j].hi, c->info.rows);
+      cnt[j] = count_sample(xs[j].hi, c->info.rows);
       size_t k = j;
       while (k > 0 && cnt[ord[k - 1]] > cnt[j]) {
         ord[k] = ord[k - 1];
