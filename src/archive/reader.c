@@ -317,16 +317,13 @@ int ba_store_refresh(ba_store_t *s) {
   return rc;
 }
 
-int ba_store_open(const char *dir, ba_store_t **out) {
-  BA_RETURN_IF(!dir || !out, BA_ERR_INVALID);
+static int store_from_dirfd(int dirfd, ba_store_t **out) {
   ba_store_t *s = ba_calloc(1, sizeof *s);
-  BA_RETURN_IF(!s, BA_ERR_NOMEM);
-  s->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (s->dirfd < 0) {
-    int rc = errno == ENOENT || errno == ENOTDIR ? BA_ERR_NOT_FOUND : BA_ERR_IO;
-    ba_free(s);
-    return rc;
+  if (!s) {
+    close(dirfd);
+    return BA_ERR_NOMEM;
   }
+  s->dirfd = dirfd;
   int rc = ba_store_refresh(s);
   if (rc < 0) {
     ba_store_close(s);
@@ -334,6 +331,20 @@ int ba_store_open(const char *dir, ba_store_t **out) {
   }
   *out = s;
   return BA_OK;
+}
+
+int ba_store_open(const char *dir, ba_store_t **out) {
+  BA_RETURN_IF(!dir || !out, BA_ERR_INVALID);
+  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return errno == ENOENT || errno == ENOTDIR ? BA_ERR_NOT_FOUND : BA_ERR_IO;
+  return store_from_dirfd(fd, out);
+}
+
+int ba_store_reopen(const ba_store_t *s, ba_store_t **out) {
+  BA_RETURN_IF(!s || !out, BA_ERR_INVALID);
+  int fd = openat(s->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  BA_RETURN_IF(fd < 0, BA_ERR_IO);
+  return store_from_dirfd(fd, out);
 }
 
 void ba_store_close(ba_store_t *s) {
