@@ -749,6 +749,7 @@ typedef struct {
   uint64_t bytes[2][BA_NCOLS];
   uint64_t enc_ns[2], dec_ns[2]; /* encode + LZO, LZO + decode, all columns */
   ba_record_t *dec;
+  ba_col_scratch_t *cs;
   uint8_t *back;
   size_t backcap;
 } colacc;
@@ -768,7 +769,7 @@ static void colacc_flush(colacc *a) {
       size_t raw = ba_col_raw_max(major, c, a->n, a->nf);
       grow_buf(&a->raw, &a->rawcap, raw + 1);
       grow_buf(&a->out, &a->outcap, ba_compress_bound(BA_COMPRESS_LZO, raw) + 1);
-      if (ba_col_encode(major, c, a->recs, a->n, a->frames, a->nf, a->raw, &raw) != BA_OK) die("encode failed");
+      if (ba_col_encode(major, c, a->recs, a->n, a->frames, a->nf, a->raw, &raw, a->cs) != BA_OK) die("encode failed");
       size_t clen = 0;
       if (ba_compress_block(BA_COMPRESS_LZO, a->raw, raw, a->out, a->outcap, &clen, a->wrk) != BA_OK)
         die("compress failed");
@@ -819,7 +820,7 @@ static void bench_columns(const recset *s) {
     a->recs = malloc(BLOCK_ROWS * sizeof *a->recs);
     a->dec = malloc(BLOCK_ROWS * sizeof *a->dec);
     a->wrk = malloc(ba_compress_wrkmem());
-    if (!a->recs || !a->dec || !a->wrk) die("out of memory");
+    if (!a->recs || !a->dec || !a->wrk || ba_col_scratch_create(&a->cs) != BA_OK) die("out of memory");
     for (size_t k = 0; k < z.nslices; k++) {
       const ba_record_t *r = z.r + z.start[k];
       size_t n = z.start[k + 1] - z.start[k];
@@ -870,6 +871,7 @@ static void bench_columns(const recset *s) {
   for (int mode = 0; mode < 3; mode++) {
     free(acc[mode].recs);
     free(acc[mode].dec);
+    ba_col_scratch_free(acc[mode].cs);
     free(acc[mode].back);
     free(acc[mode].frames);
     free(acc[mode].raw);
