@@ -55,7 +55,9 @@ typedef enum ba_range_strategy {
   BA_RANGE_BITSET = 2,    /* decompress: OR every bin's runs into a plain bitset (one per
                              thread), then encode once (the GPU paper's decompression
                              strategy on a CPU) */
-  BA_RANGE_AUTO = 3       /* bitset from 32 bins on, else reduction (the planner's default) */
+  BA_RANGE_AUTO = 3       /* the codec's ba_bitmap_or_many: a tree of ORs or one plain bitset
+                             filled by its word decoder, by operand sizes (the planner's
+                             default; one thread) */
 } ba_range_strategy_t;
 
 typedef void (*ba_query_explain_fn)(void *ctx, const char *line);

@@ -63,10 +63,15 @@ int ba_decompress_block(ba_compress_t c, const uint8_t *src, size_t n, uint8_t *
  * `frames`, concatenated in row order). */
 size_t ba_col_raw_min(int major, int col, size_t n);
 size_t ba_col_raw_max(int major, int col, size_t n, size_t frame_bytes);
-/* Writes the raw column payload (at most ba_col_raw_max bytes); returns its
- * length. */
-size_t ba_col_encode(int major, int col, const ba_record_t *r, size_t n, const uint8_t *frames,
-                     size_t frame_bytes, uint8_t *out);
+/* Per-thread scratch of ba_col_encode (about 170 KB plus 8 bytes a row). */
+typedef struct ba_col_scratch ba_col_scratch_t;
+int ba_col_scratch_create(ba_col_scratch_t **out);
+void ba_col_scratch_free(ba_col_scratch_t *x);
+/* Writes the raw column payload (at most ba_col_raw_max bytes) and its
+ * length to *len. x: scratch of the calling thread (NULL: one is made and
+ * freed for the call). */
+int ba_col_encode(int major, int col, const ba_record_t *r, size_t n, const uint8_t *frames,
+                  size_t frame_bytes, uint8_t *out, size_t *len, ba_col_scratch_t *x);
 /* Fills column `col` of recs[0..n) from raw; checks raw_len and every header
  * field, never reads outside raw[0..raw_len). Frame pointers point into raw.
  * Columns named by ba_col_deps must already be decoded into recs (2.0 LAST

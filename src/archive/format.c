@@ -384,9 +384,37 @@ static size_t encode_v1(int col, const ba_record_t *r, size_t n, const uint8_t *
 }
 
 /* ---- 2.0 integer fields ---- */
-enum { XF_FOR = 0, XF_DELTA = 1, XF_DICT = 2 };
+enum { XF_FOR = 0, XF_DELTA = 1, XF_DICT = 2, XF_PDICT = 3 };
 #define DICT_MAX 256u   /* largest dictionary the writer builds */
 #define DICT_SLOTS 512u /* its hash table */
+/* PDICT (a dictionary of the frequent values, the rest as exceptions) is
+ * tried on fields with more than DICT_MAX distinct values, up to PD_MAX. */
+#define PD_MAX 4096u
+#define PD_SLOTS 8192u
+
+/* Scratch of column encoding, reused from block to block. */
+struct ba_col_scratch {
+  uint64_t *v;                 /* n values */
+  size_t vcap;
+  uint32_t cur;                /* slot h is in use iff stamp[h] == cur */
+  uint32_t stamp[PD_SLOTS];    /* PDICT counting table */
+  uint64_t pkey[PD_SLOTS];
+  uint32_t pcnt[PD_SLOTS];
+  uint16_t ins[PD_MAX];        /* slots in use */
+  uint64_t cand[PD_MAX][2];    /* (count, value) of values seen twice or more */
+};
+typedef ba_col_scratch_t enc_scratch_t;
+
+int ba_col_scratch_create(ba_col_scratch_t **out) {
+  *out = ba_calloc(1, sizeof **out);
+  return *out ? BA_OK : BA_ERR_NOMEM;
+}
+
+void ba_col_scratch_free(ba_col_scratch_t *x) {
+  if (!x) return;
+  ba_free(x->v);
+  ba_free(x);
+}
 
 static inline uint64_t wmask(unsigned w) { return w >= 8 ? UINT64_MAX : ((uint64_t)1 << (8 * w)) - 1; }
 static inline uint64_t bmask(unsigned b) { return b >= 64 ? UINT64_MAX : ((uint64_t)1 << b) - 1; }
@@ -416,11 +444,6 @@ static inline uint64_t zz(uint64_t d, unsigned w, uint64_t m) {
 }
 static inline uint64_t unzz(uint64_t z, uint64_t m) { return ((z >> 1) ^ (0 - (z & 1))) & m; }
 static inline unsigned bitlen(uint64_t x) { return x ? 64u - (unsigned)__builtin_clzll(x) : 0u; }
-
-static inline uint64_t field_val2(const ba_record_t *r, const colfield_t *f) {
-  uint64_t v = field_get(r, f->off, f->width);
-  return f->kind == FK_DUR ? v - r->first_ns : v;
-}
 
 static inline uint64_t div_sc(uint64_t x, uint64_t sc) { return sc == 1 ? x : x / sc; }
 
@@ -471,12 +494,166 @@ static int cmp_u64(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-/* The smallest of FOR, DELTA and DICT. Returns the field's bytes. */
-static size_t encode2_int(const ba_record_t *r, size_t n, const colfield_t *f, uint8_t *out) {
-  unsigned w = f->width;
+/* The field's values of rows [0, n) (LAST: minus first_ns), one loop per width. */
+static void field_load(const ba_record_t *r, size_t n, const colfield_t *f, uint64_t *v) {
+  unsigned off = f->off;
+  switch (f->width) {
+    case 1: for (size_t i = 0; i < n; i++) v[i] = field_get(&r[i], off, 1); break;
+    case 2: for (size_t i = 0; i < n; i++) v[i] = field_get(&r[i], off, 2); break;
+    case 4: for (size_t i = 0; i < n; i++) v[i] = field_get(&r[i], off, 4); break;
+    default: for (size_t i = 0; i < n; i++) v[i] = field_get(&r[i], off, 8); break;
+  }
+  if (f->kind == FK_DUR)
+    for (size_t i = 0; i < n; i++) v[i] -= r[i].first_ns;
+}
+
+/* The inverse (LAST: plus first_ns, which must be decoded already). */
+static void field_store(ba_record_t *r, size_t n, const colfield_t *f, const uint64_t *v) {
+  uint8_t *base = (uint8_t *)r + f->off;
+  int dur = f->kind == FK_DUR;
+  switch (f->width) {
+    case 1: for (size_t i = 0; i < n; i++) base[i * sizeof *r] = (uint8_t)v[i]; break;
+    case 2:
+      for (size_t i = 0; i < n; i++) {
+        uint16_t x = (uint16_t)v[i];
+        memcpy(base + i * sizeof *r, &x, 2);
+      }
+      break;
+    case 4:
+      for (size_t i = 0; i < n; i++) {
+        uint32_t x = (uint32_t)v[i];
+        memcpy(base + i * sizeof *r, &x, 4);
+      }
+      break;
+    default:
+      for (size_t i = 0; i < n; i++) {
+        uint64_t x = v[i] + (dur ? r[i].first_ns : 0);
+        memcpy(base + i * sizeof *r, &x, 8);
+      }
+      break;
+  }
+}
+
+static inline size_t dict_hash(uint64_t v) { return (size_t)((v * 0x9E3779B97F4A7C15ull) >> 55) & (DICT_SLOTS - 1); }
+
+static inline size_t pd_hash(uint64_t v) { return (size_t)((v * 0x9E3779B97F4A7C15ull) >> 51) & (PD_SLOTS - 1); }
+static inline size_t pd_find(const enc_scratch_t *x, uint64_t v) {
+  size_t h = pd_hash(v);
+  while (x->stamp[h] == x->cur && x->pkey[h] != v) h = (h + 1) & (PD_SLOTS - 1);
+  return h;
+}
+
+static int cmp_cand(const void *a, const void *b) {
+  const uint64_t *x = a, *y = b; /* count descending, then value */
+  if (x[0] != y[0]) return x[0] > y[0] ? -1 : 1;
+  return (x[1] > y[1]) - (x[1] < y[1]);
+}
+
+/* PDICT plan: counts the values (gives up past PD_MAX distinct), sorts
+ * those seen twice or more by frequency and picks the index width b (1..8)
+ * that minimises n*b + dictionary + exceptions (estimated at exc_bits each).
+ * Returns the cost in bits (UINT64_MAX: not worth trying). */
+static uint64_t pdict_plan(enc_scratch_t *x, const uint64_t *v, size_t n, unsigned w, unsigned exc_bits,
+                           unsigned *b_out, size_t *k_out) {
+  if (++x->cur == 0) { /* stamps wrapped: clear once every 2^32 uses */
+    memset(x->stamp, 0, sizeof x->stamp);
+    x->cur = 1;
+  }
+  size_t nd = 0, nc = 0;
+  for (size_t i = 0; i < n; i++) {
+    size_t h = pd_find(x, v[i]);
+    if (x->stamp[h] == x->cur) {
+      x->pcnt[h]++;
+      continue;
+    }
+    if (nd == PD_MAX) return UINT64_MAX;
+    /* All of the first 256 rows distinct (timestamps): give up early. */
+    if (i == 255 && nd == 255) return UINT64_MAX;
+    x->stamp[h] = x->cur;
+    x->pkey[h] = v[i];
+    x->pcnt[h] = 1;
+    x->ins[nd++] = (uint16_t)h;
+  }
+  for (size_t d = 0; d < nd; d++) {
+    size_t h = x->ins[d];
+    if (x->pcnt[h] >= 2) {
+      x->cand[nc][0] = x->pcnt[h];
+      x->cand[nc][1] = x->pkey[h];
+      nc++;
+    }
+  }
+  if (!nc) return UINT64_MAX;
+  qsort(x->cand, nc, sizeof x->cand[0], cmp_cand);
+  uint64_t best = UINT64_MAX, covered = 0;
+  size_t k = 0;
+  for (unsigned b = 1; b <= 8; b++) {
+    size_t kb = BA_MIN(((size_t)1 << b) - 1, nc);
+    for (; k < kb; k++) covered += x->cand[k][0];
+    uint64_t cost = (uint64_t)n * b + 8ull * w * kb + (n - covered) * exc_bits;
+    if (cost < best) {
+      best = cost;
+      *b_out = b;
+      *k_out = kb;
+    }
+  }
+  return best;
+}
+
+/* Writes a PDICT field (plan from pdict_plan) at out; returns its bytes. */
+static size_t pdict_write(enc_scratch_t *x, const uint64_t *v, size_t n, unsigned w, unsigned b, size_t k,
+                          uint8_t *out) {
+  uint64_t dict[256];
+  for (size_t d = 0; d < k; d++) dict[d] = x->cand[d][1];
+  qsort(dict, k, sizeof *dict, cmp_u64);
+  /* pcnt now: index + 1 of dictionary values, 0 for the others. */
+  for (size_t d = 0; d < PD_MAX && x->stamp[x->ins[d]] == x->cur; d++) x->pcnt[x->ins[d]] = 0;
+  for (size_t d = 0; d < k; d++) x->pcnt[pd_find(x, dict[d])] = (uint32_t)d + 1;
+  uint64_t emin = UINT64_MAX, emax = 0, ne = 0;
+  for (size_t i = 0; i < n; i++)
+    if (!x->pcnt[pd_find(x, v[i])]) {
+      ne++;
+      if (v[i] < emin) emin = v[i];
+      if (v[i] > emax) emax = v[i];
+    }
+  if (!ne) emin = emax = 0;
+  unsigned eb = bitlen(emax - emin);
+  uint8_t *p = out;
+  memset(p, 0, BA_COL2_FIELD_HDR);
+  p[0] = XF_PDICT;
+  p[1] = (uint8_t)b;
+  p[3] = (uint8_t)eb;
+  ba_store_le32(p + 4, (uint32_t)k);
+  ba_store_le64(p + 8, emin);
+  ba_store_le64(p + 16, ne);
+  p += BA_COL2_FIELD_HDR;
+  for (size_t d = 0; d < k; d++)
+    for (unsigned q = 0; q < w; q++) *p++ = (uint8_t)(dict[d] >> (8 * q));
+  uint64_t esc = ((uint64_t)1 << b) - 1;
+  bitw_t bw = {p, 0, 0};
+  for (size_t i = 0; i < n; i++) {
+    uint32_t ix = x->pcnt[pd_find(x, v[i])];
+    bitw_put(&bw, ix ? ix - 1 : esc, b);
+  }
+  bitw_t be = {bitw_end(&bw), 0, 0};
+  if (eb)
+    for (size_t i = 0; i < n; i++)
+      if (!x->pcnt[pd_find(x, v[i])]) bitw_put(&be, v[i] - emin, eb);
+  return (size_t)(bitw_end(&be) - out);
+}
+
+/* The smallest of FOR, DELTA, DICT and PDICT, bit-packed or in byte planes.
+ * v: the n values (clobbered). Returns the field's bytes. */
+static size_t encode2_int(enc_scratch_t *x, uint64_t *v, size_t n, unsigned w, uint8_t *out) {
   uint64_t m = wmask(w);
-  uint64_t mn = UINT64_MAX, g = 0, v0 = n ? field_val2(&r[0], f) : 0;
-  /* distinct values (up to DICT_MAX) */
+  uint64_t mn = UINT64_MAX, g = 0, v0 = n ? v[0] : 0;
+  for (size_t i = 0; i < n; i++) {
+    if (v[i] < mn) mn = v[i];
+    uint64_t d = v[i] >= v0 ? v[i] - v0 : v0 - v[i];
+    if (g != 1 && (g == 0 || d % g != 0)) g = gcd64(g, d);
+  }
+  if (!n) mn = 0;
+  uint64_t sc = g ? g : 1;
+  /* Distinct values, up to DICT_MAX. */
   uint64_t key[DICT_SLOTS];
   uint16_t slot_of[DICT_SLOTS];
   uint8_t used[DICT_SLOTS];
@@ -484,45 +661,53 @@ static size_t encode2_int(const ba_record_t *r, size_t n, const colfield_t *f, u
   size_t nd = 0;
   int dict_ok = 1;
   memset(used, 0, sizeof used);
-  for (size_t i = 0; i < n; i++) {
-    uint64_t v = field_val2(&r[i], f);
-    if (v < mn) mn = v;
-    if (g != 1) g = gcd64(g, v >= v0 ? v - v0 : v0 - v);
-    if (dict_ok) {
-      size_t h = (size_t)((v * 0x9E3779B97F4A7C15ull) >> 55) & (DICT_SLOTS - 1);
-      while (used[h] && key[h] != v) h = (h + 1) & (DICT_SLOTS - 1);
-      if (!used[h]) {
-        if (nd == DICT_MAX) {
-          dict_ok = 0;
-        } else {
-          used[h] = 1;
-          key[h] = v;
-          dict[nd++] = v;
-        }
-      }
+  for (size_t i = 0; i < n && dict_ok; i++) {
+    size_t h = dict_hash(v[i]);
+    while (used[h] && key[h] != v[i]) h = (h + 1) & (DICT_SLOTS - 1);
+    if (used[h]) continue;
+    if (nd == DICT_MAX) {
+      dict_ok = 0;
+    } else {
+      used[h] = 1;
+      key[h] = v[i];
+      dict[nd++] = v[i];
     }
   }
-  if (!n) mn = 0;
-  uint64_t sc = g ? g : 1;
-  /* Sizes in bits: packed = n * width; byte planes are estimated as the
-   * significant bytes of every value (LZO removes mostly-zero planes, so
-   * skewed values, a few large among many small, favour planes). */
-  uint64_t maxk = 0, maxz = 0, prev = 0, sig_k = 0, sig_z = 0;
+  /* Sizes in bits: packed = n * width. Byte planes: LZO has no entropy
+   * coder, so a plane costs a byte a row unless it is mostly zero, where
+   * each nonzero byte costs about three (a literal between two matches):
+   * skewed values, a few large among many small, favour planes. */
+  uint64_t maxk = 0, maxz = 0, prev = 0, nzk[8] = {0}, nzz[8] = {0};
   for (size_t i = 0; i < n; i++) {
-    uint64_t k = div_sc(field_val2(&r[i], f) - mn, sc);
-    if (k > maxk) maxk = k;
+    uint64_t k = div_sc(v[i] - mn, sc);
     uint64_t z = zz((k - prev) & m, w, m);
+    if (k > maxk) maxk = k;
     if (z > maxz) maxz = z;
-    sig_k += (bitlen(k) + 7) / 8;
-    sig_z += (bitlen(z) + 7) / 8;
+    for (unsigned b = 0; b < w; b++) {
+      nzk[b] += ((k >> (8 * b)) & 0xff) != 0;
+      nzz[b] += ((z >> (8 * b)) & 0xff) != 0;
+    }
     prev = k;
   }
   unsigned b_for = bitlen(maxk), b_delta = bitlen(maxz), b_dict = nd > 1 ? bitlen(nd - 1) : 0;
-  uint64_t cost[5] = {(uint64_t)n * b_for, 8 * sig_k, (uint64_t)n * b_delta, 8 * sig_z,
+  uint64_t pl_k = 0, pl_z = 0;
+  for (unsigned b = 0; b < w; b++) {
+    pl_k += BA_MIN(8ull * n, 24 * nzk[b]);
+    pl_z += BA_MIN(8ull * n, 24 * nzz[b]);
+  }
+  uint64_t cost[5] = {(uint64_t)n * b_for, pl_k, (uint64_t)n * b_delta, pl_z,
                       dict_ok && nd ? (uint64_t)n * b_dict + 8ull * w * nd : UINT64_MAX};
   int best = 0;
   for (int c = 1; c < 5; c++)
     if (cost[c] < cost[best]) best = c;
+  /* Many distinct values, some frequent (ports: a few services among
+   * ephemeral ports): a dictionary of the frequent ones may win. */
+  if (!dict_ok && b_for >= 6) {
+    unsigned pb = 0;
+    size_t pk = 0;
+    uint64_t pc = pdict_plan(x, v, n, w, b_for, &pb, &pk);
+    if (pc < cost[best]) return pdict_write(x, v, n, w, pb, pk, out);
+  }
   int method = best < 2 ? XF_FOR : best < 4 ? XF_DELTA : XF_DICT;
   int planes = best == 1 || best == 3;
   unsigned bits = method == XF_FOR ? b_for : method == XF_DELTA ? b_delta : b_dict;
@@ -538,50 +723,94 @@ static size_t encode2_int(const ba_record_t *r, size_t n, const colfield_t *f, u
     qsort(dict, nd, sizeof *dict, cmp_u64);
     for (size_t d = 0; d < nd; d++) {
       for (unsigned b = 0; b < w; b++) *p++ = (uint8_t)(dict[d] >> (8 * b));
-      size_t h = (size_t)((dict[d] * 0x9E3779B97F4A7C15ull) >> 55) & (DICT_SLOTS - 1);
+      size_t h = dict_hash(dict[d]);
       while (key[h] != dict[d]) h = (h + 1) & (DICT_SLOTS - 1);
       slot_of[h] = (uint16_t)d;
     }
-    bitw_t bw = {p, 0, 0};
     for (size_t i = 0; i < n; i++) {
-      uint64_t v = field_val2(&r[i], f);
-      size_t h = (size_t)((v * 0x9E3779B97F4A7C15ull) >> 55) & (DICT_SLOTS - 1);
-      while (key[h] != v) h = (h + 1) & (DICT_SLOTS - 1);
-      bitw_put(&bw, slot_of[h], bits);
+      size_t h = dict_hash(v[i]);
+      while (key[h] != v[i]) h = (h + 1) & (DICT_SLOTS - 1);
+      v[i] = slot_of[h];
     }
-    return (size_t)(bitw_end(&bw) - out);
-  }
-  ba_store_le64(p + 8, mn);
-  ba_store_le64(p + 16, sc);
-  p += BA_COL2_FIELD_HDR;
-  bitw_t bw = {p, 0, 0};
-  unsigned nb = (bits + 7) / 8;
-  prev = 0;
-  for (size_t i = 0; i < n; i++) {
-    uint64_t k = div_sc(field_val2(&r[i], f) - mn, sc), x = k;
-    if (method == XF_DELTA) {
-      x = zz((k - prev) & m, w, m);
+  } else {
+    ba_store_le64(p + 8, mn);
+    ba_store_le64(p + 16, sc);
+    p += BA_COL2_FIELD_HDR;
+    prev = 0;
+    for (size_t i = 0; i < n; i++) {
+      uint64_t k = div_sc(v[i] - mn, sc);
+      v[i] = method == XF_DELTA ? zz((k - prev) & m, w, m) : k;
       prev = k;
     }
-    if (planes) {
-      for (unsigned b = 0; b < nb; b++) p[(size_t)b * n + i] = (uint8_t)(x >> (8 * b));
-    } else {
-      bitw_put(&bw, x, bits);
-    }
   }
-  return planes ? (size_t)(p - out) + (size_t)nb * n : (size_t)(bitw_end(&bw) - out);
+  if (planes) {
+    unsigned nb = (bits + 7) / 8;
+    for (unsigned b = 0; b < nb; b++)
+      for (size_t i = 0; i < n; i++) p[(size_t)b * n + i] = (uint8_t)(v[i] >> (8 * b));
+    return (size_t)(p - out) + (size_t)nb * n;
+  }
+  bitw_t bw = {p, 0, 0};
+  if (bits)
+    for (size_t i = 0; i < n; i++) bitw_put(&bw, v[i], bits);
+  return (size_t)(bitw_end(&bw) - out);
 }
 
-/* Decodes one field at in[0..len); *used gets its bytes. */
-static int decode2_int(const uint8_t *in, size_t len, size_t n, const colfield_t *f, ba_record_t *r,
-                       size_t *used) {
-  unsigned w = f->width;
+/* Unpacks n values of b bits (1..64) from p[0..len) (len >= ceil(n*b/8)). */
+static void unpack_bits(const uint8_t *p, size_t len, size_t n, unsigned bits, uint64_t *v) {
+  uint64_t pos = 0, bm = bmask(bits);
+  size_t i = 0;
+  if (bits <= 57 && len >= 8)
+    for (; i < n && (pos >> 3) <= len - 8; i++, pos += bits) v[i] = (ba_load_le64(p + (pos >> 3)) >> (pos & 7)) & bm;
+  for (; i < n; i++, pos += bits) v[i] = bit_get(p, len, pos, bits);
+}
+
+static int decode2_pdict(const uint8_t *in, size_t len, size_t n, unsigned w, uint64_t *v, size_t *used) {
+  uint64_t m = wmask(w);
+  unsigned b = in[1], eb = in[3];
+  uint32_t nd = ba_load_le32(in + 4);
+  uint64_t ebase = ba_load_le64(in + 8), ne = ba_load_le64(in + 16);
+  BA_RETURN_IF(in[2] != 0 || b < 1 || b > 8 || nd == 0 || nd >= (1u << b), BA_ERR_CORRUPT);
+  BA_RETURN_IF(eb > 8 * w || ebase > m || ne > n, BA_ERR_CORRUPT);
+  size_t off = BA_COL2_FIELD_HDR;
+  const uint8_t *dict = in + off;
+  BA_RETURN_IF((size_t)nd * w > len - off, BA_ERR_CORRUPT);
+  off += (size_t)nd * w;
+  size_t ib = (size_t)(((uint64_t)n * b + 7) / 8);
+  BA_RETURN_IF(ib > len - off, BA_ERR_CORRUPT);
+  const uint8_t *idx = in + off;
+  off += ib;
+  size_t eby = (size_t)((ne * eb + 7) / 8);
+  BA_RETURN_IF(eby > len - off, BA_ERR_CORRUPT);
+  const uint8_t *exc = in + off;
+  off += eby;
+  unpack_bits(idx, ib, n, b, v);
+  uint64_t esc = ((uint64_t)1 << b) - 1, e = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (v[i] == esc) {
+      BA_RETURN_IF(e >= ne, BA_ERR_CORRUPT);
+      v[i] = (ebase + bit_get(exc, eby, e * eb, eb)) & m;
+      e++;
+    } else {
+      BA_RETURN_IF(v[i] >= nd, BA_ERR_CORRUPT);
+      uint64_t x = 0;
+      for (unsigned q = 0; q < w; q++) x |= (uint64_t)dict[v[i] * w + q] << (8 * q);
+      v[i] = x;
+    }
+  }
+  BA_RETURN_IF(e != ne, BA_ERR_CORRUPT);
+  *used = off;
+  return BA_OK;
+}
+
+/* Decodes one field at in[0..len) into v[0..n); *used gets its bytes. */
+static int decode2_int(const uint8_t *in, size_t len, size_t n, unsigned w, uint64_t *v, size_t *used) {
   uint64_t m = wmask(w);
   BA_RETURN_IF(len < BA_COL2_FIELD_HDR, BA_ERR_CORRUPT);
   int method = in[0], planes = in[2];
   unsigned bits = in[1], nb = (bits + 7) / 8;
   uint32_t nd = ba_load_le32(in + 4);
   uint64_t base = ba_load_le64(in + 8), sc = ba_load_le64(in + 16);
+  if (method == XF_PDICT) return decode2_pdict(in, len, n, w, v, used);
   BA_RETURN_IF(planes > 1 || in[3] != 0 || (planes && method == XF_DICT), BA_ERR_CORRUPT);
   BA_RETURN_IF(method != XF_FOR && method != XF_DELTA && method != XF_DICT, BA_ERR_CORRUPT);
   BA_RETURN_IF(bits > 8 * w || base > m || sc == 0 || sc > m, BA_ERR_CORRUPT);
@@ -594,34 +823,56 @@ static int decode2_int(const uint8_t *in, size_t len, size_t n, const colfield_t
   size_t packed = planes ? (size_t)nb * n : (size_t)(((uint64_t)n * bits + 7) / 8);
   BA_RETURN_IF(packed > len - off, BA_ERR_CORRUPT);
   const uint8_t *p = in + off;
-  uint64_t acc = 0, pos = 0;
-  for (size_t i = 0; i < n; i++, pos += bits) {
-    uint64_t x = 0, v;
-    if (planes) {
-      for (unsigned b = 0; b < nb; b++) x |= (uint64_t)p[(size_t)b * n + i] << (8 * b);
-    } else {
-      x = bit_get(p, packed, pos, bits);
+  /* The stored values. */
+  if (!bits) {
+    memset(v, 0, n * sizeof *v);
+  } else if (planes) {
+    for (size_t i = 0; i < n; i++) v[i] = p[i];
+    for (unsigned b = 1; b < nb; b++)
+      for (size_t i = 0; i < n; i++) v[i] |= (uint64_t)p[(size_t)b * n + i] << (8 * b);
+  } else {
+    unpack_bits(p, packed, n, bits, v);
+  }
+  /* The values they stand for. */
+  if (method == XF_DICT) {
+    for (size_t i = 0; i < n; i++) {
+      BA_RETURN_IF(v[i] >= nd, BA_ERR_CORRUPT);
+      uint64_t x = 0;
+      for (unsigned b = 0; b < w; b++) x |= (uint64_t)dict[v[i] * w + b] << (8 * b);
+      v[i] = x;
     }
-    if (method == XF_DICT) {
-      BA_RETURN_IF(x >= nd, BA_ERR_CORRUPT);
-      v = 0;
-      for (unsigned b = 0; b < w; b++) v |= (uint64_t)dict[x * w + b] << (8 * b);
-    } else {
-      if (method == XF_DELTA) {
-        acc = (acc + unzz(x, m)) & m;
-        x = acc;
-      }
-      v = (base + x * sc) & m;
+  } else {
+    if (method == XF_DELTA) {
+      uint64_t acc = 0;
+      for (size_t i = 0; i < n; i++) v[i] = acc = (acc + unzz(v[i], m)) & m;
     }
-    if (f->kind == FK_DUR) v += r[i].first_ns;
-    field_set(&r[i], f, v);
+    if (sc == 1) {
+      for (size_t i = 0; i < n; i++) v[i] = (base + v[i]) & m;
+    } else {
+      for (size_t i = 0; i < n; i++) v[i] = (base + v[i] * sc) & m;
+    }
   }
   *used = off + packed;
   return BA_OK;
 }
 
-static size_t encode_v2(int col, const ba_record_t *r, size_t n, const uint8_t *frames,
-                        size_t frame_bytes, uint8_t *out) {
+static int encode_v2(int col, const ba_record_t *r, size_t n, const uint8_t *frames,
+                     size_t frame_bytes, uint8_t *out, size_t *len, enc_scratch_t *x) {
+  enc_scratch_t *own = NULL;
+  if (!x) {
+    BA_FORWARD(ba_col_scratch_create(&own));
+    x = own;
+  }
+  if (x->vcap < n + 1) {
+    void *q = x->v;
+    int rc = ba_grow(&q, &x->vcap, n + 1, sizeof *x->v);
+    x->v = q;
+    if (rc < 0) {
+      ba_col_scratch_free(own);
+      return rc;
+    }
+  }
+  uint64_t *v = x->v;
   uint8_t *p = out;
   for (int k = 0; k < 3 && g_fields[col][k].width; k++) {
     const colfield_t *f = &g_fields[col][k];
@@ -629,20 +880,25 @@ static size_t encode_v2(int col, const ba_record_t *r, size_t n, const uint8_t *
       addr_planes_put(r, n, f->off, p);
       p += 16 * n;
     } else {
-      p += encode2_int(r, n, f, p);
+      field_load(r, n, f, v);
+      p += encode2_int(x, v, n, f->width, p);
     }
   }
+  ba_col_scratch_free(own);
   if (col == BA_COLID_FRAME && frame_bytes) {
     memcpy(p, frames, frame_bytes);
     p += frame_bytes;
   }
-  return (size_t)(p - out);
+  *len = (size_t)(p - out);
+  return BA_OK;
 }
 
-size_t ba_col_encode(int major, int col, const ba_record_t *r, size_t n, const uint8_t *frames,
-                     size_t frame_bytes, uint8_t *out) {
-  if (major >= 2) return encode_v2(col, r, n, frames, frame_bytes, out);
-  return encode_v1(col, r, n, frames, frame_bytes, out);
+int ba_col_encode(int major, int col, const ba_record_t *r, size_t n, const uint8_t *frames,
+                  size_t frame_bytes, uint8_t *out, size_t *len, ba_col_scratch_t *x) {
+  BA_RETURN_IF(col < 0 || col >= BA_NCOLS || !major_ok(major) || !len, BA_ERR_INVALID);
+  if (major >= 2) return encode_v2(col, r, n, frames, frame_bytes, out, len, x);
+  *len = encode_v1(col, r, n, frames, frame_bytes, out);
+  return BA_OK;
 }
 
 /* Returns the bytes of fixed-layout fields consumed (frames follow them). */
@@ -683,19 +939,31 @@ static int decode_v1(int col, const uint8_t *raw, size_t raw_len, size_t n, ba_r
 
 static int decode_v2(int col, const uint8_t *raw, size_t raw_len, size_t n, ba_record_t *r,
                      size_t *fields) {
+  uint64_t *v = NULL;
   size_t off = 0;
-  for (int k = 0; k < 3 && g_fields[col][k].width; k++) {
+  int rc = BA_OK;
+  for (int k = 0; k < 3 && g_fields[col][k].width && rc == BA_OK; k++) {
     const colfield_t *f = &g_fields[col][k];
     if (f->kind == FK_ADDR) {
-      BA_RETURN_IF(16 * n > raw_len - off, BA_ERR_CORRUPT);
+      if (16 * n > raw_len - off) {
+        rc = BA_ERR_CORRUPT;
+        break;
+      }
       addr_planes_get(raw + off, n, f->off, r);
       off += 16 * n;
-    } else {
-      size_t used = 0;
-      BA_FORWARD(decode2_int(raw + off, raw_len - off, n, f, r, &used));
-      off += used;
+      continue;
     }
+    if (!v && !(v = ba_malloc((n ? n : 1) * sizeof *v))) {
+      rc = BA_ERR_NOMEM;
+      break;
+    }
+    size_t used = 0;
+    rc = decode2_int(raw + off, raw_len - off, n, f->width, v, &used);
+    if (rc == BA_OK) field_store(r, n, f, v);
+    off += used;
   }
+  ba_free(v);
+  BA_FORWARD(rc);
   if (col == BA_COLID_FRAME) {
     uint64_t sum = 0;
     for (size_t i = 0; i < n; i++) {

@@ -90,6 +90,7 @@ struct slice {
 
 typedef struct tctx {
   void *wrk;
+  ba_col_scratch_t *cs;
   uint32_t *vals;
   uint8_t *raw;
   size_t raw_cap;
@@ -189,7 +190,7 @@ static int job_work(ba_store_writer_t *w, job_t *j, int wi, int nw, tctx_t *tc) 
       BA_FORWARD(ba_grow(&p, &tc->raw_cap, raw, 1));
       tc->raw = p;
     }
-    raw = ba_col_encode(BA_SEG_MAJOR, c, j->recs, j->n, j->frames, j->nframes, tc->raw);
+    BA_FORWARD(ba_col_encode(BA_SEG_MAJOR, c, j->recs, j->n, j->frames, j->nframes, tc->raw, &raw, tc->cs));
     size_t need = BA_BLK_HDR_BYTES + ba_compress_bound(cz, raw);
     if (need > j->out_cap[c]) {
       void *p = j->out[c];
@@ -638,6 +639,7 @@ static void writer_free(ba_store_writer_t *w) {
     ba_free(w->tc[i].wrk);
     ba_free(w->tc[i].vals);
     ba_free(w->tc[i].raw);
+    ba_col_scratch_free(w->tc[i].cs);
   }
   pthread_mutex_destroy(&w->mu);
   pthread_cond_destroy(&w->cv_work);
@@ -731,7 +733,7 @@ int ba_store_writer_open(const char *dir, const ba_store_opts_t *opts, ba_store_
   for (int i = 0; i <= (w->nw ? w->nw : 0); i++) {
     w->tc[i].wrk = ba_malloc(ba_compress_wrkmem());
     w->tc[i].vals = ba_malloc((size_t)o.block_rows * sizeof(uint32_t));
-    if (!w->tc[i].wrk || !w->tc[i].vals) {
+    if (!w->tc[i].wrk || !w->tc[i].vals || ba_col_scratch_create(&w->tc[i].cs) < 0) {
       rc = BA_ERR_NOMEM;
       goto fail;
     }

@@ -39,7 +39,10 @@ static void usage(FILE *f) {
           "  -A, --aggregate FIELDS aggregate over srcip,dstip,srcport,dstport,proto\n"
           "      --explain          print the plan per segment (bitmap expression, rows, blocks)\n"
           "                         and do not read any rows\n"
-          "      --threads N        threads for range ORs (1 or 2, default 1)\n"
+          "      --threads N        1 or 2 (default 2 on a machine with 2+ CPUs): with 2, a second\n"
+          "                         thread evaluates the bitmaps of later segments while the\n"
+          "                         first reads rows, and range ORs are split in two; results\n"
+          "                         and their order are the same\n"
           "      --strategy S       range OR strategy: auto (default: bitset from 32 bins, else\n"
           "                         reduction), iterative, reduction or bitset\n"
           "      --device D         where range ORs run: cpu (default), omp (the GPU pipeline on\n"
@@ -252,7 +255,7 @@ int ba_cmd_query(int argc, char **argv) {
   };
   const char *store_dir = NULL, *window = NULL, *ffile = NULL, *ofmt = "line", *wfile = NULL;
   const char *stat = NULL, *aggs = NULL, *device = "cpu";
-  int local = 0, count_only = 0, explain = 0, threads = 1, scan = 0, quiet = 0, have_limit = 0;
+  int local = 0, count_only = 0, explain = 0, threads = sysconf(_SC_NPROCESSORS_ONLN) >= 2 ? 2 : 1, scan = 0, quiet = 0, have_limit = 0;
   ba_range_strategy_t strategy = BA_RANGE_AUTO;
   uint64_t limit = 0;
   int c;

@@ -7,6 +7,7 @@
  * residual evaluator decides those (NET-FLi 4.3: index, then selective block
  * decompression). */
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
@@ -167,8 +168,8 @@ static void cache_clear(segctx_t *c) {
 }
 
 static const char *strategy_tag(ba_range_strategy_t s, size_t k) {
-  if (s == BA_RANGE_AUTO) s = k >= 32 ? BA_RANGE_BITSET : BA_RANGE_REDUCTION;
-  return s == BA_RANGE_REDUCTION ? "-red" : s == BA_RANGE_ITERATIVE ? "-it" : "-bitset";
+  (void)k;
+  return s == BA_RANGE_AUTO ? "" : s == BA_RANGE_REDUCTION ? "-red" : s == BA_RANGE_ITERATIVE ? "-it" : "-bitset";
 }
 
 /* The values of one attribute a predicate accepts, as sorted disjoint
@@ -781,6 +782,16 @@ static uint64_t dense_bytes(const segctx_t *c) {
   return c->info.rows / (wb - 1) * (wb / 8) / 2;
 }
 
+/* Rows of p in a prefix of the segment (an eighth, at least 2^16 rows): the
+ * order of dense operands needs relative row counts only, and a prefix is
+ * counted without decoding the rest. */
+static uint64_t count_sample(pb_t p, uint64_t rows) {
+  if (p.kind != PB_BM) return count_pb(p, rows);
+  uint64_t to = rows / 8 > 65536 ? rows / 8 : rows, c = 0;
+  if (ba_bitmap_count_range(p.o->bm, 0, to, &c) < 0) return count_pb(p, rows);
+  return c;
+}
+
 static int pb_sparse(const segctx_t *c, pb_t p) {
   return p.kind == PB_NONE || (p.kind == PB_BM && ba_bitmap_size_bytes(p.o->bm) < dense_bytes(c));
 }
@@ -851,7 +862,7 @@ static int and_terms(segctx_t *c, termvec_t *v, pres_t *out) {
     for (size_t j = 0; j < m && rc == 0; j++, got++) {
       if (j) ex_sep(c);
       if ((rc = eval_term(c, &v->t[i + j], &xs[j])) < 0) break;
-      cnt[j] = count_pb(xs[j].hi, c->info.rows);
+      cnt[j] = count_sample(xs[j].hi, c->info.rows);
       size_t k = j;
       while (k > 0 && cnt[ord[k - 1]] > cnt[j]) {
         ord[k] = ord[k - 1];
@@ -1148,7 +1159,8 @@ static int run_sink(void *vctx, const ba_record_t *recs, size_t n) {
 typedef struct rowfeed {
   ba_segment_t *seg;
   uint32_t cols, block_rows;
-  runctx_t *run;
+  ba_record_sink_fn sink; /* run_sink with a runctx_t, or a buffer */
+  void *sink_ctx;
   uint64_t *rows;
   size_t n, cap;
   uint64_t last_block, blocks, damaged;
@@ -1160,7 +1172,7 @@ typedef struct rowfeed {
 static int feed_flush(rowfeed_t *f, size_t upto) {
   if (upto == 0) return 0;
   uint64_t dmg = 0;
-  int rc = ba_segment_read_rows(f->seg, f->rows, upto, f->cols, run_sink, f->run, &dmg);
+  int rc = ba_segment_read_rows(f->seg, f->rows, upto, f->cols, f->sink, f->sink_ctx, &dmg);
   f->damaged += dmg;
   memmove(f->rows, f->rows + upto, (f->n - upto) * sizeof(uint64_t));
   f->n -= upto;
@@ -1245,23 +1257,37 @@ static void warn_line(const ba_query_exec_opts_t *o, const char *fmt, ...) {
   o->warn(o->warn_ctx, buf);
 }
 
-static int run_segment(ba_query_t *q, const qnode_t *root, segctx_t *c, runctx_t *run, int *stop) {
-  const ba_query_exec_opts_t *o = c->opts;
-  ba_query_stats_t *st = c->stats;
-  int rc;
-  uint32_t cols = o->out_cols;
-  if (o->force_scan) {
-    explain_line(o, "segment %s: %" PRIu64 " rows, linear scan", c->info.name, c->info.rows);
-    if (o->explain_only) return 0;
-    run->check = 1;
-    uint64_t dmg = 0;
-    st->rows_candidate += c->info.rows;
-    st->blocks_read += c->info.nblocks;
-    rc = ba_segment_scan(c->seg, cols | q->cols | BA_COL_FIRST, run_sink, run, &dmg);
-    st->rows_damaged += dmg;
-    if (rc == QUERY_STOP) *stop = 1;
-    return rc == QUERY_STOP ? 0 : rc;
-  }
+/* A segment's plan: the candidate rows (lo <= truth <= hi) and their counts. */
+typedef struct segres {
+  pres_t r;
+  uint64_t ncand, nsure, ops;
+  int exact;
+  /* Candidate records read ahead by the worker (have_rows): delivered from
+   * here, residual check and limit applied at delivery. */
+  int have_rows;
+  ba_record_t *recs;
+  size_t nrecs, cap;
+  uint64_t blocks, damaged;
+} segres_t;
+
+static int buffer_sink(void *ctx, const ba_record_t *recs, size_t n) {
+  segres_t *r = ctx;
+  if (r->nrecs + n > r->cap) BA_FORWARD(ba_grow((void **)&r->recs, &r->cap, r->nrecs + n, sizeof(ba_record_t)));
+  memcpy(r->recs + r->nrecs, recs, n * sizeof(ba_record_t));
+  r->nrecs += n;
+  return 0;
+}
+
+static void segres_drop(segres_t *r) {
+  pres_drop(r->r);
+  r->r = (pres_t){pb_none(), pb_none()};
+  ba_free(r->recs);
+  r->recs = NULL;
+  r->nrecs = r->cap = 0;
+}
+
+/* Plans the segment in c (seg, info, codec set); explain text into ex. */
+static int plan_segment(const qnode_t *root, segctx_t *c, sbuf_t *ex, segres_t *res) {
   /* Which IP versions occur (to skip ipver restrictions when pointless). */
   size_t nv;
   if (c->vals_cap < 256) BA_FORWARD(ba_grow((void **)&c->vals, &c->vals_cap, 256, sizeof(uint32_t)));
@@ -1272,28 +1298,37 @@ static int run_segment(ba_query_t *q, const qnode_t *root, segctx_t *c, runctx_t
     if (c->vals[i] != 4) c->has_non_v4 = 1;
     if (c->vals[i] != 6) c->has_non_v6 = 1;
   }
-  sbuf_t ex = {0};
-  c->ex = o->explain ? &ex : NULL;
-  pres_t r;
-  rc = plan_node(c, root, &r);
+  uint64_t ops0 = c->stats->bitmap_ops;
+  c->ex = ex;
+  int rc = plan_node(c, root, &res->r);
   c->ex = NULL;
-  if (rc < 0) {
-    ba_free(ex.s);
-    return rc;
-  }
-  int exact = pb_same(r.lo, r.hi);
-  uint64_t ncand = count_pb(r.hi, c->info.rows);
-  uint64_t nsure = exact ? ncand : count_pb(r.lo, c->info.rows);
+  cache_clear(c);
+  if (rc < 0) return rc;
+  res->ops = c->stats->bitmap_ops - ops0;
+  res->exact = pb_same(res->r.lo, res->r.hi);
+  res->ncand = count_pb(res->r.hi, c->info.rows);
+  res->nsure = res->exact ? res->ncand : count_pb(res->r.lo, c->info.rows);
+  return 0;
+}
+
+/* Counts or reads the candidates of a planned segment (takes res->r). */
+static int deliver_segment(ba_query_t *q, segctx_t *c, runctx_t *run, segres_t *res, const char *extext,
+                           int *stop) {
+  const ba_query_exec_opts_t *o = c->opts;
+  ba_query_stats_t *st = c->stats;
+  pres_t r = res->r;
+  int rc, exact = res->exact;
+  uint64_t ncand = res->ncand;
+  uint32_t cols = o->out_cols;
   st->rows_candidate += ncand;
   if (!exact) cols |= q->cols | BA_COL_FIRST;
   uint64_t nblocks = r.hi.kind == PB_ALL ? c->info.nblocks : 0;
   if (o->explain) {
     explain_line(o, "segment %s: %" PRIu64 " rows, %u blocks", c->info.name, c->info.rows, c->info.nblocks);
-    explain_line(o, "  bitmaps: %s", ex.s ? ex.s : "");
+    explain_line(o, "  bitmaps: %s", extext ? extext : "");
     explain_line(o, "  candidates: %" PRIu64 " rows (%" PRIu64 " certain, %s), columns 0x%04x", ncand,
-                 nsure, exact ? "exact: no residual check" : "residual check on the rest", cols);
+                 res->nsure, exact ? "exact: no residual check" : "residual check on the rest", cols);
   }
-  ba_free(ex.s);
   if (o->explain_only || ncand == 0) {
     if (o->explain && o->explain_only) {
       uint64_t nb = r.hi.kind == PB_ALL ? c->info.nblocks : 0;
@@ -1313,11 +1348,26 @@ static int run_segment(ba_query_t *q, const qnode_t *root, segctx_t *c, runctx_t
     return 0;
   }
   run->check = !exact;
+  if (res->have_rows) {
+    /* Read ahead by the worker: the same records in the same order. */
+    rc = 0;
+    for (size_t i = 0; i < res->nrecs && rc == 0; i += 4096)
+      rc = run_sink(run, res->recs + i, BA_MIN((size_t)4096, res->nrecs - i));
+    st->blocks_read += res->blocks;
+    st->rows_damaged += res->damaged;
+    segres_drop(res);
+    if (rc == QUERY_STOP) {
+      *stop = 1;
+      return 0;
+    }
+    return rc;
+  }
   rowfeed_t f = {0};
   f.seg = c->seg;
   f.cols = cols;
   f.block_rows = c->info.block_rows;
-  f.run = run;
+  f.sink = run_sink;
+  f.sink_ctx = run;
   if (r.hi.kind == PB_ALL) {
     uint64_t dmg = 0;
     rc = ba_segment_scan(c->seg, cols, run_sink, run, &dmg);
@@ -1336,6 +1386,182 @@ static int run_segment(ba_query_t *q, const qnode_t *root, segctx_t *c, runctx_t
     return 0;
   }
   return rc;
+}
+
+static int run_segment(ba_query_t *q, const qnode_t *root, segctx_t *c, runctx_t *run, int *stop) {
+  const ba_query_exec_opts_t *o = c->opts;
+  ba_query_stats_t *st = c->stats;
+  if (o->force_scan) {
+    explain_line(o, "segment %s: %" PRIu64 " rows, linear scan", c->info.name, c->info.rows);
+    if (o->explain_only) return 0;
+    run->check = 1;
+    uint64_t dmg = 0;
+    st->rows_candidate += c->info.rows;
+    st->blocks_read += c->info.nblocks;
+    int rc = ba_segment_scan(c->seg, o->out_cols | q->cols | BA_COL_FIRST, run_sink, run, &dmg);
+    st->rows_damaged += dmg;
+    if (rc == QUERY_STOP) *stop = 1;
+    return rc == QUERY_STOP ? 0 : rc;
+  }
+  sbuf_t ex = {0};
+  segres_t res = {0};
+  int rc = plan_segment(root, c, o->explain ? &ex : NULL, &res);
+  if (rc == 0) rc = deliver_segment(q, c, run, &res, ex.s, stop);
+  ba_free(ex.s);
+  return rc;
+}
+
+static void segctx_free(segctx_t *c) {
+  cache_clear(c);
+  ba_free(c->cache);
+  ba_free(c->vals);
+  ba_free(c->lens);
+  addrs_free(c);
+}
+
+/* ---------- two threads: segments planned ahead ---------- */
+
+/* With two threads, a worker plans segments (bitmap algebra) on its own
+ * store handle while the caller's thread plans others and delivers every
+ * segment in order (reads rows, calls fn): the result and its order are
+ * those of one thread. A segment the worker fails on is planned again by the
+ * caller's thread, which reports damage as usual. */
+typedef struct pslot {
+  int state; /* 0 = free, 1 = being planned, 2 = planned */
+  int rc;
+  segres_t res;
+} pslot_t;
+
+typedef struct par {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  size_t next, nseg;
+  int quit;
+  pslot_t *slots;
+  ba_store_t *ms;    /* the caller's store: segment names */
+  const qnode_t *root;
+  ba_query_exec_opts_t wo;
+  uint64_t ws, we;   /* time window */
+  uint32_t cols, qcols; /* columns delivered records need; the filter's (prefetch) */
+  int prefetch;      /* the worker also reads candidate rows (not for counts or frames) */
+  size_t delivered;  /* segments the caller's thread is done with */
+} par_t;
+
+/* Most candidate rows a worker reads ahead for one segment, and how many
+ * segments it may run ahead of delivery while doing so (bounds memory). */
+#define PREFETCH_MAX_ROWS (1u << 18)
+#define PREFETCH_AHEAD 2
+
+/* 1 if the segment cannot hold rows of the window. */
+static int seg_pruned(const ba_segment_info_t *in, uint64_t ws, uint64_t we) {
+  return in->rows == 0 || in->end_ns <= ws || in->start_ns >= we || in->max_first_ns < ws || in->min_first_ns >= we;
+}
+
+/* Plans segment i of the caller's store on store st (the caller's or the
+ * worker's handle). A pruned segment gets an empty plan. */
+static int par_plan(par_t *p, ba_store_t *st, size_t i, segctx_t *c, segres_t *res) {
+  ba_segment_t *seg = NULL;
+  if (st == p->ms) {
+    BA_FORWARD(ba_store_segment(st, i, &seg));
+  } else {
+    const char *name = ba_store_segment_name(p->ms, i);
+    size_t n = ba_store_segment_count(st);
+    for (size_t k = 0; k < n && name; k++) {
+      size_t j = (i + k) % n; /* usually j == i */
+      const char *nj = ba_store_segment_name(st, j);
+      if (nj && !strcmp(nj, name)) {
+        BA_FORWARD(ba_store_segment(st, j, &seg));
+        break;
+      }
+    }
+    BA_RETURN_IF(!seg, BA_ERR_NOT_FOUND);
+  }
+  BA_FORWARD(ba_segment_info(seg, &c->info));
+  if (seg_pruned(&c->info, p->ws, p->we)) {
+    res->r = pres_exact(pb_none());
+    return 0;
+  }
+  c->seg = seg;
+  c->codec = c->info.codec;
+  int rc = plan_segment(p->root, c, NULL, res);
+  if (rc == 0 && st != p->ms && p->prefetch && res->r.hi.kind == PB_BM && res->ncand > 0 &&
+      res->ncand <= PREFETCH_MAX_ROWS && !(p->wo.count_only && res->exact)) {
+    /* Read the candidates here too (the caller's thread only delivers). */
+    rowfeed_t f = {0};
+    f.seg = seg;
+    f.cols = p->cols | (res->exact ? 0 : p->qcols | BA_COL_FIRST);
+    f.block_rows = c->info.block_rows;
+    f.sink = buffer_sink;
+    f.sink_ctx = res;
+    rc = ba_bitmap_foreach(res->r.hi.o->bm, feed_rows, &f);
+    if (rc == 0) rc = feed_flush(&f, f.n);
+    ba_free(f.rows);
+    res->blocks = f.blocks;
+    res->damaged = f.damaged;
+    if (rc == 0) res->have_rows = 1;
+    else segres_drop(res);
+  }
+  ba_segment_release(seg);
+  return rc;
+}
+
+static void *par_worker(void *arg) {
+  par_t *p = arg;
+  ba_store_t *st = NULL;
+  int open_rc = ba_store_reopen(p->ms, &st);
+  segctx_t c = {0};
+  ba_query_stats_t wst = {0};
+  c.opts = &p->wo;
+  c.stats = &wst;
+  for (;;) {
+    pthread_mutex_lock(&p->mu);
+    while (p->prefetch && !p->quit && p->next < p->nseg && p->next > p->delivered + PREFETCH_AHEAD)
+      pthread_cond_wait(&p->cv, &p->mu);
+    if (p->quit || p->next >= p->nseg) {
+      pthread_mutex_unlock(&p->mu);
+      break;
+    }
+    size_t i = p->next++;
+    p->slots[i].state = 1;
+    pthread_mutex_unlock(&p->mu);
+    segres_t res = {0};
+    int rc = open_rc < 0 ? open_rc : par_plan(p, st, i, &c, &res);
+    pthread_mutex_lock(&p->mu);
+    p->slots[i].rc = rc;
+    p->slots[i].res = res;
+    p->slots[i].state = 2;
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+  }
+  segctx_free(&c);
+  ba_store_close(st);
+  return NULL;
+}
+
+/* Waits until segment i is planned, planning others (or i) meanwhile. */
+static void par_wait(par_t *p, size_t i, segctx_t *c) {
+  pthread_mutex_lock(&p->mu);
+  p->delivered = i; /* segments before i are done: the worker may read ahead */
+  pthread_cond_broadcast(&p->cv);
+  while (p->slots[i].state != 2) {
+    if (p->next < p->nseg) {
+      size_t j = p->next++;
+      p->slots[j].state = 1;
+      pthread_mutex_unlock(&p->mu);
+      segres_t res = {0};
+      ba_query_stats_t *keep = c->stats, scratch = {0};
+      c->stats = &scratch; /* the plan's operations are counted at delivery (res.ops) */
+      int rc = par_plan(p, p->ms, j, c, &res);
+      c->stats = keep;
+      pthread_mutex_lock(&p->mu);
+      p->slots[j].rc = rc;
+      p->slots[j].res = res;
+      p->slots[j].state = 2;
+      continue;
+    }
+    pthread_cond_wait(&p->cv, &p->mu);
+  }
+  pthread_mutex_unlock(&p->mu);
 }
 
 int ba_query_run(ba_query_t *q, ba_store_t *s, const ba_query_exec_opts_t *opts, ba_record_sink_fn fn,
@@ -1370,7 +1596,40 @@ int ba_query_run(ba_query_t *q, ba_store_t *s, const ba_query_exec_opts_t *opts,
   int rc = 0, stop = 0;
   size_t nseg = ba_store_segment_count(s);
   stats->segments_total = nseg;
+  /* Two threads plan segments ahead when the plan is not printed (explain
+   * lines come in segment order) and no range-OR device is plugged in. */
+  par_t par;
+  int parallel = o.threads >= 2 && nseg >= 2 && !o.force_scan && !o.explain && !o.range_or;
+  pthread_t worker;
+  if (parallel) {
+    memset(&par, 0, sizeof(par));
+    par.nseg = nseg;
+    par.ms = s;
+    par.root = root;
+    par.wo = o;
+    par.wo.threads = 1;
+    par.ws = ws;
+    par.we = we;
+    par.cols = o.out_cols;
+    par.qcols = q->cols;
+    par.prefetch = !(o.out_cols & BA_COL_FRAME) && !(q->cols & BA_COL_FRAME);
+    par.slots = ba_calloc(nseg, sizeof(pslot_t));
+    if (!par.slots) return BA_ERR_NOMEM;
+    pthread_mutex_init(&par.mu, NULL);
+    pthread_cond_init(&par.cv, NULL);
+    if (pthread_create(&worker, NULL, par_worker, &par) != 0) {
+      pthread_mutex_destroy(&par.mu);
+      pthread_cond_destroy(&par.cv);
+      ba_free(par.slots);
+      parallel = 0;
+    }
+  }
+  /* The caller's thread plans with threads = 1 too when the worker runs. */
+  ba_query_exec_opts_t po = o;
+  if (parallel) po.threads = 1;
+  c.opts = &po;
   for (size_t i = 0; i < nseg && !stop; i++) {
+    if (parallel) par_wait(&par, i, &c);
     rc = ba_store_segment(s, i, &c.seg);
     if (rc < 0 && is_damage(rc)) {
       /* A segment that cannot be opened: say so, answer from the others. */
@@ -1382,14 +1641,21 @@ int ba_query_run(ba_query_t *q, ba_store_t *s, const ba_query_exec_opts_t *opts,
     if (rc < 0) break;
     if ((rc = ba_segment_info(c.seg, &c.info)) < 0) break;
     /* Segment pruning by slice and by the first-seen range inside it. */
-    if (c.info.rows == 0 || c.info.end_ns <= ws || c.info.start_ns >= we || c.info.max_first_ns < ws ||
-        c.info.min_first_ns >= we)
-      continue;
+    if (seg_pruned(&c.info, ws, we)) continue;
     c.codec = c.info.codec;
     stats->segments_used++;
     stats->rows_total += c.info.rows;
     uint64_t matched_before = stats->rows_matched;
-    rc = run_segment(q, root, &c, &run, &stop);
+    if (parallel && par.slots[i].rc == 0) {
+      /* Planned ahead: deliver (the plan is ours now). */
+      pslot_t *sl = &par.slots[i];
+      stats->bitmap_ops += sl->res.ops;
+      sl->state = 0;
+      rc = deliver_segment(q, &c, &run, &sl->res, NULL, &stop);
+    } else {
+      if (parallel) par.slots[i].state = 0;
+      rc = run_segment(q, root, &c, &run, &stop);
+    }
     cache_clear(&c);
     if (rc < 0 && is_damage(rc) && !o.force_scan && stats->rows_matched == matched_before) {
       /* The index (or a block it led to) is damaged and nothing of this
@@ -1403,7 +1669,7 @@ int ba_query_run(ba_query_t *q, ba_store_t *s, const ba_query_exec_opts_t *opts,
       so.explain = NULL;
       c.opts = &so;
       rc = run_segment(q, root, &c, &run, &stop);
-      c.opts = &o;
+      c.opts = &po;
       cache_clear(&c);
       if (rc < 0 && is_damage(rc)) {
         warn_line(&o, "segment %s: the linear scan failed too (%s); segment skipped", c.info.name,
@@ -1419,11 +1685,20 @@ int ba_query_run(ba_query_t *q, ba_store_t *s, const ba_query_exec_opts_t *opts,
     ba_segment_release(c.seg); /* its directory and buffers: the next segment reuses the memory */
     if (rc != 0) break;
   }
-  cache_clear(&c);
-  ba_free(c.cache);
-  ba_free(c.vals);
-  ba_free(c.lens);
-  addrs_free(&c);
+  if (parallel) {
+    pthread_mutex_lock(&par.mu);
+    par.quit = 1;
+    pthread_cond_broadcast(&par.cv);
+    pthread_mutex_unlock(&par.mu);
+    pthread_join(worker, NULL);
+    /* Plans of segments not delivered (stopped early, or pruned). */
+    for (size_t i = 0; i < nseg; i++)
+      if (par.slots[i].state == 2 && par.slots[i].rc == 0) segres_drop(&par.slots[i].res);
+    pthread_mutex_destroy(&par.mu);
+    pthread_cond_destroy(&par.cv);
+    ba_free(par.slots);
+  }
+  segctx_free(&c);
   ba_free(run.batch);
   return rc;
 }

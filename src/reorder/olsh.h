@@ -10,7 +10,9 @@
  *   h(a,b,v) = floor((a.v + b) / W), a ~ N(0,1)^11, b ~ U[0,W)   (p-stable, Datar et al.)
  *   H1 = sum_i h(a_i,b_i,v) mod P     picks the chain
  *   H2 = sum_i h(a'_i,b'_i,v) mod Q   other projections: the chain's sort key
- *   the chain is kept insertion-sorted by H2 (stable: equal keys keep arrival order)
+ *   the chain is kept insertion-sorted by H2 (stable: equal keys keep arrival order);
+ *     with chain_order = BA_OLSH_ORDER_TUPLE (the default) by the exact
+ *     (address pair, dst port, protocol) instead, see ba_olsh_opts_init
  *   if chain length > maxBlockSize: emit the chain
  *   if buffered > MMax: emit the longest chain, repeatedly, until buffered <= MMin
  * Ties between equally long chains go to the chain that reached that length
@@ -43,7 +45,14 @@ typedef struct ba_olsh_opts {
    * port, protocol), i.e. the metric the LSH preserves. All 1 is the paper's
    * raw vector; see ba_olsh_opts_init for the default and why. */
   double weight[11];
+  /* Order of the records of an emitted chain: BA_OLSH_ORDER_H2 = Program 1
+   * (stably by H2); BA_OLSH_ORDER_TUPLE = stably by (address pair, dst
+   * port, protocol), so equal host pairs of a chain come out as runs in
+   * arrival (time) order. */
+  uint32_t chain_order;
 } ba_olsh_opts_t;
+
+enum { BA_OLSH_ORDER_H2 = 0, BA_OLSH_ORDER_TUPLE = 1 };
 
 typedef struct ba_olsh ba_olsh_t;
 

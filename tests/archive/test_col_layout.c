@@ -19,6 +19,10 @@
 #include "fixture_gen.h"
 #include "store_gen.h"
 
+/* 2.0 methods (FOR, DELTA, DICT, PDICT) and the byte-plane layout seen at
+ * the first field of integer columns, so the tests know they covered them. */
+static unsigned g_seen;
+
 /* One block through encode + decode of every column; compares with the input. */
 static void roundtrip_block(int major, const ba_record_t *in, size_t n) {
   size_t fbytes = 0;
@@ -34,12 +38,17 @@ static void roundtrip_block(int major, const ba_record_t *in, size_t n) {
   for (int c = 0; c < BA_NCOLS; c++) {
     size_t max = ba_col_raw_max(major, c, n, fbytes);
     raws[c] = malloc(max + 1);
-    size_t len = ba_col_encode(major, c, in, n, frames, fbytes, raws[c]);
+    size_t len = 0;
+    assert_int_equal(ba_col_encode(major, c, in, n, frames, fbytes, raws[c], &len, NULL), BA_OK);
     assert_true(len <= max);
     assert_true(len >= ba_col_raw_min(major, c, n) + (c == BA_COLID_FRAME ? fbytes : 0));
     /* Dependencies (2.0 LAST needs FIRST) come first in column order. */
     assert_true((ba_col_deps(major, c) >> c) == 0);
     assert_int_equal(ba_col_decode(major, c, raws[c], len, n, out), BA_OK);
+    if (major == 2 && c != 2 && c != 3 && c != 12 && len >= BA_COL2_FIELD_HDR) {
+      if (raws[c][0] < 4) g_seen |= 1u << raws[c][0];
+      if (raws[c][2] == 1) g_seen |= 1u << 4;
+    }
     /* Any other length is refused. */
     if (len) assert_int_not_equal(ba_col_decode(major, c, raws[c], len - 1, n, out), BA_OK);
     assert_int_equal(ba_col_decode(major, c, raws[c], len, n, out), BA_OK);
@@ -112,6 +121,8 @@ static void test_roundtrip_random(void **state) {
       gen_free(&g);
     }
   }
+  /* FOR, DELTA, DICT, PDICT and byte planes all occurred. */
+  assert_int_equal(g_seen, 0x1F);
 }
 
 /* Records from the shared captures (packets with frames; flows from the
@@ -193,7 +204,9 @@ static void test_hostile_v2(void **state) {
   ba_rng_t rng;
   ba_rng_seed(&rng, 77);
   gen_t g;
-  gen_records(&g, 300, 9, 1763769600000000000ull, 3600000000000ull, 1);
+  gen_records(&g, 600, 9, 1763769600000000000ull, 3600000000000ull, 1);
+  /* Half of the source ports one service, half random: PDICT. */
+  for (size_t i = 0; i < g.n; i++) g.r[i].src_port = (uint16_t)(i % 2 ? 1024 + ba_rng_below(&rng, 60000) : 80);
   size_t fbytes = 0;
   for (size_t i = 0; i < g.n; i++) fbytes += g.r[i].caplen;
   uint8_t *frames = malloc(fbytes + 1);
@@ -207,7 +220,9 @@ static void test_hostile_v2(void **state) {
   for (int c = 0; c < BA_NCOLS; c++) {
     size_t max = ba_col_raw_max(2, c, g.n, fbytes);
     uint8_t *good = malloc(max + 1);
-    size_t len = ba_col_encode(2, c, g.r, g.n, frames, fbytes, good);
+    size_t len = 0;
+    assert_int_equal(ba_col_encode(2, c, g.r, g.n, frames, fbytes, good, &len, NULL), BA_OK);
+    if (c == 4) assert_int_equal(good[0], 3); /* the PDICT method is what gets mutated */
     for (int iter = 0; iter < 3000; iter++) {
       /* An exact-size copy so ASan sees any read past the end. */
       size_t mlen = len;

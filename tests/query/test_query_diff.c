@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bitarc/query.h"
 #include "testsupport.h"
@@ -331,10 +332,12 @@ static void run_table(ba_codec_t codec, uint32_t block_rows) {
   check_exact();
   ba_query_exec_opts_t o;
   ba_query_exec_opts_init(&o);
-  size_t nonempty = 0;
-  for (size_t i = 0; i < NELEM(filters); i++) {
-    check_filter(filters[i], &o, "reduction, 1 thread");
-    (void)nonempty;
+  for (size_t i = 0; i < NELEM(filters); i++) check_filter(filters[i], &o, "reduction, 1 thread");
+  if (codec == BA_CODEC_WAH64) {
+    /* two threads: segments planned ahead by a worker, delivered in order */
+    o.threads = 2;
+    for (size_t i = 0; i < NELEM(filters); i++) check_filter(filters[i], &o, "2 threads");
+    o.threads = 1;
   }
   /* strategies and threads on the range-heavy filters */
   static const char *const ranges[] = {"port > 1023", "port in [1024-2048, 8080]", "src ip 10.4.0-15,33.*",
@@ -380,6 +383,118 @@ static void test_compax(void **state) {
   F.dir = d;
 }
 
+/* Damage with two threads: a segment whose index directory or bitmaps are
+ * damaged is answered by a scan, a truncated one is skipped, the others are
+ * planned by either thread; results equal the clean store's. */
+typedef struct warnlog {
+  int n;
+} warnlog_t;
+static void on_warn(void *ctx, const char *msg) {
+  (void)msg;
+  ((warnlog_t *)ctx)->n++;
+}
+
+static void run_ids(ba_store_t *st, const char *f, int threads, idlist_t *out, ba_query_stats_t *s, warnlog_t *w) {
+  ba_query_t *q;
+  assert_int_equal(ba_query_create(&q), 0);
+  assert_int_equal(ba_query_compile(q, f), 0);
+  ba_query_exec_opts_t o;
+  ba_query_exec_opts_init(&o);
+  o.out_cols = BA_COL_FIRST;
+  o.threads = threads;
+  o.warn = on_warn;
+  o.warn_ctx = w;
+  assert_int_equal(ba_query_run(q, st, &o, collect, out, s), 0);
+  if (out->n) qsort(out->v, out->n, sizeof(uint64_t), cmp_u64);
+  ba_query_free(q);
+}
+
+static void damage_file(const char *path, int mode) {
+  FILE *fp = fopen(path, "r+b");
+  assert_non_null(fp);
+  assert_int_equal(fseek(fp, 0, SEEK_END), 0);
+  long len = ftell(fp);
+  uint8_t foot[80];
+  assert_int_equal(fseek(fp, len - 80, SEEK_SET), 0);
+  assert_int_equal(fread(foot, 1, 80, fp), 80);
+  uint64_t table_off = 0, dir_off = 0, index_off = 0;
+  for (int i = 7; i >= 0; i--) {
+    table_off = table_off << 8 | foot[24 + i];
+    dir_off = dir_off << 8 | foot[32 + i];
+    index_off = index_off << 8 | foot[40 + i];
+  }
+  assert_true(index_off < dir_off && dir_off < table_off && table_off <= (uint64_t)len);
+  uint64_t lo = mode == 0 ? dir_off + 40 : index_off, hi = mode == 0 ? table_off : dir_off;
+  for (uint64_t pos = lo; pos < hi; pos += mode == 0 ? hi : 29) {
+    uint8_t b;
+    assert_int_equal(fseek(fp, (long)pos, SEEK_SET), 0);
+    assert_int_equal(fread(&b, 1, 1, fp), 1);
+    b ^= 0x10;
+    assert_int_equal(fseek(fp, (long)pos, SEEK_SET), 0);
+    assert_int_equal(fwrite(&b, 1, 1, fp), 1);
+  }
+  fclose(fp);
+}
+
+static void test_damage_threads(void **state) {
+  (void)state;
+  char *d = F.dir;
+  F.dir = ba_test_mkdtemp();
+  build_store(BA_CODEC_PLWAH, 1000);
+  static const char *const fl[] = {"dst port 443 and src ip 10.4.*.*", "proto udp", "any",
+                                   "ip in [10.4.0.1 10.4.0.2] or port 53"};
+  size_t nseg = ba_store_segment_count(F.st);
+  idlist_t want[NELEM(fl)];
+  for (size_t k = 0; k < NELEM(fl); k++) {
+    memset(&want[k], 0, sizeof(want[k]));
+    ba_query_stats_t s;
+    warnlog_t w = {0};
+    run_ids(F.st, fl[k], 1, &want[k], &s, &w);
+    assert_int_equal(w.n, 0);
+  }
+  const char *victim = ba_store_segment_name(F.st, nseg / 2);
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s", F.dir, victim);
+  ba_store_close(F.st);
+  F.st = NULL;
+  for (int mode = 0; mode < 2; mode++) {
+    damage_file(path, mode); /* mode 1 after mode 0: both damaged */
+    assert_int_equal(ba_store_open(F.dir, &F.st), 0);
+    for (size_t k = 0; k < NELEM(fl); k++) {
+      idlist_t got = {0};
+      ba_query_stats_t s;
+      warnlog_t w = {0};
+      run_ids(F.st, fl[k], 2, &got, &s, &w);
+      if (got.n != want[k].n || (got.n && memcmp(got.v, want[k].v, got.n * 8)))
+        fail_msg("damaged index, mode %d, '%s': %zu rows, clean %zu", mode, fl[k], got.n, want[k].n);
+      assert_true(w.n >= 1 && s.segments_damaged >= 1);
+      free(got.v);
+    }
+    ba_store_close(F.st);
+    F.st = NULL;
+  }
+  /* truncated: skipped, the others answer */
+  assert_int_equal(truncate(path, 100), 0);
+  assert_int_equal(ba_store_open(F.dir, &F.st), 0);
+  idlist_t got = {0};
+  ba_query_stats_t s;
+  warnlog_t w = {0};
+  run_ids(F.st, "any", 2, &got, &s, &w);
+  assert_true(w.n >= 1 && s.segments_damaged == 1 && got.n < want[2].n);
+  size_t j = 0;
+  for (size_t i = 0; i < got.n; i++) {
+    while (j < want[2].n && want[2].v[j] != got.v[i]) j++;
+    assert_true(j < want[2].n); /* every row is a row of the clean store */
+  }
+  free(got.v);
+  for (size_t k = 0; k < NELEM(fl); k++) free(want[k].v);
+  ba_store_close(F.st);
+  F.st = NULL;
+  ba_test_rmtree(F.dir);
+  free(F.dir);
+  F.dir = d;
+}
+
 /* limit and explain */
 static void test_limit_explain(void **state) {
   (void)state;
@@ -397,6 +512,12 @@ static void test_limit_explain(void **state) {
   assert_int_equal(ba_query_run(q, F.st, &o, collect, &got, &s), 0);
   assert_int_equal(got.n, 17);
   free(got.v);
+  /* the same with two threads: plans in flight when the limit stops the run */
+  o.threads = 2;
+  idlist_t got2 = {0};
+  assert_int_equal(ba_query_run(q, F.st, &o, collect, &got2, &s), 0);
+  assert_int_equal(got2.n, 17);
+  free(got2.v);
   ba_store_close(F.st);
   F.st = NULL;
   ba_query_free(q);
@@ -410,6 +531,7 @@ int main(void) {
     cmocka_unit_test(test_wah64),
     cmocka_unit_test(test_compax),
     cmocka_unit_test(test_limit_explain),
+    cmocka_unit_test(test_damage_threads),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
