@@ -7,6 +7,9 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include "bitarc/bitarc.h"
 #include "bitarc/query.h"
@@ -241,7 +244,21 @@ static void fmt_window(uint64_t ns, int local, char *buf, size_t cap) {
   strftime(buf, cap, "%Y-%m-%d %H:%M:%S", &tm);
 }
 
+/* A query reads every segment's index directory and bitmaps into buffers of
+ * up to a few MB that are freed when the next segment starts. glibc would
+ * map and unmap each (or trim the heap), so every segment faulted its pages
+ * in again: a quarter of the CPU time of a selective count over 25 segments.
+ * Kept in the heap, the pages are reused. (Process-wide, so here and not in
+ * the library.) */
+static void keep_heap(void) {
+#ifdef __GLIBC__
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+#endif
+}
+
 int ba_cmd_query(int argc, char **argv) {
+  keep_heap();
   static const struct option longopts[] = {
     {"store", required_argument, NULL, 'r'}, {"window", required_argument, NULL, 't'},
     {"tz", required_argument, NULL, 'Z'}, {"filter-file", required_argument, NULL, 'f'},
