@@ -782,6 +782,16 @@ static uint64_t dense_bytes(const segctx_t *c) {
   return c->info.rows / (wb - 1) * (wb / 8) / 2;
 }
 
+/* Rows of p in a prefix of the segment (an eighth, at least 2^16 rows): the
+ * order of dense operands needs relative row counts only, and a prefix is
+ * counted without decoding the rest. */
+static uint64_t count_sample(pb_t p, uint64_t rows) {
+  if (p.kind != PB_BM) return count_pb(p, rows);
+  uint64_t to = rows / 8 > 65536 ? rows / 8 : rows, c = 0;
+  if (ba_bitmap_count_range(p.o->bm, 0, to, &c) < 0) return count_pb(p, rows);
+  return c;
+}
+
 static int pb_sparse(const segctx_t *c, pb_t p) {
   return p.kind == PB_NONE || (p.kind == PB_BM && ba_bitmap_size_bytes(p.o->bm) < dense_bytes(c));
 }
@@ -852,7 +862,7 @@ static int and_terms(segctx_t *c, termvec_t *v, pres_t *out) {
     for (size_t j = 0; j < m && rc == 0; j++, got++) {
       if (j) ex_sep(c);
       if ((rc = eval_term(c, &v->t[i + j], &xs[j])) < 0) break;
-      cnt[j] = count_pb(xs[j].hi, c->info.rows);
+      cnt[j] = count_sample(xs[j].hi, c->info.rows);
       size_t k = j;
       while (k > 0 && cnt[ord[k - 1]] > cnt[j]) {
         ord[k] = ord[k - 1];
@@ -1149,7 +1159,8 @@ static int run_sink(void *vctx, const ba_record_t *recs, size_t n) {
 typedef struct rowfeed {
   ba_segment_t *seg;
   uint32_t cols, block_rows;
-  runctx_t *run;
+  ba_record_sink_fn sink; /* run_sink with a runctx_t, or a buffer */
+  void *sink_ctx;
   uint64_t *rows;
   size_t n, cap;
   uint64_t last_block, blocks, damaged;
@@ -1161,7 +1172,7 @@ typedef struct rowfeed {
 static int feed_flush(rowfeed_t *f, size_t upto) {
   if (upto == 0) return 0;
   uint64_t dmg = 0;
-  int rc = ba_segment_read_rows(f->seg, f->rows, upto, f->cols, run_sink, f->run, &dmg);
+  int rc = ba_segment_read_rows(f->seg, f->rows, upto, f->cols, f->sink, f->sink_ctx, &dmg);
   f->damaged += dmg;
   memmove(f->rows, f->rows + upto, (f->n - upto) * sizeof(uint64_t));
   f->n -= upto;
@@ -1251,7 +1262,29 @@ typedef struct segres {
   pres_t r;
   uint64_t ncand, nsure, ops;
   int exact;
+  /* Candidate records read ahead by the worker (have_rows): delivered from
+   * here, residual check and limit applied at delivery. */
+  int have_rows;
+  ba_record_t *recs;
+  size_t nrecs, cap;
+  uint64_t blocks, damaged;
 } segres_t;
+
+static int buffer_sink(void *ctx, const ba_record_t *recs, size_t n) {
+  segres_t *r = ctx;
+  if (r->nrecs + n > r->cap) BA_FORWARD(ba_grow((void **)&r->recs, &r->cap, r->nrecs + n, sizeof(ba_record_t)));
+  memcpy(r->recs + r->nrecs, recs, n * sizeof(ba_record_t));
+  r->nrecs += n;
+  return 0;
+}
+
+static void segres_drop(segres_t *r) {
+  pres_drop(r->r);
+  r->r = (pres_t){pb_none(), pb_none()};
+  ba_free(r->recs);
+  r->recs = NULL;
+  r->nrecs = r->cap = 0;
+}
 
 /* Plans the segment in c (seg, info, codec set); explain text into ex. */
 static int plan_segment(const qnode_t *root, segctx_t *c, sbuf_t *ex, segres_t *res) {
@@ -1315,11 +1348,26 @@ static int deliver_segment(ba_query_t *q, segctx_t *c, runctx_t *run, segres_t *
     return 0;
   }
   run->check = !exact;
+  if (res->have_rows) {
+    /* Read ahead by the worker: the same records in the same order. */
+    rc = 0;
+    for (size_t i = 0; i < res->nrecs && rc == 0; i += 4096)
+      rc = run_sink(run, res->recs + i, BA_MIN((size_t)4096, res->nrecs - i));
+    st->blocks_read += res->blocks;
+    st->rows_damaged += res->damaged;
+    segres_drop(res);
+    if (rc == QUERY_STOP) {
+      *stop = 1;
+      return 0;
+    }
+    return rc;
+  }
   rowfeed_t f = {0};
   f.seg = c->seg;
   f.cols = cols;
   f.block_rows = c->info.block_rows;
-  f.run = run;
+  f.sink = run_sink;
+  f.sink_ctx = run;
   if (r.hi.kind == PB_ALL) {
     uint64_t dmg = 0;
     rc = ba_segment_scan(c->seg, cols, run_sink, run, &dmg);
@@ -1394,7 +1442,15 @@ typedef struct par {
   const qnode_t *root;
   ba_query_exec_opts_t wo;
   uint64_t ws, we;   /* time window */
+  uint32_t cols, qcols; /* columns delivered records need; the filter's (prefetch) */
+  int prefetch;      /* the worker also reads candidate rows (not for counts or frames) */
+  size_t delivered;  /* segments the caller's thread is done with */
 } par_t;
+
+/* Most candidate rows a worker reads ahead for one segment, and how many
+ * segments it may run ahead of delivery while doing so (bounds memory). */
+#define PREFETCH_MAX_ROWS (1u << 18)
+#define PREFETCH_AHEAD 2
 
 /* 1 if the segment cannot hold rows of the window. */
 static int seg_pruned(const ba_segment_info_t *in, uint64_t ws, uint64_t we) {
@@ -1428,6 +1484,23 @@ static int par_plan(par_t *p, ba_store_t *st, size_t i, segctx_t *c, segres_t *r
   c->seg = seg;
   c->codec = c->info.codec;
   int rc = plan_segment(p->root, c, NULL, res);
+  if (rc == 0 && st != p->ms && p->prefetch && res->r.hi.kind == PB_BM && res->ncand > 0 &&
+      res->ncand <= PREFETCH_MAX_ROWS && !(p->wo.count_only && res->exact)) {
+    /* Read the candidates here too (the caller's thread only delivers). */
+    rowfeed_t f = {0};
+    f.seg = seg;
+    f.cols = p->cols | (res->exact ? 0 : p->qcols | BA_COL_FIRST);
+    f.block_rows = c->info.block_rows;
+    f.sink = buffer_sink;
+    f.sink_ctx = res;
+    rc = ba_bitmap_foreach(res->r.hi.o->bm, feed_rows, &f);
+    if (rc == 0) rc = feed_flush(&f, f.n);
+    ba_free(f.rows);
+    res->blocks = f.blocks;
+    res->damaged = f.damaged;
+    if (rc == 0) res->have_rows = 1;
+    else segres_drop(res);
+  }
   ba_segment_release(seg);
   return rc;
 }
@@ -1442,6 +1515,8 @@ static void *par_worker(void *arg) {
   c.stats = &wst;
   for (;;) {
     pthread_mutex_lock(&p->mu);
+    while (p->prefetch && !p->quit && p->next < p->nseg && p->next > p->delivered + PREFETCH_AHEAD)
+      pthread_cond_wait(&p->cv, &p->mu);
     if (p->quit || p->next >= p->nseg) {
       pthread_mutex_unlock(&p->mu);
       break;
@@ -1466,6 +1541,8 @@ static void *par_worker(void *arg) {
 /* Waits until segment i is planned, planning others (or i) meanwhile. */
 static void par_wait(par_t *p, size_t i, segctx_t *c) {
   pthread_mutex_lock(&p->mu);
+  p->delivered = i; /* segments before i are done: the worker may read ahead */
+  pthread_cond_broadcast(&p->cv);
   while (p->slots[i].state != 2) {
     if (p->next < p->nseg) {
       size_t j = p->next++;
@@ -1533,6 +1610,9 @@ int ba_query_run(ba_query_t *q, ba_store_t *s, const ba_query_exec_opts_t *opts,
     par.wo.threads = 1;
     par.ws = ws;
     par.we = we;
+    par.cols = o.out_cols;
+    par.qcols = q->cols;
+    par.prefetch = !(o.out_cols & BA_COL_FRAME) && !(q->cols & BA_COL_FRAME);
     par.slots = ba_calloc(nseg, sizeof(pslot_t));
     if (!par.slots) return BA_ERR_NOMEM;
     pthread_mutex_init(&par.mu, NULL);
@@ -1608,11 +1688,12 @@ int ba_query_run(ba_query_t *q, ba_store_t *s, const ba_query_exec_opts_t *opts,
   if (parallel) {
     pthread_mutex_lock(&par.mu);
     par.quit = 1;
+    pthread_cond_broadcast(&par.cv);
     pthread_mutex_unlock(&par.mu);
     pthread_join(worker, NULL);
     /* Plans of segments not delivered (stopped early, or pruned). */
     for (size_t i = 0; i < nseg; i++)
-      if (par.slots[i].state == 2 && par.slots[i].rc == 0) pres_drop(par.slots[i].res.r);
+      if (par.slots[i].state == 2 && par.slots[i].rc == 0) segres_drop(&par.slots[i].res);
     pthread_mutex_destroy(&par.mu);
     pthread_cond_destroy(&par.cv);
     ba_free(par.slots);
