@@ -45,6 +45,8 @@ enum {
   "  --time-bin DUR      start-time index bin width (default 60 s)\n"
 /* Applies one of the store options; 0, or 2 after an error naming cmd. */
 int ba_cli_store_opt(const char *cmd, int opt, const char *arg, struct ba_store_opts *o);
+/* --report text|json: sets *json; 0, or 2 after an error naming cmd. */
+int ba_cli_parse_report(const char *cmd, const char *arg, int *json);
 /* "1200 s", "1h", "15m", "2d" -> seconds; -1 if not a duration. */
 long ba_cli_parse_seconds(const char *s);
 /* Counts as text ("records 12, dropped 3 (unknown-template 2 data sets, ...)"). */

@@ -192,12 +192,7 @@ int ba_cmd_collect(int argc, char **argv) {
       else duration = v;
       break;
     case O_REPORT:
-      if (!strcmp(optarg, "json")) json = 1;
-      else if (!strcmp(optarg, "text")) json = 0;
-      else {
-        ba_cli_err("collect", "--report '%s': text or json", optarg);
-        return 2;
-      }
+      if (ba_cli_parse_report("collect", optarg, &json)) return 2;
       break;
     case 'q': quiet = 1; break;
     case 'h': usage(stdout); return 0;

@@ -47,6 +47,15 @@ static void usage(FILE *f) {
 
 /* ---------- helpers shared with collect ---------- */
 
+int ba_cli_parse_report(const char *cmd, const char *arg, int *json) {
+  if (!strcmp(arg, "json") || !strcmp(arg, "text")) {
+    *json = arg[0] == 'j';
+    return 0;
+  }
+  ba_cli_err(cmd, "--report '%s': text or json", arg);
+  return 2;
+}
+
 long ba_cli_parse_seconds(const char *s) {
   char *end;
   double v = strtod(s, &end);
@@ -239,12 +248,7 @@ int ba_cmd_ingest(int argc, char **argv) {
       break;
     case 'n': dry = 1; break;
     case 'R':
-      if (!strcmp(optarg, "json")) json = 1;
-      else if (!strcmp(optarg, "text")) json = 0;
-      else {
-        ba_cli_err("ingest", "--report '%s': text or json", optarg);
-        return 2;
-      }
+      if (ba_cli_parse_report("ingest", optarg, &json)) return 2;
       break;
     case 'q': quiet = 1; break;
     case 'h': usage(stdout); return 0;

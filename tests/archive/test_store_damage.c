@@ -31,23 +31,13 @@ static int check_sink(void *ctx, const ba_record_t *recs, size_t n) {
 }
 
 static uint8_t *slurp(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  assert_non_null(f);
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  uint8_t *b = malloc((size_t)n + 1);
-  assert_int_equal(fread(b, 1, (size_t)n, f), (size_t)n);
-  fclose(f);
-  *len = (size_t)n;
+  uint8_t *b = ba_test_read_file(path, len);
+  assert_non_null(b);
   return b;
 }
 
-static void spit(const char *path, const uint8_t *b, size_t n) {
-  FILE *f = fopen(path, "wb");
-  assert_non_null(f);
-  assert_int_equal(fwrite(b, 1, n, f), n);
-  fclose(f);
+static void spit(const char *path, const uint8_t *b, size_t len) {
+  assert_int_equal(ba_test_write_file(path, b, len), 0);
 }
 
 static int run(const char *fmt, const char *dir, const char *arg) {

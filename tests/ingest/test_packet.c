@@ -178,23 +178,11 @@ static int count_recs(void *ctx, const ba_record_t *r, size_t n) {
   return 0;
 }
 
-static uint8_t *slurp(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long l = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  uint8_t *b = malloc((size_t)l + 1);
-  *len = fread(b, 1, (size_t)l, f);
-  fclose(f);
-  return b;
-}
-
 static void test_truncated_pcap(void **st) {
   (void)st;
   const char *p = ba_test_shared("traces/CESNET__ipfixprobe/tests/functional/inputs/http.pcap");
   size_t len;
-  uint8_t *buf = p ? slurp(p, &len) : NULL;
+  uint8_t *buf = p ? ba_test_read_file(p, &len) : NULL;
   if (!buf) {
     print_message("SKIP: shared capture http.pcap not present\n");
     return;

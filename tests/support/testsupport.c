@@ -111,3 +111,25 @@ void ba_test_rmtree(const char *dir) {
   }
   rmdir(dir);
 }
+
+uint8_t *ba_test_read_file(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  uint8_t *b = NULL;
+  long n = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+  if (n >= 0 && fseek(f, 0, SEEK_SET) == 0 && (b = malloc((size_t)n + 1)) != NULL &&
+      fread(b, 1, (size_t)n, f) != (size_t)n) {
+    free(b);
+    b = NULL;
+  }
+  fclose(f);
+  if (b) *len = (size_t)n;
+  return b;
+}
+
+int ba_test_write_file(const char *path, const uint8_t *b, size_t len) {
+  FILE *f = fopen(path, "wb");
+  if (!f) return -1;
+  int ok = fwrite(b, 1, len, f) == len;
+  return fclose(f) == 0 && ok ? 0 : -1;
+}

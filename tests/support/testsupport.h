@@ -30,5 +30,9 @@ size_t ba_test_walk(const char *dir, const char *const *exts, void (*fn)(const c
 /* A fresh empty temporary directory (removed by ba_test_rmtree). */
 char *ba_test_mkdtemp(void);
 void ba_test_rmtree(const char *dir);
+/* Whole file into a malloc'd buffer (one spare byte); NULL if it cannot be read. */
+uint8_t *ba_test_read_file(const char *path, size_t *len);
+/* Writes len bytes to path (created or truncated); 0, or -1 on error. */
+int ba_test_write_file(const char *path, const uint8_t *b, size_t len);
 
 #endif
