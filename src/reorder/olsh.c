@@ -1,7 +1,8 @@
 /* oLSH reordering buffer: Program 1 of netfli-archive-and-index.txt §4.4.
  *
  * Layout. Buffered records live in a slot array (grown on demand, never past
- * MMax + 1 slots) threaded into P chains in arrival order; packet frames live
+ * MMax + 1 slots); each of the P chains lists its slots in arrival order in
+ * chunks of OLSH_CHUNK entries (see olsh_chunk); packet frames live
  * in one byte arena (grown on demand, never past frame_bytes) that is
  * compacted in allocation order when full. Chains are also threaded into
  * per-length lists so the longest chain is found in O(1) amortized time.
@@ -9,7 +10,8 @@
  * Insertion sort, done lazily. Program 1 keeps each chain insertion-sorted by
  * H2. A stable insertion sort of a sequence gives exactly the stable sort of
  * that sequence, so chains are kept in arrival order and stably sorted by H2
- * when emitted: same output, O(n log n) instead of O(n^2) per chain. */
+ * (or by the tuple, BA_OLSH_ORDER_TUPLE) when emitted: same output,
+ * O(n log n) instead of O(n^2) per chain. */
 #include "reorder/olsh.h"
 
 #include <math.h>
