@@ -574,13 +574,20 @@ static uint64_t pdict_plan(enc_scratch_t *x, const uint64_t *v, size_t n, unsign
     x->pcnt[h] = 1;
     x->ins[nd++] = (uint16_t)h;
   }
+  /* Only the 255 most frequent can enter the dictionary: find the count
+   * threshold from a histogram, so at most 255 candidates get sorted. */
+  uint32_t hist[256] = {0};
+  for (size_t d = 0; d < nd; d++) hist[BA_MIN(x->pcnt[x->ins[d]], 255u)]++;
+  uint32_t thr = 255, above = 0;
+  while (thr > 2 && above + hist[thr] < 255) above += hist[thr--];
+  uint32_t eq = 0; /* taken with count == thr: up to 255 - above */
   for (size_t d = 0; d < nd; d++) {
     size_t h = x->ins[d];
-    if (x->pcnt[h] >= 2) {
-      x->cand[nc][0] = x->pcnt[h];
-      x->cand[nc][1] = x->pkey[h];
-      nc++;
-    }
+    uint32_t c = x->pcnt[h];
+    if (c < 2 || c < thr || (c == thr && eq++ >= 255 - above)) continue;
+    x->cand[nc][0] = c;
+    x->cand[nc][1] = x->pkey[h];
+    nc++;
   }
   if (!nc) return UINT64_MAX;
   qsort(x->cand, nc, sizeof x->cand[0], cmp_cand);

@@ -44,12 +44,14 @@ static int olsh_stub_flush(ba_olsh_t *h, ba_record_sink_fn f, void *c) {
   return BA_ERR_UNSUPPORTED;
 }
 static size_t olsh_stub_buffered(const ba_olsh_t *h) { (void)h; return 0; }
+static uint64_t olsh_stub_buffered_frame_bytes(const ba_olsh_t *h) { (void)h; return 0; }
 #define ba_olsh_opts_init olsh_stub_opts_init
 #define ba_olsh_create olsh_stub_create
 #define ba_olsh_free olsh_stub_free
 #define ba_olsh_push olsh_stub_push
 #define ba_olsh_flush olsh_stub_flush
 #define ba_olsh_buffered olsh_stub_buffered
+#define ba_olsh_buffered_frame_bytes olsh_stub_buffered_frame_bytes
 #endif
 
 #define MAX_OPEN_SLICES 4
@@ -113,6 +115,9 @@ struct ba_store_writer {
   uint64_t head, tail, wpos[MAX_WORKERS];
   int stop;
   job_t *free_jobs;
+  /* An emptied oLSH buffer kept for the next slice: its slots, chunks and
+   * frame arena stay allocated (and paged in) instead of growing again. */
+  ba_olsh_t *spare_olsh;
   ba_store_writer_stats_t st;
   uint64_t recovered;
   int err;
@@ -365,7 +370,12 @@ static void slice_free(slice_t *sl) {
   if (!sl) return;
   for (int a = 0; a < BA_ATTR_COUNT; a++) ba_idx_online_free(sl->idx[a]);
   if (sl->fd >= 0) close(sl->fd);
-  if (sl->olsh) ba_olsh_free(sl->olsh);
+  if (sl->olsh && !sl->w->spare_olsh && ba_olsh_buffered(sl->olsh) == 0 &&
+      ba_olsh_buffered_frame_bytes(sl->olsh) == 0) {
+    sl->w->spare_olsh = sl->olsh; /* flushed: empty, reusable as is */
+  } else if (sl->olsh) {
+    ba_olsh_free(sl->olsh);
+  }
   ba_free(sl->groups);
   ba_free(sl);
 }
@@ -406,7 +416,12 @@ static int slice_open(ba_store_writer_t *w, uint64_t start, slice_t **out) {
       oo.mmax = w->o.olsh_mem_records;
       if (oo.mmin >= oo.mmax) oo.mmin = oo.mmax / 2;
     }
-    if ((rc = ba_olsh_create(&oo, &sl->olsh)) < 0) goto fail;
+    if (w->spare_olsh) {
+      sl->olsh = w->spare_olsh;
+      w->spare_olsh = NULL;
+    } else if ((rc = ba_olsh_create(&oo, &sl->olsh)) < 0) {
+      goto fail;
+    }
   }
   sl->fd = openat(w->dirfd, sl->open_name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (sl->fd < 0) {
@@ -630,6 +645,7 @@ static void writer_free(ba_store_writer_t *w) {
     if (w->open[i]->cur) job_put(w, w->open[i]->cur);
     slice_free(w->open[i]);
   }
+  ba_olsh_free(w->spare_olsh);
   while (w->free_jobs) {
     job_t *j = w->free_jobs;
     w->free_jobs = j->next_free;

@@ -255,26 +255,21 @@ static void test_hostile_v2(void **state) {
   gen_free(&g);
 }
 
-/* The committed 1.0 segment (written by the 1.0 writer from fx_records(),
- * block_rows 100, PLWAH, LZO) reads back exactly. */
-static void test_read_v1_fixture(void **state) {
-  (void)state;
-  const char *fx = ba_test_source("tests/archive/data/seg-v1_0.bitarc");
-  assert_non_null(fx);
-  char *dir = ba_test_mkdtemp();
-  char path[4096];
-  snprintf(path, sizeof path, "%s/seg-20251122T000000Z.bitarc", dir);
-  FILE *in = fopen(fx, "rb"), *out = fopen(path, "wb");
-  assert_non_null(in);
-  assert_non_null(out);
-  char buf[8192];
-  size_t k;
-  while ((k = fread(buf, 1, sizeof buf, in)) > 0) assert_int_equal(fwrite(buf, 1, k, out), k);
-  fclose(in);
-  fclose(out);
+/* The store at dir holds one segment, of format major version `major`,
+ * whose records are fx_records(): verify, a full scan, and LAST asked with
+ * PORTS but without FIRST (2.0 LAST needs FIRST; FIRST must stay zero). */
+static void expect_fixture_store(const char *dir, int major, const char *what) {
   static ba_record_t want[FX_N];
   static uint8_t frames[FX_FRAME_BYTES];
   fx_records(want, frames);
+  char path[4096];
+  snprintf(path, sizeof path, "%s/seg-20251122T000000Z.bitarc", dir);
+  FILE *f = fopen(path, "rb");
+  assert_non_null(f);
+  uint8_t hdr[12];
+  assert_int_equal(fread(hdr, 1, sizeof hdr, f), sizeof hdr);
+  fclose(f);
+  assert_int_equal(hdr[8] | hdr[9] << 8, major);
   ba_store_t *st;
   assert_int_equal(ba_store_open(dir, &st), BA_OK);
   assert_int_equal(ba_store_segment_count(st), 1);
@@ -287,48 +282,11 @@ static void test_read_v1_fixture(void **state) {
   assert_int_equal(ba_segment_scan(seg, BA_COL_ALL, collect, &got, NULL), BA_OK);
   assert_int_equal(got.n, FX_N);
   for (size_t i = 0; i < FX_N; i++)
-    if (!rec_equal(&want[i], &got.r[i], BA_COL_ALL)) fail_msg("1.0 fixture: row %zu differs", i);
-  /* LAST alone (in 2.0 it needs FIRST; in 1.0 it does not). */
-  for (size_t i = 0; i < got.n; i++) free((void *)got.r[i].frame);
-  got.n = 0;
-  assert_int_equal(ba_segment_scan(seg, BA_COL_LAST, collect, &got, NULL), BA_OK);
-  for (size_t i = 0; i < FX_N; i++) {
-    assert_int_equal(got.r[i].last_ns, want[i].last_ns);
-    assert_int_equal(got.r[i].first_ns, 0);
-  }
-  free(got.r);
-  ba_store_close(st);
-  ba_test_rmtree(dir);
-  free(dir);
-}
-
-/* The same records through the 2.0 writer and reader; LAST asked alone
- * comes back right and FIRST stays zero. */
-static void test_store_v2_last_alone(void **state) {
-  (void)state;
-  static ba_record_t want[FX_N];
-  static uint8_t frames[FX_FRAME_BYTES];
-  fx_records(want, frames);
-  char *dir = ba_test_mkdtemp();
-  ba_store_opts_t o;
-  ba_store_opts_init(&o);
-  o.block_rows = 100;
-  ba_store_writer_t *w;
-  assert_int_equal(ba_store_writer_open(dir, &o, &w), BA_OK);
-  assert_int_equal(ba_store_writer_append(w, want, FX_N), BA_OK);
-  assert_int_equal(ba_store_writer_close(w), BA_OK);
-  ba_store_t *st;
-  assert_int_equal(ba_store_open(dir, &st), BA_OK);
-  ba_segment_t *seg;
-  assert_int_equal(ba_store_segment(st, 0, &seg), BA_OK);
-  recs_t got = {0};
-  assert_int_equal(ba_segment_scan(seg, BA_COL_ALL, collect, &got, NULL), BA_OK);
-  assert_int_equal(got.n, FX_N);
-  for (size_t i = 0; i < FX_N; i++)
-    if (!rec_equal(&want[i], &got.r[i], BA_COL_ALL)) fail_msg("2.0: row %zu differs", i);
+    if (!rec_equal(&want[i], &got.r[i], BA_COL_ALL)) fail_msg("%s: row %zu differs", what, i);
   for (size_t i = 0; i < got.n; i++) free((void *)got.r[i].frame);
   got.n = 0;
   assert_int_equal(ba_segment_scan(seg, BA_COL_LAST | BA_COL_PORTS, collect, &got, NULL), BA_OK);
+  assert_int_equal(got.n, FX_N);
   for (size_t i = 0; i < FX_N; i++) {
     assert_int_equal(got.r[i].last_ns, want[i].last_ns);
     assert_int_equal(got.r[i].first_ns, 0);
@@ -336,6 +294,79 @@ static void test_store_v2_last_alone(void **state) {
   }
   free(got.r);
   ba_store_close(st);
+}
+
+/* Writes the committed 1.0 fixture to dir/name, all of it or (cut_at_index)
+ * only up to its index, as a journal. Returns the fixture's index_off. */
+static uint64_t put_fixture(const char *dir, const char *name, int cut_at_index) {
+  const char *fx = ba_test_source("tests/archive/data/seg-v1_0.bitarc");
+  assert_non_null(fx);
+  FILE *in = fopen(fx, "rb");
+  assert_non_null(in);
+  static uint8_t buf[1 << 17];
+  size_t len = fread(buf, 1, sizeof buf, in);
+  fclose(in);
+  assert_true(len > 80 && len < sizeof buf);
+  uint64_t index_off = ba_load_le64(buf + len - 80 + 40);
+  assert_true(index_off > 64 && index_off < len);
+  if (cut_at_index) len = (size_t)index_off;
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  FILE *out = fopen(path, "wb");
+  assert_non_null(out);
+  assert_int_equal(fwrite(buf, 1, len, out), len);
+  fclose(out);
+  return index_off;
+}
+
+/* The committed 1.0 segment (written by the 1.0 writer from fx_records(),
+ * block_rows 100, PLWAH, LZO) reads back exactly, and so it does after
+ * `reindex`, which keeps its version (its row groups are copied as they
+ * are). */
+static void test_read_v1_fixture(void **state) {
+  (void)state;
+  char *dir = ba_test_mkdtemp();
+  put_fixture(dir, "seg-20251122T000000Z.bitarc", 0);
+  expect_fixture_store(dir, 1, "1.0 fixture");
+  size_t nsegs = 0;
+  char err[256];
+  assert_int_equal(ba_store_reindex(dir, BA_CODEC_WAH32, "cpu", 1, &nsegs, err, sizeof err), BA_OK);
+  assert_int_equal(nsegs, 1);
+  expect_fixture_store(dir, 1, "1.0 fixture after reindex");
+  ba_test_rmtree(dir);
+  free(dir);
+}
+
+/* A 1.0 journal (the fixture cut after its last row group, as a crash
+ * leaves it) is recovered by the 2.0 writer into a 1.0 segment. */
+static void test_recover_v1_journal(void **state) {
+  (void)state;
+  char *dir = ba_test_mkdtemp();
+  put_fixture(dir, "seg-20251122T000000Z.bitarc.open", 1);
+  ba_store_writer_t *w;
+  assert_int_equal(ba_store_writer_open(dir, NULL, &w), BA_OK);
+  assert_int_equal(ba_store_writer_recovered(w), FX_N);
+  assert_int_equal(ba_store_writer_close(w), BA_OK);
+  expect_fixture_store(dir, 1, "recovered 1.0 journal");
+  ba_test_rmtree(dir);
+  free(dir);
+}
+
+/* The same records through the 2.0 writer and reader. */
+static void test_store_v2(void **state) {
+  (void)state;
+  static ba_record_t recs[FX_N];
+  static uint8_t frames[FX_FRAME_BYTES];
+  fx_records(recs, frames);
+  char *dir = ba_test_mkdtemp();
+  ba_store_opts_t o;
+  ba_store_opts_init(&o);
+  o.block_rows = 100;
+  ba_store_writer_t *w;
+  assert_int_equal(ba_store_writer_open(dir, &o, &w), BA_OK);
+  assert_int_equal(ba_store_writer_append(w, recs, FX_N), BA_OK);
+  assert_int_equal(ba_store_writer_close(w), BA_OK);
+  expect_fixture_store(dir, 2, "2.0");
   ba_test_rmtree(dir);
   free(dir);
 }
@@ -344,6 +375,6 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_roundtrip_random), cmocka_unit_test(test_roundtrip_real),
       cmocka_unit_test(test_hostile_v2), cmocka_unit_test(test_read_v1_fixture),
-      cmocka_unit_test(test_store_v2_last_alone)};
+      cmocka_unit_test(test_recover_v1_journal), cmocka_unit_test(test_store_v2)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
