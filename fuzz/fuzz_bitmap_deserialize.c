@@ -2,8 +2,31 @@
  * match its header (codec, rows, words), agree with the naive decoder of
  * fuzz_codec_common.h, survive every query/op check, and re-serialize to the
  * same bytes; a rejected one must be rejected by the naive decoder as well (or
- * have a bad header). */
+ * have a bad header). The per-codec validation loop must agree with the
+ * generic one on every input whose words fit. */
 #include "fuzz_codec_common.h"
+#include "codec/codec_internal.h"
+
+/* The per-codec validation word loop must accept exactly what the generic
+ * token loop accepts, on any words and row count. */
+static void check_fast_validate(ba_codec_t codec, const uint8_t *p, size_t nwords, uint64_t nrows) {
+  const ba_codec_ops_t *ops = ba_codec_ops(codec);
+  if (!ops) return;
+  unsigned wb = ops->word_bytes;
+  uint64_t *w = malloc(nwords * wb + 8);
+  if (!w) abort();
+  for (size_t i = 0; i < nwords; i++) {
+    uint64_t x = fz_word(p + i * wb, wb);
+    if (wb == 4)
+      ((uint32_t *)w)[i] = (uint32_t)x;
+    else
+      w[i] = x;
+  }
+  int fast = ba_bm_validate(ops, w, nwords, nrows, 0), generic = ba_bm_validate(ops, w, nwords, nrows, 1);
+  FZ_CHECK(fast == generic, "%s: fast validation %d, generic %d (%zu words, %llu rows)", ops->name, fast,
+           generic, nwords, (unsigned long long)nrows);
+  free(w);
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -17,6 +40,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   ba_codec_t codec = header_ok ? (ba_codec_t)data[0] : BA_CODEC_WAH32;
   unsigned wb = ba_codec_word_bits(codec) / 8;
   int fits = header_ok && nwords <= (size - 20) / wb;
+  if (fits) check_fast_validate(codec, data + 20, (size_t)nwords, nrows);
   if (rc != 0) {
     FZ_CHECK(rc == BA_ERR_CORRUPT || rc == BA_ERR_TRUNCATED || rc == BA_ERR_INVALID ||
                  rc == BA_ERR_OVERFLOW || rc == BA_ERR_UNSUPPORTED,

@@ -1,8 +1,8 @@
 /* Generic bitmap layer: the only code that knows row-level appends. Rows are
  * cut into whole groups (FILL for homogeneous groups, LIT otherwise) for group
  * codecs, or into maximal bit runs for bit-run codecs, and fed to the codec's
- * encoder. Also: validation of foreign words, counting, iteration,
- * serialization. Boolean operations live in ops.c. */
+ * encoder. Also: wrapping validated foreign words (validate.c), counting,
+ * iteration, serialization. Boolean operations live in ops.c. */
 #include <stdatomic.h>
 #include <string.h>
 
@@ -271,42 +271,10 @@ const void *ba_bitmap_words(const ba_bitmap_t *bm, size_t *nwords) {
 
 size_t ba_bitmap_size_bytes(const ba_bitmap_t *bm) { return bm ? bm->vec.n * bm->ops->word_bytes : 0; }
 
-/* Decodes every word: the group (or bit) total must be exactly what nrows
- * needs, literals must fit their group, and padded rows must be 0 (D-3). */
-static int bm_validate(const ba_codec_ops_t *ops, const void *words, size_t nwords, uint64_t nrows) {
-  unsigned G = ops->group_bits;
-  uint64_t expect = G ? nrows / G + (nrows % G != 0) : nrows;
-  uint64_t total = 0;
-  ba_dec_t d;
-  ba_tok_t t = {0, 0, BA_TOK_FILL0}, last = {0, 0, BA_TOK_FILL0};
-  int rc;
-  ops->dec_init(&d, words, nwords);
-  while ((rc = ops->dec_next(&d, &t)) == 1) {
-    uint64_t n = t.n;
-    if (t.kind == BA_TOK_LIT) {
-      BA_RETURN_IF(G == 0 || (t.lit >> G) != 0, BA_ERR_CORRUPT);
-      n = 1;
-    } else {
-      BA_RETURN_IF(t.kind > BA_TOK_FILL1, BA_ERR_CORRUPT);
-    }
-    BA_RETURN_IF(n == 0 || n > expect - total, BA_ERR_CORRUPT);
-    total += n;
-    last = t;
-  }
-  BA_RETURN_IF(rc < 0, BA_ERR_CORRUPT);
-  BA_RETURN_IF(total != expect, BA_ERR_CORRUPT);
-  if (G && nrows % G) {
-    uint64_t pad = bm_mask(G - (unsigned)(nrows % G));
-    BA_RETURN_IF(last.kind == BA_TOK_FILL1, BA_ERR_CORRUPT);
-    BA_RETURN_IF(last.kind == BA_TOK_LIT && (last.lit & pad), BA_ERR_CORRUPT);
-  }
-  return BA_OK;
-}
-
 /* Takes ownership of vec on success. */
 static int bm_wrap(const ba_codec_ops_t *ops, ba_wordvec_t *vec, uint64_t nrows, ba_bitmap_t **out) {
   BA_RETURN_IF(nrows > BA_BITMAP_MAX_ROWS, BA_ERR_CORRUPT);
-  BA_FORWARD(bm_validate(ops, vec->w, vec->n, nrows));
+  BA_FORWARD(ba_bm_validate(ops, vec->w, vec->n, nrows, 0));
   ba_bitmap_t *bm;
   BA_FORWARD(ba_bm_new(ops, &bm));
   bm->vec = *vec;

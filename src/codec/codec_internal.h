@@ -126,6 +126,12 @@ int ba_bm_close(ba_bitmap_t *bm, uint64_t nrows);
 int ba_bitmap_op_generic(int op, const ba_bitmap_t *a, const ba_bitmap_t *b, ba_codec_t out_codec,
                          ba_bitmap_t **out);
 
+/* Checks foreign words as ba_bitmap_from_words does (validate.c): BA_OK or
+ * BA_ERR_CORRUPT. generic = 1 decodes through ops' function pointers (the
+ * reference), 0 through the codec's inlined decoder (same rules, same code). */
+int ba_bm_validate(const ba_codec_ops_t *ops, const void *words, size_t nwords, uint64_t nrows,
+                   int generic);
+
 /* ba_bitmap_count through the codec's token decoder (the per-codec word
  * loops of ba_bitmap_count are checked against it). */
 int ba_bitmap_count_generic(const ba_bitmap_t *bm, uint64_t *out);

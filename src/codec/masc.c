@@ -12,15 +12,7 @@
 #include "bitarc/bitmap.h"
 #include "codec/codec_internal.h"
 #include "common/common.h"
-#include "codec/masc_qt_table.h"
-
-#define MS_MAXRUN ((((uint64_t)1 << 20) - 1) * 31 + 30) /* 32,505,855 bits (D-12) */
-#define MS_MAXCARRY 30
-#define MS_BIT31 0x80000000u
-#define MS_BIT30 0x40000000u
-#define MS_CARRIER_SHIFT 25
-#define MS_FIELD_29_25 0x3E000000u
-#define MS_COUNT_MASK 0x01FFFFFFu /* counter and additional */
+#include "codec/masc_impl.h"
 
 /* Encoder state (ba_enc_state_t.s): */
 #define MS_S_VAL 0  /* value of the open run */
@@ -85,52 +77,6 @@ static int masc_put(ba_wordvec_t *out, ba_enc_state_t *st, const ba_tok_t *tok) 
 static int masc_qt_put(ba_wordvec_t *out, ba_enc_state_t *st, const ba_tok_t *tok) { return ms_put(out, st, tok, 1); }
 static int masc_end(ba_wordvec_t *out, ba_enc_state_t *st) { return ms_end(out, st, 0); }
 static int masc_qt_end(ba_wordvec_t *out, ba_enc_state_t *st) { return ms_end(out, st, 1); }
-
-/* Decoder state (ba_dec_t.s): s[0] = ones carried by the last word, not yet returned. */
-static void ms_dec_init(ba_dec_t *d, const void *words, size_t nwords) {
-  memset(d, 0, sizeof *d);
-  d->words = words;
-  d->nwords = nwords;
-}
-
-int ba_masc_word(uint32_t x, int qt, int *v, uint64_t *len, uint32_t *carry) {
-  uint32_t add = x & 31u;
-  uint64_t l = (uint64_t)((x & MS_COUNT_MASK) >> 5) * 31 + add;
-  BA_RETURN_IF(add == 31 || l == 0, BA_ERR_CORRUPT);
-  uint32_t c = (x & MS_FIELD_29_25) >> MS_CARRIER_SHIFT;
-  *len = l;
-  if (x & MS_BIT31) { /* 1-fill: bit 30 is the MASC-QT type tag (D-11) */
-    BA_RETURN_IF(c != 0, BA_ERR_CORRUPT);
-    BA_RETURN_IF(((x & MS_BIT30) != 0) != (qt != 0), BA_ERR_CORRUPT);
-    *v = 1;
-    *carry = 0;
-    return BA_OK;
-  }
-  if (x & MS_BIT30)
-    BA_RETURN_IF(c == 0 || c > MS_MAXCARRY, BA_ERR_CORRUPT);
-  else
-    BA_RETURN_IF(c != 0, BA_ERR_CORRUPT);
-  *v = 0;
-  *carry = c;
-  return BA_OK;
-}
-
-static int ms_dec_next(ba_dec_t *d, ba_tok_t *tok, int qt) {
-  tok->lit = 0;
-  if (d->s[0]) {
-    tok->kind = BA_TOK_FILL1;
-    tok->n = d->s[0];
-    d->s[0] = 0;
-    return 1;
-  }
-  if (d->pos >= d->nwords) return 0;
-  int v;
-  uint32_t c;
-  BA_FORWARD(ba_masc_word(((const uint32_t *)d->words)[d->pos++], qt, &v, &tok->n, &c));
-  tok->kind = v ? BA_TOK_FILL1 : BA_TOK_FILL0;
-  d->s[0] = c;
-  return 1;
-}
 
 static int masc_dec_next(ba_dec_t *d, ba_tok_t *tok) { return ms_dec_next(d, tok, 0); }
 static int masc_qt_dec_next(ba_dec_t *d, ba_tok_t *tok) { return ms_dec_next(d, tok, 1); }

@@ -1,5 +1,6 @@
 /* MASC query table: see masc_qt_table.h. */
 #include "codec/masc_qt_table.h"
+#include "codec/masc_impl.h"
 
 #include "common/common.h"
 
@@ -80,9 +81,9 @@ static size_t qt_next_tagged(const ba_masc_qt_table_t *t, size_t i) {
 /* The set rows of tagged word i: [end - ones, end), where end = start[i + 1]
  * (a 1-fill's ones fill the word; a carried word's ones follow its zeros). */
 static void qt_ones(const ba_masc_qt_table_t *t, const uint32_t *words, size_t i, uint64_t *lo, uint64_t *hi) {
-  int v;
-  uint64_t len;
-  uint32_t carry;
+  int v = 0;
+  uint64_t len = 0;
+  uint32_t carry = 0;
   (void)ba_masc_word(words[i], t->qt, &v, &len, &carry); /* validated by build */
   *hi = t->start[i + 1];
   *lo = *hi - (v ? len : carry);

@@ -15,10 +15,6 @@
 
 #include "bitarc/bitmap.h"
 
-/* Decodes one MASC word (qt = 1 for MASC-QT): run value *v and length *len,
- * then *carry ones (0 if none). BA_ERR_CORRUPT per the spec's §5.3 rules. */
-int ba_masc_word(uint32_t x, int qt, int *v, uint64_t *len, uint32_t *carry);
-
 typedef struct ba_masc_qt_table ba_masc_qt_table_t;
 
 /* Builds the table of `nwords` words of `codec` (BA_CODEC_MASC or

@@ -1,13 +1,15 @@
 /* codec/: hostile input. from_words and deserialize on hand-made invalid words
  * (spec "reject" rules), random garbage, every truncation and random bit flips
  * of valid serializations: each must return an error or a bitmap that is
- * self-consistent, never crash or read out of bounds (run under ASan). */
+ * self-consistent, never crash or read out of bounds (run under ASan); the
+ * per-codec validation loops accept exactly what the generic token loop does. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "testsupport.h"
 #include "codec/codec_internal.h"
+#include "common/common.h"
 
 static void expect_corrupt32(ba_codec_t c, const uint32_t *w, size_t n, uint64_t nrows) {
   ba_bitmap_t *bm = (ba_bitmap_t *)1;
@@ -129,6 +131,37 @@ static void self_consistent(const ba_bitmap_t *bm) {
   ba_bitmap_free(o);
 }
 
+/* Up to maxw random words of ops' codec, biased towards small counts so that
+ * some are accepted, and a row count: random, or (half the time) one that
+ * matches what the words decode to. */
+static void *garbage_words(ba_rng_t *r, const ba_codec_ops_t *ops, size_t maxw, size_t *nw_out,
+                           uint64_t *nrows_out) {
+  size_t nw = (size_t)ba_rng_below(r, maxw);
+  unsigned wb = ops->word_bytes;
+  void *w = malloc(nw * wb + 1);
+  for (size_t i = 0; i < nw; i++) {
+    uint64_t x = ba_rng_next(r);
+    if (ba_rng_below(r, 2)) x &= wb == 4 ? 0xFE00000Full : 0xFF0000000000000Full;
+    if (wb == 4)
+      ((uint32_t *)w)[i] = (uint32_t)x;
+    else
+      ((uint64_t *)w)[i] = x;
+  }
+  uint64_t nrows = ba_rng_below(r, 2) ? ba_rng_below(r, 1000) : ba_rng_next(r);
+  if (ba_rng_below(r, 2)) {
+    ba_dec_t d;
+    ba_tok_t tok;
+    uint64_t total = 0, G = ops->group_bits;
+    ops->dec_init(&d, w, nw);
+    while (ops->dec_next(&d, &tok) == 1 && total < (UINT64_C(1) << 40))
+      total += tok.kind == BA_TOK_LIT ? G : (G ? tok.n * G : tok.n);
+    nrows = total - (G && total ? ba_rng_below(r, G) : 0);
+  }
+  *nw_out = nw;
+  *nrows_out = nrows;
+  return w;
+}
+
 static void test_garbage(void **state) {
   (void)state;
   ba_rng_t r;
@@ -141,28 +174,9 @@ static void test_garbage(void **state) {
       continue;
     }
     for (int t = 0; t < 3000; t++) {
-      size_t nw = (size_t)ba_rng_below(&r, 8);
-      unsigned wb = ops->word_bytes;
-      void *w = malloc(nw * wb + 1);
-      for (size_t i = 0; i < nw; i++) {
-        uint64_t x = ba_rng_next(&r);
-        /* bias towards small counts so some words are accepted */
-        if (ba_rng_below(&r, 2)) x &= wb == 4 ? 0xFE00000Full : 0xFF0000000000000Full;
-        if (wb == 4)
-          ((uint32_t *)w)[i] = (uint32_t)x;
-        else
-          ((uint64_t *)w)[i] = x;
-      }
-      uint64_t nrows = ba_rng_below(&r, 2) ? ba_rng_below(&r, 1000) : ba_rng_next(&r);
-      if (ba_rng_below(&r, 2)) { /* a row count matching what the words decode to */
-        ba_dec_t d;
-        ba_tok_t tok;
-        uint64_t total = 0, G = ops->group_bits;
-        ops->dec_init(&d, w, nw);
-        while (ops->dec_next(&d, &tok) == 1 && total < (UINT64_C(1) << 40))
-          total += tok.kind == BA_TOK_LIT ? G : (G ? tok.n * G : tok.n);
-        nrows = total - (G && total ? ba_rng_below(&r, G) : 0);
-      }
+      size_t nw;
+      uint64_t nrows;
+      void *w = garbage_words(&r, ops, 8, &nw, &nrows);
       ba_bitmap_t *bm;
       tried++;
       int rc = ba_bitmap_from_words((ba_codec_t)c, w, nw, nrows, &bm);
@@ -209,12 +223,72 @@ static void test_bit_flips(void **state) {
   }
 }
 
+/* The per-codec validation loops (ba_bm_validate with generic = 0, used by
+ * from_words and deserialize) accept exactly what the token loop over the
+ * codec's ops accepts: on garbage, on canonical words of random bitmaps with
+ * the right, a short and a long row count, and on those words with bits
+ * flipped. Both outcomes must occur for every codec. */
+static void test_fast_validate(void **state) {
+  (void)state;
+  ba_rng_t r;
+  ba_rng_seed(&r, 9);
+  for (int c = BA_CODEC_MIN; c <= BA_CODEC_MAX; c++) {
+    const ba_codec_ops_t *ops = ba_codec_ops((ba_codec_t)c);
+    if (!ops) continue;
+    size_t ok = 0, bad = 0;
+    for (int t = 0; t < 4000; t++) {
+      size_t nw;
+      uint64_t nrows;
+      void *w = garbage_words(&r, ops, 12, &nw, &nrows);
+      int fast = ba_bm_validate(ops, w, nw, nrows, 0);
+      assert_int_equal(fast, ba_bm_validate(ops, w, nw, nrows, 1));
+      fast == BA_OK ? ok++ : bad++;
+      free(w);
+    }
+    for (int t = 0; t < 600; t++) {
+      uint64_t nrows = 1 + ba_rng_below(&r, t % 3 ? 3000 : 200000), rows[256];
+      size_t k = 0;
+      uint64_t gap = 1 + ba_rng_below(&r, 4) * ba_rng_below(&r, 400);
+      for (uint64_t i = ba_rng_below(&r, 70); i < nrows && k < 256; i += 1 + ba_rng_below(&r, gap)) {
+        rows[k++] = i;
+        if (ba_rng_below(&r, 4) == 0) /* a run of ones */
+          for (uint64_t e = i + 1 + ba_rng_below(&r, 130); i + 1 < e && i + 1 < nrows && k < 256;)
+            rows[k++] = ++i;
+      }
+      ba_bitmap_t *bm;
+      assert_int_equal(ba_bitmap_from_rows((ba_codec_t)c, rows, k, nrows, &bm), BA_OK);
+      size_t nw;
+      const void *words = ba_bitmap_words(bm, &nw);
+      unsigned wb = ops->word_bytes;
+      uint8_t *w = (uint8_t *)malloc(nw * wb + 1);
+      memcpy(w, words, nw * wb);
+      const uint64_t counts[] = {nrows, nrows - 1, nrows + 1, nrows + 31, nrows - ba_rng_below(&r, nrows)};
+      for (size_t f = 0; f < 3; f++) {
+        for (size_t i = 0; i < BA_ARRAY_LEN(counts); i++) {
+          int fast = ba_bm_validate(ops, w, nw, counts[i], 0);
+          assert_int_equal(fast, ba_bm_validate(ops, w, nw, counts[i], 1));
+          fast == BA_OK ? ok++ : bad++;
+        }
+        if (nw) { /* flip one bit, then check again */
+          size_t bit = (size_t)ba_rng_below(&r, nw * wb * 8);
+          w[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+        }
+      }
+      free(w);
+      ba_bitmap_free(bm);
+    }
+    printf("# fast validation %s: %zu accepted, %zu rejected, same as generic\n", ops->name, ok, bad);
+    assert_true(ok > 100 && bad > 100);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_reject_rules),
       cmocka_unit_test(test_serialized_header),
       cmocka_unit_test(test_garbage),
       cmocka_unit_test(test_bit_flips),
+      cmocka_unit_test(test_fast_validate),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,227 @@
+/* Validation of foreign words (ba_bitmap_from_words, ba_bitmap_deserialize):
+ * the words must decode without error, describe exactly the groups (or bits)
+ * that nrows needs, keep literals inside their group, and leave the padded rows
+ * of the last group 0 (D-3).
+ *
+ * The rules are written once as a loop over the codec's token decoder
+ * (bm_validate_tokens): the reference, called through ops. Loading an index
+ * validates every bitmap it reads, which made that loop the largest single cost
+ * of selective queries (35-45% of their CPU) while it went through function
+ * pointers, so each codec also has a word loop here that restates the same
+ * rules without branches on the data: a sticky `bad` flag collects every
+ * reject rule of a word, `total` the groups (bits) it covers; the padding rule
+ * looks at the last token only, decoded once after the loop through the inline
+ * decoder. Tests (codec/test_codec_corrupt) and the bitmap_deserialize fuzz
+ * target check that both accept exactly the same inputs. */
+#include "codec/codec_internal.h"
+#include "common/common.h"
+
+#define WAH_W uint32_t
+#define WAH_BITS 32
+#define WAH_PUSH ba_wordvec_push32
+#define WAH_PFX(x) vw32_##x
+#include "codec/wah_tmpl.h"
+#undef WAH_W
+#undef WAH_BITS
+#undef WAH_PUSH
+#undef WAH_PFX
+#define WAH_W uint64_t
+#define WAH_BITS 64
+#define WAH_PUSH ba_wordvec_push64
+#define WAH_PFX(x) vw64_##x
+#include "codec/wah_tmpl.h"
+#undef WAH_W
+#undef WAH_BITS
+#undef WAH_PUSH
+#undef WAH_PFX
+
+#include "codec/compax_impl.h"
+#include "codec/masc_impl.h"
+#include "codec/plwah_impl.h"
+
+typedef void (*bm_dec_init_fn)(ba_dec_t *d, const void *words, size_t nwords);
+typedef int (*bm_dec_next_fn)(ba_dec_t *d, ba_tok_t *tok);
+
+/* Always inlined, so that each instance below calls its decoder directly
+ * (and the compiler inlines that too). */
+static inline __attribute__((always_inline)) int bm_validate_tokens(bm_dec_init_fn dec_init,
+                                                                     bm_dec_next_fn dec_next, unsigned G,
+                                                                     const void *words, size_t nwords,
+                                                                     uint64_t nrows) {
+  uint64_t expect = G ? nrows / G + (nrows % G != 0) : nrows;
+  uint64_t total = 0;
+  ba_dec_t d;
+  ba_tok_t t = {0, 0, BA_TOK_FILL0}, last = {0, 0, BA_TOK_FILL0};
+  int rc;
+  dec_init(&d, words, nwords);
+  while ((rc = dec_next(&d, &t)) == 1) {
+    uint64_t n = t.n;
+    if (t.kind == BA_TOK_LIT) {
+      BA_RETURN_IF(G == 0 || (t.lit >> G) != 0, BA_ERR_CORRUPT);
+      n = 1;
+    } else {
+      BA_RETURN_IF(t.kind > BA_TOK_FILL1, BA_ERR_CORRUPT);
+    }
+    BA_RETURN_IF(n == 0 || n > expect - total, BA_ERR_CORRUPT);
+    total += n;
+    last = t;
+  }
+  BA_RETURN_IF(rc < 0, BA_ERR_CORRUPT);
+  BA_RETURN_IF(total != expect, BA_ERR_CORRUPT);
+  if (G && nrows % G) {
+    unsigned padbits = G - (unsigned)(nrows % G);
+    uint64_t pad = (UINT64_C(1) << padbits) - 1; /* padbits < G < 64 */
+    BA_RETURN_IF(last.kind == BA_TOK_FILL1, BA_ERR_CORRUPT);
+    BA_RETURN_IF(last.kind == BA_TOK_LIT && (last.lit & pad), BA_ERR_CORRUPT);
+  }
+  return BA_OK;
+}
+
+/* The last token of valid-looking words (nwords >= 1), for the padding rule. */
+static inline __attribute__((always_inline)) int bm_last_token(bm_dec_init_fn dec_init, bm_dec_next_fn dec_next,
+                                                                const void *last_word, ba_tok_t *last) {
+  ba_dec_t d;
+  ba_tok_t t;
+  int rc;
+  dec_init(&d, last_word, 1);
+  while ((rc = dec_next(&d, &t)) == 1) *last = t;
+  return rc;
+}
+
+/* Applies the total and padding rules once the word loop found no bad word. */
+static inline __attribute__((always_inline)) int bm_validate_end(bm_dec_init_fn dec_init, bm_dec_next_fn dec_next,
+                                                                  unsigned G, const void *words, size_t nwords,
+                                                                  size_t wb, uint64_t nrows, uint64_t expect,
+                                                                  uint64_t total, int bad) {
+  BA_RETURN_IF(bad || total != expect, BA_ERR_CORRUPT);
+  if (G && nrows % G) { /* expect >= 1, so nwords >= 1 */
+    ba_tok_t last = {0, 0, BA_TOK_FILL0};
+    BA_RETURN_IF(bm_last_token(dec_init, dec_next, (const uint8_t *)words + (nwords - 1) * wb, &last) < 0,
+                 BA_ERR_CORRUPT);
+    uint64_t pad = (UINT64_C(1) << (G - (unsigned)(nrows % G))) - 1;
+    BA_RETURN_IF(last.kind == BA_TOK_FILL1, BA_ERR_CORRUPT);
+    BA_RETURN_IF(last.kind == BA_TOK_LIT && (last.lit & pad), BA_ERR_CORRUPT);
+  }
+  return BA_OK;
+}
+
+/* Word loops (masks instead of conditionals: GCC turns those into branches,
+ * which mispredict on the mix of literals and fills of index bitmaps). Every
+ * word covers k >= 1 groups (bits) when valid; `total`
+ * stays exact while it is <= expect, and once it passes expect `bad` is set
+ * for good, so wrapping after that changes nothing. */
+static int bm_validate_wah32(const uint32_t *w, size_t n, uint64_t nrows) {
+  uint64_t expect = nrows / 31 + (nrows % 31 != 0), total = 0;
+  int bad = 0;
+  for (size_t i = 0; i < n; i++) {
+    uint32_t x = w[i], m = 0u - (x >> 31); /* all ones for a fill */
+    uint32_t k = (x & 0x3FFFFFFFu & m) | (1u & ~m);
+    bad |= (k == 0);
+    total += k;
+    bad |= (total > expect);
+  }
+  return bm_validate_end(vw32_dec_init, vw32_dec_next, 31, w, n, 4, nrows, expect, total, bad);
+}
+
+static int bm_validate_wah64(const uint64_t *w, size_t n, uint64_t nrows) {
+  uint64_t expect = nrows / 63 + (nrows % 63 != 0), total = 0;
+  int bad = 0;
+  for (size_t i = 0; i < n; i++) {
+    uint64_t x = w[i], m = 0u - (x >> 63);
+    uint64_t k = (x & ((UINT64_C(1) << 62) - 1) & m) | (1u & ~m);
+    bad |= (k == 0);
+    total += k; /* cannot wrap before it first passes expect: k, expect < 2^62 */
+    bad |= (total > expect);
+  }
+  return bm_validate_end(vw64_dec_init, vw64_dec_next, 63, w, n, 8, nrows, expect, total, bad);
+}
+
+static int bm_validate_plwah(const uint32_t *w, size_t n, uint64_t nrows) {
+  uint64_t expect = nrows / 31 + (nrows % 31 != 0), total = 0;
+  int bad = 0;
+  for (size_t i = 0; i < n; i++) {
+    uint32_t x = w[i], m = 0u - (x >> 31), cnt = x & PL_MAXCNT, pos = (x >> PL_POS_SHIFT) & 31u;
+    bad |= (int)(m & (cnt == 0));
+    total += ((cnt + (pos != 0)) & m) | (1u & ~m); /* a position piggybacks one literal group */
+    bad |= (total > expect);
+  }
+  return bm_validate_end(plwah_dec_init, plwah_dec_next, 31, w, n, 4, nrows, expect, total, bad);
+}
+
+static int bm_validate_compax(const uint32_t *w, size_t n, uint64_t nrows) {
+  uint64_t expect = nrows / 31 + (nrows % 31 != 0), total = 0;
+  int bad = 0;
+  for (size_t i = 0; i < n; i++) {
+    uint32_t x = w[i], k;
+    switch (x >> 29) {
+      case 0: /* [0F] */
+        k = x & CX_FILL_MAX;
+        bad |= (k == 0);
+        break;
+      case CX_HDR_LFL: { /* literal, 0-fill, literal */
+        uint32_t f = (x >> 8) & 0xFF;
+        bad |= ((x >> 24) & 1) | (f == 0) | (cx_dirty_group((x >> 27) & 3, (x >> 16) & 0xFF) == 0) |
+               (cx_dirty_group((x >> 25) & 3, x & 0xFF) == 0);
+        k = f + 2;
+        break;
+      }
+      case CX_HDR_FLF: { /* 0-fill, literal, 0-fill */
+        uint32_t f1 = (x >> 16) & 0xFF, f2 = x & 0xFF;
+        bad |= (((x >> 24) & 7) != 0) | (f1 == 0) | (f2 == 0) |
+               (cx_dirty_group((x >> 27) & 3, (x >> 8) & 0xFF) == 0);
+        k = f1 + f2 + 1;
+        break;
+      }
+      case 3: /* reserved */
+        bad = 1;
+        k = 1;
+        break;
+      default: /* [L] */
+        bad |= ((x & CX_PAYLOAD) == 0);
+        k = 1;
+        break;
+    }
+    total += k;
+    bad |= (total > expect);
+  }
+  return bm_validate_end(cx_dec_init, cx_dec_next, 31, w, n, 4, nrows, expect, total, bad);
+}
+
+
+
+
+/* MASC words cover a run and its carried ones; qt: the type tag bit 30 of a
+ * 1-fill must be 1 (MASC-QT) or 0 (MASC). Bit runs have no padding rule. */
+static int bm_validate_masc(const uint32_t *w, size_t n, uint64_t nrows, uint32_t qt) {
+  uint64_t total = 0;
+  int bad = 0;
+  for (size_t i = 0; i < n; i++) {
+    uint32_t x = w[i], add = x & 31u, c = (x & MS_FIELD_29_25) >> MS_CARRIER_SHIFT;
+    uint32_t one = x >> 31, tag = (x >> 30) & 1u;
+    uint64_t l = (uint64_t)((x & MS_COUNT_MASK) >> 5) * 31 + add;
+    bad |= (add == 31) | (l == 0);
+    /* 1-fill: no carrier, tag = qt; 0-fill: carrier 1..30 exactly when bit 30
+     * is set (so c counts only when valid: a 1-fill's c != 0 is bad anyway) */
+    int bad1 = (c != 0) | (tag != qt);
+    int bad0 = (int)(tag & ((c == 0) | (c > MS_MAXCARRY))) | (int)((tag ^ 1u) & (c != 0));
+    bad |= (int)(one & (uint32_t)bad1) | (int)((one ^ 1u) & (uint32_t)bad0);
+    total += l + c;
+    bad |= (total > nrows);
+  }
+  return bad || total != nrows ? BA_ERR_CORRUPT : BA_OK;
+}
+
+int ba_bm_validate(const ba_codec_ops_t *ops, const void *words, size_t nwords, uint64_t nrows,
+                   int generic) {
+  if (generic)
+    return bm_validate_tokens(ops->dec_init, ops->dec_next, ops->group_bits, words, nwords, nrows);
+  switch (ops->id) {
+    case BA_CODEC_WAH32: return bm_validate_wah32((const uint32_t *)words, nwords, nrows);
+    case BA_CODEC_WAH64: return bm_validate_wah64((const uint64_t *)words, nwords, nrows);
+    case BA_CODEC_PLWAH: return bm_validate_plwah((const uint32_t *)words, nwords, nrows);
+    case BA_CODEC_COMPAX: return bm_validate_compax((const uint32_t *)words, nwords, nrows);
+    case BA_CODEC_MASC: return bm_validate_masc((const uint32_t *)words, nwords, nrows, 0);
+    case BA_CODEC_MASC_QT: return bm_validate_masc((const uint32_t *)words, nwords, nrows, 1);
+    default: return bm_validate_tokens(ops->dec_init, ops->dec_next, ops->group_bits, words, nwords, nrows);
+  }
+}
