@@ -8,7 +8,8 @@
  *   segments at row granularity; literal pieces of up to 63 rows are combined
  *   with shifts.
  * Both skip the other operand under a dominating fill (AND: 0-fill, OR:
- * 1-fill, ANDNOT: 0-fill in a or 1-fill in b). The shorter operand is padded
+ * 1-fill, ANDNOT: 0-fill in a or 1-fill in b); the same-codec WAH and PLWAH
+ * kernels step over runs of literal words there eight at a time. The shorter operand is padded
  * with zeros (D-6); the result is cut at N rows, so NOT re-masks its tail. */
 #include "codec/codec_internal.h"
 #include "common/common.h"
@@ -46,16 +47,16 @@
  * less once the unit grows). */
 #define OP_KERNELS(name, op)                                                                     \
   static int name##_any(const ba_bitmap_t *a, const ba_bitmap_t *b, uint64_t N, op_sink_t *s) { \
-    return op_groups(op, a, b, N, s, NULL, NULL);                                                \
+    return op_groups(op, a, b, N, s, NULL, NULL, OPK_NONE);                                     \
   }                                                                                              \
   static int name##_w32(const ba_bitmap_t *a, const ba_bitmap_t *b, uint64_t N, op_sink_t *s) { \
-    return op_groups(op, a, b, N, s, opw32_dec_next, opw32_put);                                 \
+    return op_groups(op, a, b, N, s, opw32_dec_next, opw32_put, OPK_W32);                       \
   }                                                                                              \
   static int name##_w64(const ba_bitmap_t *a, const ba_bitmap_t *b, uint64_t N, op_sink_t *s) { \
-    return op_groups(op, a, b, N, s, opw64_dec_next, opw64_put);                                 \
+    return op_groups(op, a, b, N, s, opw64_dec_next, opw64_put, OPK_W64);                       \
   }                                                                                              \
   static int name##_pl(const ba_bitmap_t *a, const ba_bitmap_t *b, uint64_t N, op_sink_t *s) {  \
-    return op_groups(op, a, b, N, s, plwah_dec_next, plwah_put);                                 \
+    return op_groups(op, a, b, N, s, plwah_dec_next, plwah_put, OPK_PL);                        \
   }
 OP_KERNELS(op_and, BA_OP_AND)
 OP_KERNELS(op_or, BA_OP_OR)
