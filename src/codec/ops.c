@@ -455,8 +455,9 @@ static inline void bs_set_range(uint64_t *bs, uint64_t lo, uint64_t hi) {
 
 /* ORs the rows of one finished bitmap into bs, which has N / 64 + 2 words for
  * N >= its rows: its words were validated (whole groups, padding rows 0), so a
- * literal ends at most G - 1 rows past its row count. */
-static int bs_or_bitmap(uint64_t *bs, const ba_bitmap_t *bm) {
+ * literal ends at most G - 1 rows past its row count. `dec` is the codec's
+ * inline decoder in the specialised instances below (NULL: through ops). */
+static inline __attribute__((always_inline)) int bs_or(uint64_t *bs, const ba_bitmap_t *bm, op_dec_fn dec) {
   const ba_codec_ops_t *ops = bm->ops;
   const unsigned G = bm->group;
   uint64_t base = 0;
@@ -464,7 +465,7 @@ static int bs_or_bitmap(uint64_t *bs, const ba_bitmap_t *bm) {
   ba_tok_t t;
   int rc;
   ops->dec_init(&d, bm->vec.w, bm->vec.n);
-  while ((rc = ops->dec_next(&d, &t)) == 1) {
+  while ((rc = dec ? dec(&d, &t) : ops->dec_next(&d, &t)) == 1) {
     if (t.kind == BA_TOK_LIT) {
       if (t.lit) {
         uint64_t bits = t.lit << (64 - G), off = base & 63;
@@ -479,6 +480,20 @@ static int bs_or_bitmap(uint64_t *bs, const ba_bitmap_t *bm) {
     base += len;
   }
   return rc < 0 ? BA_ERR_CORRUPT : BA_OK;
+}
+
+static int bs_or_any(uint64_t *bs, const ba_bitmap_t *bm) { return bs_or(bs, bm, NULL); }
+static int bs_or_w32(uint64_t *bs, const ba_bitmap_t *bm) { return bs_or(bs, bm, opw32_dec_next); }
+static int bs_or_w64(uint64_t *bs, const ba_bitmap_t *bm) { return bs_or(bs, bm, opw64_dec_next); }
+static int bs_or_pl(uint64_t *bs, const ba_bitmap_t *bm) { return bs_or(bs, bm, plwah_dec_next); }
+
+static int bs_or_bitmap(uint64_t *bs, const ba_bitmap_t *bm) {
+  switch (bm->ops->id) {
+    case BA_CODEC_WAH32: return bs_or_w32(bs, bm);
+    case BA_CODEC_WAH64: return bs_or_w64(bs, bm);
+    case BA_CODEC_PLWAH: return bs_or_pl(bs, bm);
+    default: return bs_or_any(bs, bm);
+  }
 }
 
 static int or_many_bitset(const ba_bitmap_t *const *bms, size_t n, uint64_t N, ba_codec_t out_codec,
