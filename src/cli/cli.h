@@ -7,6 +7,8 @@
 
 #include <stdio.h>
 
+#include "bitarc/gpu.h"
+
 int ba_cmd_bitmap(int argc, char **argv);
 int ba_cmd_ingest(int argc, char **argv);
 int ba_cmd_collect(int argc, char **argv);
@@ -55,6 +57,9 @@ void ba_cli_print_counts(FILE *f, const struct ba_ingest_counts *c);
 void ba_cli_json_counts(FILE *f, const struct ba_ingest_counts *c);
 void ba_cli_json_string(FILE *f, const char *s);
 
+/* Parses --device NAME (cpu, omp, gpu) into *dev; on a bad name prints why
+ * and returns 2 (the exit status for the caller). */
+int ba_cli_device_name(const char *cmd, const char *name, ba_device_t *dev);
 /* Checks that --device NAME (cpu, omp, gpu) can run here, printing the reason
  * when not (e.g. "no CUDA device: ..."), and registers the omp/gpu pipelines
  * with the batch index builder. 0 = usable, 2 = exit status for the caller. */

@@ -92,10 +92,7 @@ static int bench_build(int argc, char **argv) {
   while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
     switch (c) {
     case 'd':
-      if (ba_device_from_name(optarg, &dev)) {
-        ba_cli_err("bench", "--device %s: expected cpu, omp or gpu", optarg);
-        return 2;
-      }
+      if (ba_cli_device_name("bench", optarg, &dev)) return 2;
       break;
     case 'c': {
       ncodecs = 0;
@@ -267,10 +264,7 @@ static int bench_range(int argc, char **argv) {
   while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
     switch (c) {
     case 'd':
-      if (ba_device_from_name(optarg, &dev)) {
-        ba_cli_err("bench", "--device %s: expected cpu, omp or gpu", optarg);
-        return 2;
-      }
+      if (ba_cli_device_name("bench", optarg, &dev)) return 2;
       break;
     case 'n': rows = strtoull(optarg, NULL, 10); break;
     case 'k': bins = strtoull(optarg, NULL, 10); break;

@@ -63,12 +63,17 @@ static int gpu_build(ba_codec_t codec, const uint32_t *const *vals, const uint32
   return device_build(BA_DEVICE_GPU, codec, vals, domains, nattr, nrows, out);
 }
 
-int ba_cli_device_check(const char *cmd, const char *name) {
-  ba_device_t dev;
-  if (ba_device_from_name(name, &dev) < 0) {
+int ba_cli_device_name(const char *cmd, const char *name, ba_device_t *dev) {
+  if (ba_device_from_name(name, dev) < 0) {
     ba_cli_err(cmd, "--device '%s': expected cpu, omp or gpu", name);
     return 2;
   }
+  return 0;
+}
+
+int ba_cli_device_check(const char *cmd, const char *name) {
+  ba_device_t dev;
+  if (ba_cli_device_name(cmd, name, &dev)) return 2;
   ba_gpu_t *g = NULL;
   char why[BA_GPU_ERRMSG_LEN] = "";
   int rc = ba_gpu_open(dev, &g, why, sizeof why);
