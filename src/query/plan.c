@@ -814,6 +814,60 @@ static int and_step(segctx_t *c, pres_t *acc, pres_t x) {
   return pres_prune(acc);
 }
 
+/* The most values of one attribute an AND distributes over (below). */
+#define EACH_MAX 16
+
+/* acc AND (v1 OR ... OR vk) as (acc AND v1) OR ... OR (acc AND vk), when acc
+ * is a sparse exact bitmap and the term a few values of one attribute: each
+ * AND steps over the value bitmap under acc's long 0-fills, and the OR joins
+ * sparse results, where the OR of dense value bitmaps (a popular last address
+ * byte, ports) would build a dense bitmap only to AND it away. 1 = does not
+ * apply (acc and the term are untouched). */
+static int and_values_each(segctx_t *c, pres_t *acc, const vpred_t *p) {
+  if (acc->hi.kind != PB_BM || !pb_same(acc->lo, acc->hi) || !pb_sparse(c, acc->hi)) return 1;
+  vsel_t sel;
+  BA_FORWARD(select_values(c, p, &sel));
+  if (sel.est.hi != ES_SOME || sel.use_compl || sel.k < 2 || sel.k > EACH_MAX) return 1;
+  uint32_t vals[EACH_MAX];
+  memcpy(vals, c->vals, sel.k * sizeof(*vals));
+  if (c->ex) {
+    sb_add(c->ex, "each(%s:", ba_attr_name(p->attr));
+    for (size_t j = 0; j < sel.k; j++) sb_add(c->ex, "%s%u", j ? "|" : "", vals[j]);
+    sb_add(c->ex, ")");
+  }
+  ba_bitmap_t *parts[EACH_MAX];
+  size_t m = 0;
+  int rc = 0;
+  for (size_t j = 0; j < sel.k && rc == 0; j++) {
+    pb_t b;
+    if ((rc = pb_index(c, p->attr, vals[j], &b)) < 0) break;
+    rc = ba_bitmap_and(acc->hi.o->bm, b.o->bm, c->codec, &parts[m]);
+    pb_drop(b);
+    if (rc == 0) m++;
+  }
+  ba_bitmap_t *r = NULL;
+  if (rc == 0) rc = ba_bitmap_or_many((const ba_bitmap_t *const *)parts, m, c->codec, &r);
+  for (size_t j = 0; j < m; j++) ba_bitmap_free(parts[j]);
+  if (rc < 0) return rc;
+  c->stats->bitmap_ops += 2 * m - 1;
+  pb_t out;
+  BA_FORWARD(pb_wrap(r, &out));
+  pres_drop(*acc);
+  *acc = pres_exact(out);
+  return pres_prune(acc);
+}
+
+/* acc AND one operand of a flattened AND chain. */
+static int and_term(segctx_t *c, pres_t *acc, const term_t *t) {
+  if (!t->node) {
+    int rc = and_values_each(c, acc, &t->vp);
+    if (rc <= 0) return rc;
+  }
+  pres_t x;
+  BA_FORWARD(eval_term(c, t, &x));
+  return and_step(c, acc, x);
+}
+
 /* AND of many operands. Each is estimated from the directory first: an empty
  * one answers the AND without loading anything. The others are combined
  * from the smallest up, stopping as soon as the result is empty; once only
@@ -848,8 +902,7 @@ static int and_terms(segctx_t *c, termvec_t *v, pres_t *out) {
   for (; i < v->n && rc == 0 && acc.hi.kind != PB_NONE; i++) {
     if (v->t[i].key >= 2 + dense && !pb_sparse(c, acc.hi)) break;
     if (i) ex_sep(c);
-    pres_t x;
-    if ((rc = eval_term(c, &v->t[i], &x)) == 0) rc = and_step(c, &acc, x);
+    rc = and_term(c, &acc, &v->t[i]);
   }
   if (i < v->n && rc == 0 && acc.hi.kind != PB_NONE) {
     size_t m = v->n - i;

@@ -208,6 +208,9 @@ static const char *const filters[] = {
   "dst ip in [10.5.5.1 10.5.5.2 10.5.5.3] and proto udp", "ip in [10.4.0.1 10.4.0.2 10.4.0.3] and proto udp",
   "src ip in [10.4.0.1 10.4.0.2] and dst ip in [10.5.5.1 10.5.5.3] and proto tcp",
   "not ip in [10.4.0.1 10.4.0.2 10.4.0.3] and port 80",
+  /* a few values ANDed with a selective operand: distributed over the values */
+  "src ip 10.4.0.1 and dst port in [80 443 53]", "dst port in [443 53 137 445] and src ip 10.4.0.2 and proto tcp",
+  "src ip 10.4.0.1 and dst ip 10.5.5.1,2,3", "src ip 10.4.3.1 and dst port in [80 443]",
 };
 
 static void check_filter(const char *f, const ba_query_exec_opts_t *base, const char *what) {
@@ -526,11 +529,68 @@ static void test_limit_explain(void **state) {
   F.dir = d;
 }
 
+/* An AND of a selective operand with a few values of one attribute is
+ * computed as an OR of per-value ANDs ("each(" in the plan): the rows equal
+ * the linear scan's (check_filter), and the plan shows the path ran. */
+static void explain_cat(void *ctx, const char *line) {
+  char *buf = ctx;
+  size_t l = strlen(buf);
+  snprintf(buf + l, 65536 - l, "%s\n", line);
+}
+
+static void test_and_each(void **state) {
+  (void)state;
+  char *d = F.dir;
+  F.dir = ba_test_mkdtemp();
+  build_store(BA_CODEC_PLWAH, 1000);
+  static const char *const fs[] = {
+      "src ip 192.168.1.7 and dst port in [80 443 53]", "src ip 192.168.0.77 and dst port in [80 443 53 137]",
+      "src ip 10.4.30.1 and dst port in [80 443]", "dst ip 10.5.5.200 and src port in [80 443 53]",
+      "src ip 192.168.2.9 and dst ip 10.5.5.1,2,3"};
+  char *plan = calloc(1, 65536);
+  assert_non_null(plan);
+  size_t each = 0, rows = 0;
+  for (size_t i = 0; i < NELEM(fs); i++) {
+    ba_query_exec_opts_t o;
+    ba_query_exec_opts_init(&o);
+    check_filter(fs[i], &o, "each");
+    ba_query_t *q;
+    assert_int_equal(ba_query_create(&q), 0);
+    assert_int_equal(ba_query_compile(q, fs[i]), 0);
+    plan[0] = 0;
+    o.explain = explain_cat;
+    o.explain_ctx = plan;
+    o.explain_only = 1;
+    ba_query_stats_t s;
+    idlist_t none = {0}, got = {0};
+    assert_int_equal(ba_query_run(q, F.st, &o, collect, &none, &s), 0);
+    o.explain = NULL;
+    o.explain_only = 0;
+    assert_int_equal(ba_query_run(q, F.st, &o, collect, &got, &s), 0);
+    if (strstr(plan, " each(")) {
+      each++;
+      rows += got.n;
+    }
+    printf("# %s: %zu rows, %s\n", fs[i], got.n, strstr(plan, " each(") ? "distributed" : "not distributed");
+    free(none.v);
+    free(got.v);
+    ba_query_free(q);
+  }
+  assert_true(each > 0 && rows > 0);
+  free(plan);
+  ba_store_close(F.st);
+  F.st = NULL;
+  ba_test_rmtree(F.dir);
+  free(F.dir);
+  F.dir = d;
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_wah64),
     cmocka_unit_test(test_compax),
     cmocka_unit_test(test_limit_explain),
+    cmocka_unit_test(test_and_each),
     cmocka_unit_test(test_damage_threads),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
