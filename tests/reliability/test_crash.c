@@ -95,21 +95,46 @@ typedef struct {
   hashes hs;
 } segdump;
 
-static size_t dump_store(const char *dir, segdump **out) {
+/* What the test knows about the store being dumped, so a failure names it. */
+typedef struct {
+  int it;                        /* iteration, -1 for the uninterrupted run */
+  const char *dir;               /* kept for inspection on failure */
+  char (*done)[256];             /* segments complete before the kill */
+  size_t ndone;
+} dumpctx;
+
+static int was_complete(const dumpctx *dc, const char *name) {
+  for (size_t k = 0; dc && k < dc->ndone; k++)
+    if (!strcmp(dc->done[k], name)) return 1;
+  return 0;
+}
+
+static size_t dump_store(const char *dir, segdump **out, const dumpctx *dc) {
   ba_store_t *s;
   assert_int_equal(ba_store_open(dir, &s), BA_OK);
   size_t n = ba_store_segment_count(s);
   segdump *d = calloc(n ? n : 1, sizeof *d);
+  int it = dc ? dc->it : -1;
   for (size_t i = 0; i < n; i++) {
     ba_segment_t *seg;
     ba_segment_info_t info;
-    assert_int_equal(ba_store_segment(s, i, &seg), BA_OK);
+    int rc = ba_store_segment(s, i, &seg);
+    if (rc != BA_OK)
+      fail_msg("iteration %d: segment %s (%s) does not open: %s (%s); store kept in %s", it,
+               ba_store_segment_name(s, i),
+               was_complete(dc, ba_store_segment_name(s, i)) ? "complete before the kill" : "finished by recovery",
+               ba_strerror(rc), ba_store_errmsg(s), dir);
     assert_int_equal(ba_segment_info(seg, &info), BA_OK);
     snprintf(d[i].name, sizeof d[i].name, "%s", info.name);
     d[i].block_rows = info.block_rows;
     uint64_t dmg = 0;
-    assert_int_equal(ba_segment_scan(seg, BA_COL_ALL, hash_sink, &d[i].hs, &dmg), BA_OK);
-    assert_int_equal(dmg, 0);
+    rc = ba_segment_scan(seg, BA_COL_ALL, hash_sink, &d[i].hs, &dmg);
+    if (rc != BA_OK || dmg != 0)
+      fail_msg("iteration %d: segment %s (%s, %llu rows, %u blocks of %u): scan %s, %llu damaged rows: %s; "
+               "store kept in %s",
+               it, info.name, was_complete(dc, info.name) ? "complete before the kill" : "finished by recovery",
+               (unsigned long long)info.rows, info.nblocks, info.block_rows, ba_strerror(rc),
+               (unsigned long long)dmg, ba_store_errmsg(s), dir);
     assert_int_equal(d[i].hs.n, info.rows);
   }
   ba_store_close(s);
@@ -174,7 +199,7 @@ static void test_kill9(void **state) {
   uint64_t dur = ba_now_ns() - t0;
   assert_true(WIFEXITED(status) && WEXITSTATUS(status) <= 1); /* 1: some capture was damaged */
   segdump *rd;
-  size_t nref = dump_store(ref, &rd);
+  size_t nref = dump_store(ref, &rd, NULL);
   assert_true(nref > 10);
 
   ba_rng_t rng;
@@ -198,7 +223,8 @@ static void test_kill9(void **state) {
     recovered_total += rec;
 
     segdump *cd;
-    size_t nc = dump_store(st, &cd);
+    dumpctx dc = {.it = it, .dir = st, .done = done, .ndone = ndone};
+    size_t nc = dump_store(st, &cd, &dc);
     for (size_t i = 0; i < nc; i++) {
       size_t r = 0;
       while (r < nref && strcmp(rd[r].name, cd[i].name) != 0) r++;
