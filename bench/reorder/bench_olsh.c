@@ -1,8 +1,9 @@
 /* bench_olsh: what oLSH reordering buys and costs, side by side in one run.
  *
  * For each data set (packets of the shared captures, flows aggregated from
- * them, generated flows) and each mode (arrival order, oLSH), the records go
- * through a NET-FLi-style pipeline: 4000-row column blocks compressed with
+ * them, generated flows, real flows from CSV exports with --flow-csv) and
+ * each mode (arrival order, oLSH), the records go through a NET-FLi-style
+ * pipeline: 4000-row column blocks compressed with
  * LZO1X-1, and one compressed bitmap per (attribute, value) for the store's
  * indexed attributes. Printed: archive bytes, index bytes per codec, ingest
  * rate (oLSH + columns + LZO + index in the timed codec) and the latency of
@@ -11,6 +12,7 @@
  *
  * With --store DIR it also writes the same records through the real store
  * writer (ba_store_opts.reorder = none / olsh) and reports its byte counts. */
+#include <dirent.h>
 #include <ftw.h>
 #include <getopt.h>
 #include <lzo/lzo1x.h>
@@ -19,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 
@@ -68,6 +71,12 @@ static void recset_frame(recset *s, const uint8_t *p, size_t len) {
   }
   memcpy(s->frames + s->fbytes, p, len);
   s->fbytes += len;
+}
+
+static void recset_free(recset *s) {
+  free(s->r);
+  free(s->foff);
+  free(s->frames);
 }
 
 static void recset_fix_frames(recset *s) {
@@ -291,6 +300,352 @@ static void gen_flows(size_t n, recset *s) {
       r->src_port = sport;
       r->dst_port = dport;
     }
+  }
+}
+
+/* ---------- real flow records from CSV exports ---------- */
+
+/* --flow-csv PATH (files, or directories whose regular files are read in
+ * version order: slice_2 before slice_10) reads flow exports with a header
+ * line naming the columns. Two vocabularies are understood:
+ *   Argus / Stratosphere .binetflow (CTU-13): StartTime, Dur, Proto, SrcAddr,
+ *     Sport, DstAddr, Dport, State, sTos, TotPkts, TotBytes;
+ *   nfdump -o csv (UGR'16 and others): ts or te, td, sa, da, sp, dp, pr, flg,
+ *     stos, ipkt or pkt, ibyt or byt.
+ * Times are "YYYY-MM-DD HH:MM:SS[.frac]" (any separators; UTC) or epoch
+ * seconds. Records keep the file order (that is the arrival order). IPv6,
+ * non-IP (ARP, IPX: MAC addresses) and unparsable rows are counted and
+ * skipped (the first few unparsable ones named on stderr with file and
+ * line); a file without a usable header line stops the bench. */
+enum { FC_START, FC_END, FC_DUR, FC_PROTO, FC_SA, FC_SP, FC_DA, FC_DP, FC_STATE, FC_FLAGS, FC_TOS, FC_PKT,
+       FC_BYT, FC_N };
+static const char *const g_fc_names[FC_N][3] = {
+    {"StartTime", "ts", NULL}, {"te", NULL, NULL},     {"Dur", "td", NULL},     {"Proto", "pr", NULL},
+    {"SrcAddr", "sa", NULL},   {"Sport", "sp", NULL},  {"DstAddr", "da", NULL}, {"Dport", "dp", NULL},
+    {"State", NULL, NULL},     {"flg", NULL, NULL},    {"sTos", "stos", NULL},  {"TotPkts", "ipkt", "pkt"},
+    {"TotBytes", "ibyt", "byt"}};
+
+typedef struct {
+  size_t files, lines, kept, v6, nonip, bad, inversions;
+  char skipped_protos[8][16];
+  size_t nskipped_protos;
+} flowcsv_stats;
+
+/* A line that cannot be a flow record: counted and skipped, the first few
+ * named on stderr. */
+static void fc_bad(flowcsv_stats *st, const char *path, size_t line, const char *what, const char *field) {
+  if (st->bad++ < 5)
+    fprintf(stderr, "bench_olsh: %s:%zu: %s%s%s%s, line skipped\n", path, line, what, field ? " '" : "",
+            field ? field : "", field ? "'" : "");
+}
+
+static void fc_fail(const char *path, size_t line, const char *what, const char *field) {
+  fprintf(stderr, "bench_olsh: %s:%zu: %s%s%s%s\n", path, line, what, field ? " '" : "", field ? field : "",
+          field ? "'" : "");
+  exit(2);
+}
+
+static char *fc_trim(char *s) {
+  while (*s == ' ' || *s == '\t') s++;
+  size_t l = strlen(s);
+  while (l && (s[l - 1] == ' ' || s[l - 1] == '\t' || s[l - 1] == '\r' || s[l - 1] == '\n')) s[--l] = 0;
+  return s;
+}
+
+/* Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm). */
+static int64_t fc_days(int64_t y, unsigned m, unsigned d) {
+  y -= m <= 2;
+  int64_t era = (y >= 0 ? y : y - 399) / 400;
+  unsigned yoe = (unsigned)(y - era * 400);
+  unsigned doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
+  unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + (int64_t)doe - 719468;
+}
+
+/* Fraction digits after a '.' to nanoseconds; returns the end. */
+static const char *fc_frac(const char *p, uint64_t *ns) {
+  uint64_t v = 0, scale = 1000000000ull;
+  if (*p == '.')
+    for (p++; *p >= '0' && *p <= '9'; p++)
+      if (scale > 1) v += (uint64_t)(*p - '0') * (scale /= 10);
+  *ns = v;
+  return p;
+}
+
+static int fc_time(const char *s, uint64_t *ns) {
+  unsigned y, mo, d, h, mi, sec;
+  int n = 0;
+  if (sscanf(s, "%4u%*1[-/]%2u%*1[-/]%2u%*1[ T]%2u:%2u:%2u%n", &y, &mo, &d, &h, &mi, &sec, &n) == 6 && n > 0) {
+    if (y < 1970 || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60) return -1;
+    uint64_t frac;
+    const char *e = fc_frac(s + n, &frac);
+    if (*e) return -1;
+    *ns = ((uint64_t)fc_days(y, mo, d) * 86400u + h * 3600u + mi * 60u + sec) * 1000000000ull + frac;
+    return 0;
+  }
+  char *e;
+  unsigned long long secs = strtoull(s, &e, 10);
+  if (e == s || (*e && *e != '.')) return -1;
+  uint64_t frac;
+  if (*fc_frac(e, &frac)) return -1;
+  *ns = secs * 1000000000ull + frac;
+  return 0;
+}
+
+static int fc_dur(const char *s, uint64_t *ns) {
+  char *e;
+  unsigned long long secs = strtoull(s, &e, 10);
+  if (e == s || (*e && *e != '.') || s[0] == '-') return -1;
+  uint64_t frac;
+  if (*fc_frac(e, &frac)) return -1;
+  *ns = secs * 1000000000ull + frac;
+  return 0;
+}
+
+static int fc_uint(const char *s, uint64_t max, uint64_t *v) {
+  char *e;
+  if (!*s) { *v = 0; return 0; }
+  if (s[0] == '-') return -1;
+  unsigned long long x = strtoull(s, &e, 0); /* Argus writes ICMP "ports" in hex */
+  if (e == s || *e || x > max) return -1;
+  *v = x;
+  return 0;
+}
+
+/* 1 = IPv4, 0 = IPv6 or a MAC address (skipped), -1 = garbage. */
+static int fc_addr(const char *s, uint8_t out[16]) {
+  unsigned a, b, c, d;
+  int n = 0;
+  if (sscanf(s, "%3u.%3u.%3u.%3u%n", &a, &b, &c, &d, &n) == 4 && !s[n] && a < 256 && b < 256 && c < 256 && d < 256) {
+    ba_addr_set_v4(out, a << 24 | b << 16 | c << 8 | d);
+    return 1;
+  }
+  return strchr(s, ':') ? 0 : -1;
+}
+
+/* Protocol by Argus/nfdump name or number; -1 for a non-IP protocol. */
+static int fc_proto(const char *s) {
+  static const struct { const char *name; int num; } tab[] = {
+      {"tcp", 6}, {"udp", 17}, {"icmp", 1}, {"igmp", 2}, {"ipv6", 41}, {"gre", 47}, {"esp", 50}, {"ah", 51},
+      {"ipv6-icmp", 58}, {"icmp6", 58}, {"ipnip", 4}, {"pim", 103}, {"sctp", 132}, {"udt", 17}, {"rtp", 17},
+      {"rtcp", 17}};
+  char *e;
+  unsigned long v = strtoul(s, &e, 10);
+  if (e != s && !*e && v < 256) return (int)v;
+  for (size_t i = 0; i < BA_ARRAY_LEN(tab); i++)
+    if (!strcasecmp(s, tab[i].name)) return tab[i].num;
+  return -1;
+}
+
+/* TCP flags from an Argus State ("FSPA_FSPA": both directions) or an nfdump
+ * flag string (".AP.SF"). */
+static uint8_t fc_flags(const char *s) {
+  uint8_t f = 0;
+  for (; *s; s++) switch (*s) {
+      case 'F': f |= BA_TCP_FIN; break;
+      case 'S': f |= BA_TCP_SYN; break;
+      case 'R': f |= BA_TCP_RST; break;
+      case 'P': f |= BA_TCP_PSH; break;
+      case 'A': f |= BA_TCP_ACK; break;
+      case 'U': f |= BA_TCP_URG; break;
+      case 'E': f |= BA_TCP_ECE; break;
+      case 'C': f |= BA_TCP_CWR; break;
+      default: break;
+    }
+  return f;
+}
+
+static void load_flow_file(const char *path, recset *s, flowcsv_stats *st) {
+  FILE *f = fopen(path, "r");
+  if (!f) {
+    fprintf(stderr, "bench_olsh: cannot open %s\n", path);
+    exit(2);
+  }
+  int col[FC_N];
+  char *line = NULL, *field[64];
+  size_t cap = 0, lineno = 0;
+  int have_header = 0;
+  uint64_t prev_start = s->n ? s->r[s->n - 1].first_ns : 0;
+  st->files++;
+  while (getline(&line, &cap, f) > 0) {
+    lineno++;
+    char *p = line;
+    size_t nf = 0;
+    for (char *tok; nf < 64 && (tok = strsep(&p, ","));) field[nf++] = fc_trim(tok);
+    if (nf == 1 && !field[0][0]) continue; /* blank line */
+    if (!have_header) {
+      for (int k = 0; k < FC_N; k++) {
+        col[k] = -1;
+        for (size_t i = 0; i < nf && col[k] < 0; i++)
+          for (int a = 0; a < 3 && g_fc_names[k][a]; a++)
+            if (!strcmp(field[i], g_fc_names[k][a])) col[k] = (int)i;
+      }
+      if ((col[FC_START] < 0 && col[FC_END] < 0) || col[FC_SA] < 0 || col[FC_DA] < 0 || col[FC_PROTO] < 0 ||
+          col[FC_PKT] < 0 || col[FC_BYT] < 0)
+        fc_fail(path, lineno, "no header naming the start time (StartTime/ts/te), SrcAddr/sa, DstAddr/da, "
+                "Proto/pr, TotPkts/pkt and TotBytes/byt", NULL);
+      have_header = 1;
+      continue;
+    }
+    if (!strcmp(field[0], "Summary")) break; /* nfdump's trailer */
+    st->lines++;
+    int short_line = 0;
+    for (int k = 0; k < FC_N; k++) short_line |= col[k] >= (int)nf;
+    if (short_line) {
+      fc_bad(st, path, lineno, "too few fields", NULL);
+      continue;
+    }
+    ba_record_t r;
+    memset(&r, 0, sizeof r);
+    r.kind = BA_REC_FLOW;
+    int sa = fc_addr(field[col[FC_SA]], r.src), da = fc_addr(field[col[FC_DA]], r.dst);
+    if (sa < 0) { fc_bad(st, path, lineno, "bad source address", field[col[FC_SA]]); continue; }
+    if (da < 0) { fc_bad(st, path, lineno, "bad destination address", field[col[FC_DA]]); continue; }
+    int proto = fc_proto(field[col[FC_PROTO]]);
+    if (proto < 0) { /* ARP, IPX, LLC...: MAC addresses, no IP header */
+      st->nonip++;
+      int seen = 0;
+      for (size_t k = 0; k < st->nskipped_protos; k++) seen |= !strcmp(st->skipped_protos[k], field[col[FC_PROTO]]);
+      if (!seen && st->nskipped_protos < BA_ARRAY_LEN(st->skipped_protos))
+        snprintf(st->skipped_protos[st->nskipped_protos++], sizeof st->skipped_protos[0], "%s", field[col[FC_PROTO]]);
+      continue;
+    }
+    if (!sa || !da) {
+      st->v6++;
+      continue;
+    }
+    r.ipver = 4;
+    r.proto = (uint8_t)proto;
+    uint64_t dur = 0, v;
+    if (col[FC_DUR] >= 0 && fc_dur(field[col[FC_DUR]], &dur) != 0) {
+      fc_bad(st, path, lineno, "bad duration", field[col[FC_DUR]]);
+      continue;
+    }
+    if (col[FC_START] >= 0) {
+      if (fc_time(field[col[FC_START]], &r.first_ns) != 0) {
+        fc_bad(st, path, lineno, "bad start time", field[col[FC_START]]);
+        continue;
+      }
+      r.last_ns = r.first_ns + dur;
+    } else {
+      if (fc_time(field[col[FC_END]], &r.last_ns) != 0) {
+        fc_bad(st, path, lineno, "bad end time", field[col[FC_END]]);
+        continue;
+      }
+      if (dur > r.last_ns) {
+        fc_bad(st, path, lineno, "duration before the epoch", field[col[FC_DUR]]);
+        continue;
+      }
+      r.first_ns = r.last_ns - dur;
+    }
+    uint64_t sp = 0, dp = 0;
+    /* Ports are 16 bits for TCP, UDP and SCTP; Argus fills them with other
+     * things for other protocols (the ESP SPI), which the record drops. */
+    uint64_t pmax = proto == 6 || proto == 17 || proto == 132 || proto == 1 ? 65535 : UINT32_MAX;
+    if (col[FC_SP] >= 0 && fc_uint(field[col[FC_SP]], pmax, &sp) != 0) {
+      fc_bad(st, path, lineno, "bad source port", field[col[FC_SP]]);
+      continue;
+    }
+    if (col[FC_DP] >= 0 && fc_uint(field[col[FC_DP]], pmax, &dp) != 0) {
+      fc_bad(st, path, lineno, "bad destination port", field[col[FC_DP]]);
+      continue;
+    }
+    if (pmax > 65535) {
+      sp = dp = 0;
+    } else if (proto == 1 && col[FC_STATE] >= 0) {
+      /* Argus: Sport holds type<<8|code, Dport the ICMP id; the record
+       * keeps type<<8|code in dst_port as nfdump does. */
+      r.icmp_type = (uint8_t)(sp >> 8);
+      r.icmp_code = (uint8_t)sp;
+      r.dst_port = (uint16_t)sp;
+    } else if (proto == 1) {
+      r.icmp_type = (uint8_t)(dp >> 8);
+      r.icmp_code = (uint8_t)dp;
+      r.dst_port = (uint16_t)dp;
+    }
+    if (proto != 1) {
+      r.src_port = (uint16_t)sp;
+      r.dst_port = (uint16_t)dp;
+    }
+    if (fc_uint(field[col[FC_PKT]], UINT64_MAX, &r.packets) != 0) {
+      fc_bad(st, path, lineno, "bad packet count", field[col[FC_PKT]]);
+      continue;
+    }
+    if (fc_uint(field[col[FC_BYT]], UINT64_MAX, &r.bytes) != 0) {
+      fc_bad(st, path, lineno, "bad byte count", field[col[FC_BYT]]);
+      continue;
+    }
+    if (col[FC_TOS] >= 0 && fc_uint(field[col[FC_TOS]], 255, &v) == 0) r.tos = (uint8_t)v;
+    if (proto == 6) {
+      if (col[FC_FLAGS] >= 0) r.tcp_flags = fc_flags(field[col[FC_FLAGS]]);
+      else if (col[FC_STATE] >= 0) r.tcp_flags = fc_flags(field[col[FC_STATE]]);
+    }
+    ba_addr_set_v4(r.exporter, 0x7f000001); /* one collector */
+    if (r.first_ns < prev_start) st->inversions++;
+    prev_start = r.first_ns;
+    *recset_add(s) = r;
+    st->kept++;
+  }
+  if (ferror(f)) fc_fail(path, lineno, "read error", NULL);
+  if (!have_header) fc_fail(path, lineno, "empty file (no header line)", NULL);
+  free(line);
+  fclose(f);
+}
+
+static char **g_flow_paths;
+static size_t g_nflow_paths;
+static int cmp_ver(const void *a, const void *b) { return strverscmp(*(char *const *)a, *(char *const *)b); }
+
+static void load_flow_csv(char **paths, size_t npaths, recset *s) {
+  flowcsv_stats st = {0};
+  for (size_t i = 0; i < npaths; i++) {
+    struct stat sb;
+    if (stat(paths[i], &sb) != 0) {
+      fprintf(stderr, "bench_olsh: --flow-csv %s: no such file or directory\n", paths[i]);
+      exit(2);
+    }
+    if (!S_ISDIR(sb.st_mode)) {
+      load_flow_file(paths[i], s, &st);
+      continue;
+    }
+    DIR *d = opendir(paths[i]);
+    if (!d) {
+      fprintf(stderr, "bench_olsh: --flow-csv %s: cannot read the directory\n", paths[i]);
+      exit(2);
+    }
+    char **names = NULL;
+    size_t n = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+      if (e->d_name[0] == '.' || !strcmp(e->d_name, "SOURCES.md")) continue;
+      char *full = malloc(strlen(paths[i]) + strlen(e->d_name) + 2);
+      names = realloc(names, (n + 1) * sizeof *names);
+      if (!full || !names) die("out of memory");
+      sprintf(full, "%s/%s", paths[i], e->d_name);
+      if (stat(full, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        free(full);
+        continue;
+      }
+      names[n++] = full;
+    }
+    closedir(d);
+    if (!n) {
+      fprintf(stderr, "bench_olsh: --flow-csv %s: no files in the directory\n", paths[i]);
+      exit(2);
+    }
+    qsort(names, n, sizeof *names, cmp_ver);
+    for (size_t k = 0; k < n; k++) {
+      load_flow_file(names[k], s, &st);
+      free(names[k]);
+    }
+    free(names);
+  }
+  printf("flow CSV: %zu files, %zu flow lines, %zu IPv4 flows kept; skipped: %zu IPv6, %zu non-IP, %zu unparsable; "
+         "%zu starts earlier than the previous row's\n",
+         st.files, st.lines, st.kept, st.v6, st.nonip, st.bad, st.inversions);
+  if (st.nskipped_protos) {
+    printf("  non-IP protocols skipped:");
+    for (size_t k = 0; k < st.nskipped_protos; k++) printf(" %s", st.skipped_protos[k]);
+    printf("\n");
   }
 }
 
@@ -896,8 +1251,24 @@ static int rm_fn(const char *path, const struct stat *st, int type, struct FTW *
   return 0;
 }
 
+/* The matched records as a set: the sum of a hash of each record's fields
+ * (those the queries fetch), which does not depend on the order. */
+static uint64_t mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
 static int count_sink(void *ctx, const ba_record_t *recs, size_t n) {
-  *(uint64_t *)ctx += n + (recs[0].first_ns & 1);
+  uint64_t *sum = ctx;
+  for (size_t i = 0; i < n; i++) {
+    const ba_record_t *r = &recs[i];
+    uint64_t h = mix64(r->first_ns) ^ mix64(r->last_ns + 1);
+    h = mix64(h ^ ba_load_le64(r->src) ^ mix64(ba_load_le64(r->src + 8)));
+    h = mix64(h ^ ba_load_le64(r->dst) ^ mix64(ba_load_le64(r->dst + 8) + 2));
+    h = mix64(h ^ ((uint64_t)r->src_port << 32 | (uint64_t)r->dst_port << 16 | r->proto));
+    h = mix64(h ^ r->packets ^ mix64(r->bytes + 3));
+    *sum += h;
+  }
   return 0;
 }
 
@@ -912,7 +1283,8 @@ typedef struct {
   double ingest_secs, ingest_cpu; /* wall clock; CPU time of all threads */
   uint64_t archive, index, file, segments;
   double query_ms;
-  uint64_t matched, blocks;
+  uint64_t matched, blocks, set_hash;
+  uint64_t index_attr[BA_ATTR_COUNT];
 } store_result;
 
 /* Filters: exact IPv4 sources (the paper's lookups), a service, a /16 and a
@@ -966,6 +1338,7 @@ static void store_run(const recset *s, ba_codec_t codec, int olsh, char (*filter
     res->archive += info.bytes_archive;
     res->index += info.bytes_index;
     res->file += info.bytes_file;
+    for (int a = 0; a < BA_ATTR_COUNT; a++) res->index_attr[a] += info.bytes_index_attr[a];
   }
   /* Warm cache, best of three per filter. */
   for (size_t q = 0; q < nf; q++) {
@@ -984,6 +1357,7 @@ static void store_run(const recset *s, ba_codec_t codec, int olsh, char (*filter
       double ms = (double)(ba_now_ns() - q0) / 1e6;
       if (ms < best) best = ms;
       if (rep == 0) {
+        res->set_hash += mix64(cnt + q); /* per filter, so swapped answers differ */
         res->matched += qs.rows_matched;
         res->blocks += qs.blocks_read;
       }
@@ -1028,7 +1402,7 @@ static void bench_store(const recset *s) {
            all[0][0] / all[1][0], all[0][1] / all[1][1], all[0][2] / all[1][2]);
     if (r[0].matched != r[1].matched) printf("  WARNING: %s: %llu matches without oLSH, %llu with\n", name,
                                              (unsigned long long)r[0].matched, (unsigned long long)r[1].matched);
-    char label[64];
+    char label[384];
 #define ROW(lbl, a, b, fmt)                                                                      \
   do {                                                                                           \
     char x_[32], y_[32];                                                                         \
@@ -1050,9 +1424,15 @@ static void bench_store(const recset *s) {
     ROW(label, r[0].query_ms, r[1].query_ms, "%.2f");
     snprintf(label, sizeof label, "[%s] blocks read", name);
     ROW(label, r[0].blocks, r[1].blocks, "%.0f");
-    printf("  [%s] %llu segments, %llu matches (same with and without oLSH: %s)\n", name,
+    /* Which indexed attributes respond to the order (the first codec only). */
+    if (list[0] && name == list)
+      for (int a = 0; a < BA_ATTR_COUNT; a++) {
+        snprintf(label, sizeof label, "[%s] index %s", name, ba_attr_name((ba_attr_t)a));
+        if (r[0].index_attr[a]) ROW(label, r[0].index_attr[a], r[1].index_attr[a], "%.0f");
+      }
+    printf("  [%s] %llu segments, %llu matches (same records with and without oLSH: %s)\n", name,
            (unsigned long long)r[0].segments, (unsigned long long)r[0].matched,
-           r[0].matched == r[1].matched ? "yes" : "NO");
+           r[0].matched == r[1].matched && r[0].set_hash == r[1].set_hash ? "yes" : "NO");
 #undef ROW
   }
 }
@@ -1062,7 +1442,7 @@ static void usage(void) {
           "usage: bench_olsh [--traces DIR] [--flows N] [--codecs LIST] [--timed-codec C]\n"
           "                  [--mmax M] [--mmin M] [--nchains P] [--nfuncs n] [--width W] [--max-block B] [--q Q]\n"
           "                  [--weights w1,...,w11] [--store TMPDIR [--store-codecs LIST] [--store-only]]\n"
-          "                  [--no-replay] [--columns-only] [--chain-order h2|tuple]\n"
+          "                  [--no-replay] [--columns-only] [--chain-order h2|tuple] [--flow-csv PATH]...\n"
           "  Compares arrival order with oLSH on the shared captures (packets, and flows\n"
           "  aggregated from them) and on N generated flows (default 1000000).\n"
           "  --store TMPDIR also writes every set through the real store writer (arrival\n"
@@ -1070,6 +1450,12 @@ static void usage(void) {
           "  the stores are made and removed under TMPDIR.\n"
           "  Captures are replayed back to back with idle gaps capped at 1 s unless\n"
           "  --no-replay keeps their original timestamps.\n"
+          "  --flow-csv PATH (repeatable; a file, or a directory read in version order)\n"
+          "  adds a set of real flows from CSV exports with a header line: Argus/CTU-13\n"
+          "  .binetflow (StartTime,Dur,Proto,SrcAddr,Sport,...,TotPkts,TotBytes) or nfdump\n"
+          "  -o csv (ts,te,td,sa,da,sp,dp,pr,flg,...). File order is the arrival order;\n"
+          "  IPv6 and non-IP rows are skipped and counted. --traces '' --flows 0 leaves\n"
+          "  only that set.\n"
           "  Per-column bytes of the store's column layouts (1.0 and 2.0) are printed\n"
           "  first for arrival order, oLSH and the offline sort; --columns-only stops there.\n"
           "  example: bench_olsh --flows 2000000 --codecs wah32,compax --store /tmp\n");
@@ -1090,7 +1476,8 @@ int main(int argc, char **argv) {
       {"q", required_argument, 0, 'Q'},      {"weights", required_argument, 0, 'W'},
       {"store", required_argument, 0, 'S'},  {"store-only", no_argument, 0, 'O'},
       {"no-replay", no_argument, 0, 'R'},  {"store-codecs", required_argument, 0, 'C'},
-      {"columns-only", no_argument, 0, 'K'},  {"chain-order", required_argument, 0, 'o'},      {"help", no_argument, 0, 'h'},
+      {"columns-only", no_argument, 0, 'K'},  {"chain-order", required_argument, 0, 'o'},
+      {"flow-csv", required_argument, 0, 'F'}, {"help", no_argument, 0, 'h'},
       {0, 0, 0, 0}};
   int c;
   while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -1114,6 +1501,11 @@ int main(int argc, char **argv) {
         else usage();
         break;
       case 'R': g_replay = 0; break;
+      case 'F':
+        g_flow_paths = realloc(g_flow_paths, (g_nflow_paths + 1) * sizeof *g_flow_paths);
+        if (!g_flow_paths) die("out of memory");
+        g_flow_paths[g_nflow_paths++] = optarg;
+        break;
       case 'C': g_store_codecs = optarg; break;
       case 'Q': g_olsh.q = (uint32_t)strtoul(optarg, NULL, 10); break;
       case 'W': {
@@ -1139,23 +1531,35 @@ int main(int argc, char **argv) {
   for (int k = 0; k < 11; k++) printf(" %g", g_olsh.weight[k]);
   printf("\n");
   recset pk = {.name = "captures: packets"}, fl = {.name = "captures: flows (5-tuple, 60 s gap)"},
-         gen = {.name = "generated flows"};
+         gen = {.name = "generated flows"}, real = {.name = "real flows (CSV)"};
   if (traces[0]) {
     load_captures(traces, &pk);
     packets_to_flows(&pk, &fl);
   }
   if (nflows) gen_flows(nflows, &gen);
+  if (g_nflow_paths) load_flow_csv(g_flow_paths, g_nflow_paths, &real);
   bench_columns(&pk);
   bench_columns(&fl);
   bench_columns(&gen);
-  if (columns_only) return 0;
-  if (!store_only) {
+  bench_columns(&real);
+  if (!columns_only && !store_only) {
     bench_set(&pk);
     bench_set(&fl);
     bench_set(&gen);
+    bench_set(&real);
   }
-  bench_store(&pk);
-  bench_store(&fl);
-  bench_store(&gen);
+  if (!columns_only) {
+    bench_store(&pk);
+    bench_store(&fl);
+    bench_store(&gen);
+    bench_store(&real);
+  }
+  recset_free(&pk);
+  recset_free(&fl);
+  recset_free(&gen);
+  recset_free(&real);
+  free(g_flow_paths);
+  for (size_t i = 0; i < g_npaths; i++) free(g_paths[i]);
+  free(g_paths);
   return 0;
 }

@@ -8,7 +8,8 @@
  *   segments at row granularity; literal pieces of up to 63 rows are combined
  *   with shifts.
  * Both skip the other operand under a dominating fill (AND: 0-fill, OR:
- * 1-fill, ANDNOT: 0-fill in a or 1-fill in b). The shorter operand is padded
+ * 1-fill, ANDNOT: 0-fill in a or 1-fill in b); the same-codec WAH and PLWAH
+ * kernels step over runs of literal words there eight at a time. The shorter operand is padded
  * with zeros (D-6); the result is cut at N rows, so NOT re-masks its tail. */
 #include "codec/codec_internal.h"
 #include "common/common.h"
@@ -46,16 +47,16 @@
  * less once the unit grows). */
 #define OP_KERNELS(name, op)                                                                     \
   static int name##_any(const ba_bitmap_t *a, const ba_bitmap_t *b, uint64_t N, op_sink_t *s) { \
-    return op_groups(op, a, b, N, s, NULL, NULL);                                                \
+    return op_groups(op, a, b, N, s, NULL, NULL, OPK_NONE);                                     \
   }                                                                                              \
   static int name##_w32(const ba_bitmap_t *a, const ba_bitmap_t *b, uint64_t N, op_sink_t *s) { \
-    return op_groups(op, a, b, N, s, opw32_dec_next, opw32_put);                                 \
+    return op_groups(op, a, b, N, s, opw32_dec_next, opw32_put, OPK_W32);                       \
   }                                                                                              \
   static int name##_w64(const ba_bitmap_t *a, const ba_bitmap_t *b, uint64_t N, op_sink_t *s) { \
-    return op_groups(op, a, b, N, s, opw64_dec_next, opw64_put);                                 \
+    return op_groups(op, a, b, N, s, opw64_dec_next, opw64_put, OPK_W64);                       \
   }                                                                                              \
   static int name##_pl(const ba_bitmap_t *a, const ba_bitmap_t *b, uint64_t N, op_sink_t *s) {  \
-    return op_groups(op, a, b, N, s, plwah_dec_next, plwah_put);                                 \
+    return op_groups(op, a, b, N, s, plwah_dec_next, plwah_put, OPK_PL);                        \
   }
 OP_KERNELS(op_and, BA_OP_AND)
 OP_KERNELS(op_or, BA_OP_OR)
@@ -454,8 +455,9 @@ static inline void bs_set_range(uint64_t *bs, uint64_t lo, uint64_t hi) {
 
 /* ORs the rows of one finished bitmap into bs, which has N / 64 + 2 words for
  * N >= its rows: its words were validated (whole groups, padding rows 0), so a
- * literal ends at most G - 1 rows past its row count. */
-static int bs_or_bitmap(uint64_t *bs, const ba_bitmap_t *bm) {
+ * literal ends at most G - 1 rows past its row count. `dec` is the codec's
+ * inline decoder in the specialised instances below (NULL: through ops). */
+static inline __attribute__((always_inline)) int bs_or(uint64_t *bs, const ba_bitmap_t *bm, op_dec_fn dec) {
   const ba_codec_ops_t *ops = bm->ops;
   const unsigned G = bm->group;
   uint64_t base = 0;
@@ -463,7 +465,7 @@ static int bs_or_bitmap(uint64_t *bs, const ba_bitmap_t *bm) {
   ba_tok_t t;
   int rc;
   ops->dec_init(&d, bm->vec.w, bm->vec.n);
-  while ((rc = ops->dec_next(&d, &t)) == 1) {
+  while ((rc = dec ? dec(&d, &t) : ops->dec_next(&d, &t)) == 1) {
     if (t.kind == BA_TOK_LIT) {
       if (t.lit) {
         uint64_t bits = t.lit << (64 - G), off = base & 63;
@@ -478,6 +480,20 @@ static int bs_or_bitmap(uint64_t *bs, const ba_bitmap_t *bm) {
     base += len;
   }
   return rc < 0 ? BA_ERR_CORRUPT : BA_OK;
+}
+
+static int bs_or_any(uint64_t *bs, const ba_bitmap_t *bm) { return bs_or(bs, bm, NULL); }
+static int bs_or_w32(uint64_t *bs, const ba_bitmap_t *bm) { return bs_or(bs, bm, opw32_dec_next); }
+static int bs_or_w64(uint64_t *bs, const ba_bitmap_t *bm) { return bs_or(bs, bm, opw64_dec_next); }
+static int bs_or_pl(uint64_t *bs, const ba_bitmap_t *bm) { return bs_or(bs, bm, plwah_dec_next); }
+
+static int bs_or_bitmap(uint64_t *bs, const ba_bitmap_t *bm) {
+  switch (bm->ops->id) {
+    case BA_CODEC_WAH32: return bs_or_w32(bs, bm);
+    case BA_CODEC_WAH64: return bs_or_w64(bs, bm);
+    case BA_CODEC_PLWAH: return bs_or_pl(bs, bm);
+    default: return bs_or_any(bs, bm);
+  }
 }
 
 static int or_many_bitset(const ba_bitmap_t *const *bms, size_t n, uint64_t N, ba_codec_t out_codec,

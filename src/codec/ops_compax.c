@@ -7,7 +7,7 @@
 
 #define OPCX_KERNEL(name, op)                                                              \
   static int name(const ba_bitmap_t *a, const ba_bitmap_t *b, uint64_t N, op_sink_t *s) { \
-    return op_groups(op, a, b, N, s, cx_dec_next, cx_put);                                 \
+    return op_groups(op, a, b, N, s, cx_dec_next, cx_put, OPK_NONE);                      \
   }
 OPCX_KERNEL(opcx_and, BA_OP_AND)
 OPCX_KERNEL(opcx_or, BA_OP_OR)

@@ -96,9 +96,48 @@ static inline __attribute__((always_inline)) int gcur_load(op_gcur_t *c, op_dec_
   return c->rem ? BA_OK : BA_ERR_CORRUPT;
 }
 
-static inline __attribute__((always_inline)) int gcur_skip(op_gcur_t *c, uint64_t k, op_dec_fn dec) {
+/* Word layout a specialised kernel may skip without decoding (0: decode
+ * every token). Literal words of WAH32, WAH64 and PLWAH have the top bit
+ * clear and cover exactly one group each. */
+#define OPK_NONE 0
+#define OPK_W32 1
+#define OPK_W64 2
+#define OPK_PL 3
+
+/* Between tokens (c->rem == 0, and for PLWAH no piggybacked literal due),
+ * steps over runs of literal words, eight at a time, while at least eight
+ * groups are left to skip: under a long dominating fill of the other operand
+ * (AND with a sparse bitmap) a dense operand is mostly literals, and each
+ * then costs one OR of eight words instead of one decoded token. Returns the
+ * groups skipped. Finished bitmaps were validated, and a literal word is
+ * always a valid token. */
+static inline __attribute__((always_inline)) uint64_t gcur_skip_lits(op_gcur_t *c, uint64_t k, int wk) {
+  if (!c->dec || (wk == OPK_PL && c->d.s[0])) return 0;
+  size_t pos = c->d.pos, end = c->d.nwords;
+  const size_t start = pos;
+  if (wk == OPK_W64) {
+    const uint64_t *w = (const uint64_t *)c->d.words;
+    while (k - (pos - start) >= 8 && end - pos >= 8 &&
+           !((w[pos] | w[pos + 1] | w[pos + 2] | w[pos + 3] | w[pos + 4] | w[pos + 5] | w[pos + 6] |
+              w[pos + 7]) >> 63))
+      pos += 8;
+  } else {
+    const uint32_t *w = (const uint32_t *)c->d.words;
+    while (k - (pos - start) >= 8 && end - pos >= 8 &&
+           !((w[pos] | w[pos + 1] | w[pos + 2] | w[pos + 3] | w[pos + 4] | w[pos + 5] | w[pos + 6] |
+              w[pos + 7]) >> 31))
+      pos += 8;
+  }
+  c->d.pos = pos;
+  return pos - start;
+}
+
+static inline __attribute__((always_inline)) int gcur_skip(op_gcur_t *c, uint64_t k, op_dec_fn dec, int wk) {
   while (k) {
-    if (!c->rem) BA_FORWARD(gcur_load(c, dec));
+    if (!c->rem) {
+      if (wk != OPK_NONE && k >= 8 && (k -= gcur_skip_lits(c, k, wk)) == 0) break;
+      BA_FORWARD(gcur_load(c, dec));
+    }
     uint64_t t = BA_MIN(k, c->rem);
     c->rem -= t;
     k -= t;
@@ -118,7 +157,7 @@ static inline __attribute__((always_inline)) int gsink_tok(op_sink_t *s, int dir
 static inline __attribute__((always_inline)) int op_groups(int op, const ba_bitmap_t *a,
                                                            const ba_bitmap_t *b, uint64_t N,
                                                            op_sink_t *s, op_dec_fn dec,
-                                                           op_put_fn put) {
+                                                           op_put_fn put, int wk) {
   const unsigned G = a->group;
   const uint64_t all = op_mask(G), full = N / G;
   const unsigned tail = (unsigned)(N % G);
@@ -137,12 +176,12 @@ static inline __attribute__((always_inline)) int op_groups(int op, const ba_bitm
     if (da >= 0) {
       k = BA_MIN(A.rem, left);
       A.rem -= k;
-      BA_FORWARD(gcur_skip(&B, k, dec));
+      BA_FORWARD(gcur_skip(&B, k, dec, wk));
       t.kind = (uint8_t)da;
     } else if (db >= 0) {
       k = BA_MIN(B.rem, left);
       B.rem -= k;
-      BA_FORWARD(gcur_skip(&A, k, dec));
+      BA_FORWARD(gcur_skip(&A, k, dec, wk));
       t.kind = (uint8_t)db;
     } else if (A.kind != BA_TOK_LIT && B.kind != BA_TOK_LIT) {
       k = BA_MIN(BA_MIN(A.rem, B.rem), left);

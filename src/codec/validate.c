@@ -107,9 +107,15 @@ static inline __attribute__((always_inline)) int bm_validate_end(bm_dec_init_fn 
 
 /* Word loops (masks instead of conditionals: GCC turns those into branches,
  * which mispredict on the mix of literals and fills of index bitmaps). Every
- * word covers k >= 1 groups (bits) when valid; `total`
- * stays exact while it is <= expect, and once it passes expect `bad` is set
- * for good, so wrapping after that changes nothing. */
+ * word covers k >= 1 groups (bits) when valid, so the running total passes
+ * expect at some word exactly when the final sum does. The 32-bit codecs add
+ * at most 2^30 per word, and at most BM_VEC_WORDS words go through them, so
+ * their sum cannot wrap and is checked once at the end (the loop then has no
+ * dependence but the sums, and vectorizes). WAH64 adds up to 2^62 per word:
+ * its total cannot wrap before it first passes expect (k, expect < 2^62), and
+ * `bad` is sticky from there on. */
+#define BM_VEC_WORDS (UINT64_C(1) << 32)
+
 static int bm_validate_wah32(const uint32_t *w, size_t n, uint64_t nrows) {
   uint64_t expect = nrows / 31 + (nrows % 31 != 0), total = 0;
   int bad = 0;
@@ -118,7 +124,6 @@ static int bm_validate_wah32(const uint32_t *w, size_t n, uint64_t nrows) {
     uint32_t k = (x & 0x3FFFFFFFu & m) | (1u & ~m);
     bad |= (k == 0);
     total += k;
-    bad |= (total > expect);
   }
   return bm_validate_end(vw32_dec_init, vw32_dec_next, 31, w, n, 4, nrows, expect, total, bad);
 }
@@ -143,7 +148,6 @@ static int bm_validate_plwah(const uint32_t *w, size_t n, uint64_t nrows) {
     uint32_t x = w[i], m = 0u - (x >> 31), cnt = x & PL_MAXCNT, pos = (x >> PL_POS_SHIFT) & 31u;
     bad |= (int)(m & (cnt == 0));
     total += ((cnt + (pos != 0)) & m) | (1u & ~m); /* a position piggybacks one literal group */
-    bad |= (total > expect);
   }
   return bm_validate_end(plwah_dec_init, plwah_dec_next, 31, w, n, 4, nrows, expect, total, bad);
 }
@@ -182,7 +186,6 @@ static int bm_validate_compax(const uint32_t *w, size_t n, uint64_t nrows) {
         break;
     }
     total += k;
-    bad |= (total > expect);
   }
   return bm_validate_end(cx_dec_init, cx_dec_next, 31, w, n, 4, nrows, expect, total, bad);
 }
@@ -194,26 +197,26 @@ static int bm_validate_compax(const uint32_t *w, size_t n, uint64_t nrows) {
  * 1-fill must be 1 (MASC-QT) or 0 (MASC). Bit runs have no padding rule. */
 static int bm_validate_masc(const uint32_t *w, size_t n, uint64_t nrows, uint32_t qt) {
   uint64_t total = 0;
-  int bad = 0;
+  uint32_t bad = 0;
   for (size_t i = 0; i < n; i++) {
     uint32_t x = w[i], add = x & 31u, c = (x & MS_FIELD_29_25) >> MS_CARRIER_SHIFT;
     uint32_t one = x >> 31, tag = (x >> 30) & 1u;
-    uint64_t l = (uint64_t)((x & MS_COUNT_MASK) >> 5) * 31 + add;
-    bad |= (add == 31) | (l == 0);
+    uint32_t l = ((x & MS_COUNT_MASK) >> 5) * 31 + add; /* < 2^25 */
+    uint32_t b = (add == 31) | (l == 0);
     /* 1-fill: no carrier, tag = qt; 0-fill: carrier 1..30 exactly when bit 30
      * is set (so c counts only when valid: a 1-fill's c != 0 is bad anyway) */
-    int bad1 = (c != 0) | (tag != qt);
-    int bad0 = (int)(tag & ((c == 0) | (c > MS_MAXCARRY))) | (int)((tag ^ 1u) & (c != 0));
-    bad |= (int)(one & (uint32_t)bad1) | (int)((one ^ 1u) & (uint32_t)bad0);
+    uint32_t bad1 = (c != 0) | (tag != qt);
+    uint32_t bad0 = (tag & ((c == 0) | (c > MS_MAXCARRY))) | ((tag ^ 1u) & (c != 0));
+    b |= (one & bad1) | ((one ^ 1u) & bad0);
+    bad |= b;
     total += l + c;
-    bad |= (total > nrows);
   }
   return bad || total != nrows ? BA_ERR_CORRUPT : BA_OK;
 }
 
 int ba_bm_validate(const ba_codec_ops_t *ops, const void *words, size_t nwords, uint64_t nrows,
                    int generic) {
-  if (generic)
+  if (generic || nwords > BM_VEC_WORDS)
     return bm_validate_tokens(ops->dec_init, ops->dec_next, ops->group_bits, words, nwords, nrows);
   switch (ops->id) {
     case BA_CODEC_WAH32: return bm_validate_wah32((const uint32_t *)words, nwords, nrows);

@@ -1,5 +1,7 @@
 /* codec/: the specialised fast paths against the generic path and the plain
  * bitset of src/codec/ref.c:
+ * - same-codec group kernels (wah32, wah64, plwah, compax) on a sparse
+ *   operand against a literal-dense one: op == op_generic == reference;
  * - MASC x MASC(-QT) run-merge kernels: ba_bitmap_op == ba_bitmap_op_generic
  *   == canonical encoding of the reference result, and_count, equal; long runs
  *   split over several words (> 32,505,855 rows) against a run list;
@@ -87,6 +89,75 @@ static int same_words(const ba_bitmap_t *a, const ba_bitmap_t *b) {
 }
 
 static int is_run_codec(ba_codec_t c) { return c == BA_CODEC_MASC || c == BA_CODEC_MASC_QT; }
+
+/* ---- group codecs: a sparse operand against a literal-dense one ---- */
+
+/* Same-codec pairs of WAH32, WAH64, PLWAH and COMPAX where one operand is
+ * mostly long 0-fills (or 1-fills) and the other mostly literals, in both
+ * orders, for every operation, with the same codec out (the specialised
+ * kernels that step over runs of literal words under a dominating fill) and
+ * with another codec out: ba_bitmap_op == op_generic == the reference. */
+static void test_group_skip(void **state) {
+  (void)state;
+  ba_rng_t r;
+  ba_rng_seed(&r, 21);
+  const ba_codec_t gc[] = {BA_CODEC_WAH32, BA_CODEC_WAH64, BA_CODEC_PLWAH, BA_CODEC_COMPAX};
+  int cases = g_long ? 200 : 40;
+  for (size_t ci = 0; ci < BA_ARRAY_LEN(gc); ci++) {
+    ba_codec_t c = gc[ci];
+    if (!ba_codec_ops(c)) continue;
+    for (int t = 0; t < cases; t++) {
+      uint64_t n = 1 + ba_rng_below(&r, 40000);
+      ba_ref_t rs, rd, res;
+      assert_int_equal(ba_ref_init(&rs, n), BA_OK);
+      assert_int_equal(ba_ref_init(&rd, n), BA_OK);
+      int ones = (int)ba_rng_below(&r, 2); /* the sparse side's background */
+      uint64_t gap = 1 + ba_rng_below(&r, 3000);
+      for (uint64_t i = 0; i < n; i++) {
+        ba_ref_set(&rs, i, ones);
+        ba_ref_set(&rd, i, (int)ba_rng_below(&r, 2));
+      }
+      for (uint64_t i = ba_rng_below(&r, gap); i < n; i += 1 + ba_rng_below(&r, gap)) ba_ref_set(&rs, i, !ones);
+      /* a few fills inside the dense side, so literal runs have odd lengths */
+      for (int f = 0; f < 6; f++) {
+        uint64_t at = ba_rng_below(&r, n), len = ba_rng_below(&r, 300);
+        int v = (int)ba_rng_below(&r, 2);
+        for (uint64_t i = at; i < n && i < at + len; i++) ba_ref_set(&rd, i, v);
+      }
+      ba_bitmap_t *bs = build(c, &rs), *bd = build(c, &rd);
+      for (int op = BA_OP_AND; op <= BA_OP_ANDNOT; op++) {
+        for (int swap = 0; swap < 2; swap++) {
+          const ba_ref_t *ra = swap ? &rd : &rs, *rb = swap ? &rs : &rd;
+          const ba_bitmap_t *a = swap ? bd : bs, *b = swap ? bs : bd;
+          assert_int_equal(ba_ref_op(op, ra, rb, &res), BA_OK);
+          const ba_codec_t outs[2] = {c, c == BA_CODEC_WAH64 ? BA_CODEC_WAH32 : BA_CODEC_WAH64};
+          for (int o = 0; o < 2; o++) {
+            ba_bitmap_t *f, *g, *e = build(outs[o], &res);
+            assert_int_equal(ba_bitmap_op((ba_op_t)op, a, b, outs[o], &f), BA_OK);
+            assert_int_equal(ba_bitmap_op_generic(op, a, b, outs[o], &g), BA_OK);
+            if (!same_words(f, e) || !same_words(g, e))
+              fail_msg("op %d %s sparse%s dense -> %s n=%llu gap=%llu", op, ba_codec_name(c),
+                       swap ? " (second)" : "", ba_codec_name(outs[o]), (unsigned long long)n,
+                       (unsigned long long)gap);
+            ba_bitmap_free(f);
+            ba_bitmap_free(g);
+            ba_bitmap_free(e);
+          }
+          if (op == BA_OP_AND) {
+            uint64_t cnt;
+            assert_int_equal(ba_bitmap_and_count(a, b, &cnt), BA_OK);
+            assert_int_equal(cnt, ba_ref_count(&res));
+          }
+          ba_ref_free(&res);
+        }
+      }
+      ba_bitmap_free(bs);
+      ba_bitmap_free(bd);
+      ba_ref_free(&rs);
+      ba_ref_free(&rd);
+    }
+  }
+}
 
 /* ---- MASC x MASC kernels ---- */
 
@@ -433,7 +504,7 @@ static void test_range(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_masc_ops), cmocka_unit_test(test_masc_long_runs), cmocka_unit_test(test_count),
+      cmocka_unit_test(test_group_skip), cmocka_unit_test(test_masc_ops), cmocka_unit_test(test_masc_long_runs), cmocka_unit_test(test_count),
       cmocka_unit_test(test_or_many),  cmocka_unit_test(test_range),
   };
   return cmocka_run_group_tests(tests, setup, NULL);

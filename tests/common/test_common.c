@@ -1,5 +1,7 @@
-/* common/: CRC32C against published check values and a bitwise reference,
- * little-endian load/store round trips, status strings. */
+/* common/: CRC32C against published check values and a bitwise reference
+ * (short and long buffers), little-endian load/store round trips, status strings. */
+#include <stdlib.h>
+
 #include "testsupport.h"
 #include "common/common.h"
 
@@ -34,6 +36,21 @@ static void test_crc32c_differential(void **state) {
     size_t h = n / 3;
     assert_int_equal(ba_crc32c(ba_crc32c(0, buf, h), buf + h, n - h), crc32c_bitwise(buf, n));
   }
+  /* Long buffers (the three-stream path: stretches of 8192 and 256 bytes,
+   * then the tail) at every alignment, whole and in two pieces. */
+  size_t cap = 3 * 8192 * 2 + 3 * 256 * 3 + 100;
+  uint8_t *big = malloc(cap);
+  assert_non_null(big);
+  for (size_t i = 0; i < cap; i++) big[i] = (uint8_t)ba_rng_next(&r);
+  for (int t = 0; t < 60; t++) {
+    size_t off = (size_t)ba_rng_below(&r, 8), n = (size_t)ba_rng_below(&r, cap - off);
+    if (t < 8) n = cap - off - (size_t)t; /* near the largest */
+    uint32_t want = crc32c_bitwise(big + off, n);
+    assert_int_equal(ba_crc32c(0, big + off, n), want);
+    size_t h = (size_t)ba_rng_below(&r, n + 1);
+    assert_int_equal(ba_crc32c(ba_crc32c(0, big + off, h), big + off + h, n - h), want);
+  }
+  free(big);
 }
 
 static void test_endian(void **state) {
