@@ -496,6 +496,103 @@ static int bs_or_bitmap(uint64_t *bs, const ba_bitmap_t *bm) {
   }
 }
 
+/* Feeds rows [0, N) of bs to a group-codec output o (o->group = G, 31 or
+ * 63) as group tokens: each G-row group is cut straight out of the bitset,
+ * runs of 0 or all-ones groups go in as one fill, the partial last group as
+ * a literal with zero padding (as the kernels do). `put` is the output's
+ * inline encoder when specialised (NULL: through ops). */
+static inline __attribute__((always_inline)) int bs_put_groups(const uint64_t *bs, uint64_t N, ba_bitmap_t *o,
+                                                               op_put_fn put) {
+  const unsigned G = o->group;
+  const uint64_t all = op_mask(G), full = N / G;
+  ba_tok_t t = {0, 0, BA_TOK_FILL0};
+  uint64_t run = 0;
+  int runv = 0;
+#define BS_PUT(tok) ((put) ? (put)(&o->vec, &o->st, (tok)) : o->ops->put(&o->vec, &o->st, (tok)))
+  for (uint64_t g = 0, r = 0; g < full; g++, r += G) {
+    uint64_t w = r >> 6;
+    unsigned off = (unsigned)(r & 63);
+    uint64_t x = bs[w] << off;
+    if (off > 64 - G) x |= bs[w + 1] >> (64 - off);
+    uint64_t grp = x >> (64 - G);
+    if (grp == 0 || grp == all) {
+      int v = grp != 0;
+      if (run && v != runv) {
+        t = (ba_tok_t){run, 0, (uint8_t)(runv ? BA_TOK_FILL1 : BA_TOK_FILL0)};
+        BA_FORWARD(BS_PUT(&t));
+        run = 0;
+      }
+      runv = v;
+      run++;
+      continue;
+    }
+    if (run) {
+      t = (ba_tok_t){run, 0, (uint8_t)(runv ? BA_TOK_FILL1 : BA_TOK_FILL0)};
+      BA_FORWARD(BS_PUT(&t));
+      run = 0;
+    }
+    t = (ba_tok_t){1, grp, BA_TOK_LIT};
+    BA_FORWARD(BS_PUT(&t));
+  }
+  if (run) {
+    t = (ba_tok_t){run, 0, (uint8_t)(runv ? BA_TOK_FILL1 : BA_TOK_FILL0)};
+    BA_FORWARD(BS_PUT(&t));
+  }
+  unsigned tail = (unsigned)(N % G);
+  if (tail) { /* rows [full * G, N), zero padded */
+    uint64_t r = full * G, w = r >> 6;
+    unsigned off = (unsigned)(r & 63);
+    uint64_t x = bs[w] << off;
+    if (off > 64 - G) x |= bs[w + 1] >> (64 - off);
+    t = (ba_tok_t){1, (x >> (64 - G)) & ~op_mask(G - tail), BA_TOK_LIT};
+    BA_FORWARD(BS_PUT(&t));
+  }
+#undef BS_PUT
+  o->rows = N; /* whole groups went in; the padding is zero */
+  return BA_OK;
+}
+
+static int bs_put_w32(const uint64_t *bs, uint64_t N, ba_bitmap_t *o) { return bs_put_groups(bs, N, o, opw32_put); }
+static int bs_put_w64(const uint64_t *bs, uint64_t N, ba_bitmap_t *o) { return bs_put_groups(bs, N, o, opw64_put); }
+static int bs_put_pl(const uint64_t *bs, uint64_t N, ba_bitmap_t *o) { return bs_put_groups(bs, N, o, plwah_put); }
+static int bs_put_any(const uint64_t *bs, uint64_t N, ba_bitmap_t *o) { return bs_put_groups(bs, N, o, NULL); }
+
+/* Encodes rows [0, N) of bs (N / 64 + 2 words) into a new bitmap of
+ * out_codec: group codecs take group tokens cut from the bitset; bit-run
+ * codecs take homogeneous words as runs (merged by the generic layer) and
+ * mixed words as 64 MSB-first rows. */
+static int bs_encode(const uint64_t *bs, uint64_t N, ba_codec_t out_codec, ba_bitmap_t **out) {
+  ba_bitmap_t *o;
+  BA_FORWARD(ba_bitmap_create(out_codec, &o));
+  int rc = BA_OK;
+  if (o->group) {
+    switch (out_codec) {
+      case BA_CODEC_WAH32: rc = bs_put_w32(bs, N, o); break;
+      case BA_CODEC_WAH64: rc = bs_put_w64(bs, N, o); break;
+      case BA_CODEC_PLWAH: rc = bs_put_pl(bs, N, o); break;
+      default: rc = bs_put_any(bs, N, o); break;
+    }
+    if (rc == BA_OK) rc = ba_bm_close(o, N);
+  } else {
+    for (uint64_t i = 0, full = N / 64; i < full && rc == BA_OK; i++) {
+      uint64_t x = bs[i];
+      rc = x == 0 ? ba_bitmap_append_run(o, 0, 64)
+                  : x == ~UINT64_C(0) ? ba_bitmap_append_run(o, 1, 64) : ba_bitmap_append_bits(o, x, 64);
+    }
+    if (rc == BA_OK && N % 64) {
+      unsigned k = (unsigned)(N % 64);
+      rc = ba_bitmap_append_bits(o, bs[N / 64] >> (64 - k), k);
+    }
+    if (rc == BA_OK) rc = ba_bitmap_finish(o, N);
+  }
+  if (rc < 0) {
+    ba_bitmap_free(o);
+    return rc;
+  }
+  *out = o;
+  return BA_OK;
+}
+
 static int or_many_bitset(const ba_bitmap_t *const *bms, size_t n, uint64_t N, ba_codec_t out_codec,
                           ba_bitmap_t **out) {
   /* One spare word: a literal of the last group may reach past N by G-1 rows. */
@@ -503,29 +600,11 @@ static int or_many_bitset(const ba_bitmap_t *const *bms, size_t n, uint64_t N, b
   BA_RETURN_IF(nw > SIZE_MAX / sizeof(uint64_t), BA_ERR_NOMEM);
   uint64_t *bs = (uint64_t *)ba_calloc((size_t)nw, sizeof *bs);
   BA_RETURN_IF(!bs, BA_ERR_NOMEM);
-  ba_bitmap_t *o = NULL;
   int rc = BA_OK;
   for (size_t i = 0; i < n && rc == BA_OK; i++) rc = bs_or_bitmap(bs, bms[i]);
-  if (rc == BA_OK) rc = ba_bitmap_create(out_codec, &o);
-  /* Encode: homogeneous words become runs (merged by the generic layer),
-   * mixed words go in as 64 MSB-first rows. */
-  for (uint64_t i = 0, full = N / 64; i < full && rc == BA_OK; i++) {
-    uint64_t x = bs[i];
-    rc = x == 0 ? ba_bitmap_append_run(o, 0, 64)
-                : x == ~UINT64_C(0) ? ba_bitmap_append_run(o, 1, 64) : ba_bitmap_append_bits(o, x, 64);
-  }
-  if (rc == BA_OK && N % 64) {
-    unsigned k = (unsigned)(N % 64);
-    rc = ba_bitmap_append_bits(o, bs[N / 64] >> (64 - k), k);
-  }
-  if (rc == BA_OK) rc = ba_bitmap_finish(o, N);
+  if (rc == BA_OK) rc = bs_encode(bs, N, out_codec, out);
   ba_free(bs);
-  if (rc < 0) {
-    ba_bitmap_free(o);
-    return rc;
-  }
-  *out = o;
-  return BA_OK;
+  return rc;
 }
 
 int ba_bitmap_or_many(const ba_bitmap_t *const *bms, size_t n, ba_codec_t out_codec,

@@ -8,53 +8,35 @@
  * validates every bitmap it reads, which made that loop the largest single cost
  * of selective queries (35-45% of their CPU) while it went through function
  * pointers, so each codec also has a word loop here that restates the same
- * rules without branches on the data: a sticky `bad` flag collects every
- * reject rule of a word, `total` the groups (bits) it covers; the padding rule
- * looks at the last token only, decoded once after the loop through the inline
- * decoder. Tests (codec/test_codec_corrupt) and the bitmap_deserialize fuzz
- * target check that both accept exactly the same inputs. */
+ * rules without branches on the data: `bad` collects every reject rule of a
+ * word, `total` the groups (bits) it covers; the padding rule looks at the
+ * last token only, decoded once after the loop. Tests
+ * (codec/test_codec_corrupt) and the bitmap_deserialize fuzz target check
+ * that both accept exactly the same inputs. */
 #include "codec/codec_internal.h"
 #include "common/common.h"
-
-#define WAH_W uint32_t
-#define WAH_BITS 32
-#define WAH_PUSH ba_wordvec_push32
-#define WAH_PFX(x) vw32_##x
-#include "codec/wah_tmpl.h"
-#undef WAH_W
-#undef WAH_BITS
-#undef WAH_PUSH
-#undef WAH_PFX
-#define WAH_W uint64_t
-#define WAH_BITS 64
-#define WAH_PUSH ba_wordvec_push64
-#define WAH_PFX(x) vw64_##x
-#include "codec/wah_tmpl.h"
-#undef WAH_W
-#undef WAH_BITS
-#undef WAH_PUSH
-#undef WAH_PFX
 
 #include "codec/compax_impl.h"
 #include "codec/masc_impl.h"
 #include "codec/plwah_impl.h"
 
-typedef void (*bm_dec_init_fn)(ba_dec_t *d, const void *words, size_t nwords);
-typedef int (*bm_dec_next_fn)(ba_dec_t *d, ba_tok_t *tok);
+/* The padding rule: the rows of the last group past nrows are 0. */
+static int bm_pad_ok(unsigned G, uint64_t nrows, const ba_tok_t *last) {
+  if (!G || nrows % G == 0) return 1;
+  uint64_t pad = (UINT64_C(1) << (G - (unsigned)(nrows % G))) - 1; /* fewer than G < 64 bits */
+  return last->kind != BA_TOK_FILL1 && !(last->kind == BA_TOK_LIT && (last->lit & pad));
+}
 
-/* Always inlined, so that each instance below calls its decoder directly
- * (and the compiler inlines that too). */
-static inline __attribute__((always_inline)) int bm_validate_tokens(bm_dec_init_fn dec_init,
-                                                                     bm_dec_next_fn dec_next, unsigned G,
-                                                                     const void *words, size_t nwords,
-                                                                     uint64_t nrows) {
+/* The reference: every token through the codec's decoder. */
+static int bm_validate_tokens(const ba_codec_ops_t *ops, const void *words, size_t nwords, uint64_t nrows) {
+  const unsigned G = ops->group_bits;
   uint64_t expect = G ? nrows / G + (nrows % G != 0) : nrows;
   uint64_t total = 0;
   ba_dec_t d;
   ba_tok_t t = {0, 0, BA_TOK_FILL0}, last = {0, 0, BA_TOK_FILL0};
   int rc;
-  dec_init(&d, words, nwords);
-  while ((rc = dec_next(&d, &t)) == 1) {
+  ops->dec_init(&d, words, nwords);
+  while ((rc = ops->dec_next(&d, &t)) == 1) {
     uint64_t n = t.n;
     if (t.kind == BA_TOK_LIT) {
       BA_RETURN_IF(G == 0 || (t.lit >> G) != 0, BA_ERR_CORRUPT);
@@ -68,41 +50,22 @@ static inline __attribute__((always_inline)) int bm_validate_tokens(bm_dec_init_
   }
   BA_RETURN_IF(rc < 0, BA_ERR_CORRUPT);
   BA_RETURN_IF(total != expect, BA_ERR_CORRUPT);
-  if (G && nrows % G) {
-    unsigned padbits = G - (unsigned)(nrows % G);
-    uint64_t pad = (UINT64_C(1) << padbits) - 1; /* padbits < G < 64 */
-    BA_RETURN_IF(last.kind == BA_TOK_FILL1, BA_ERR_CORRUPT);
-    BA_RETURN_IF(last.kind == BA_TOK_LIT && (last.lit & pad), BA_ERR_CORRUPT);
-  }
-  return BA_OK;
+  return bm_pad_ok(G, nrows, &last) ? BA_OK : BA_ERR_CORRUPT;
 }
 
-/* The last token of valid-looking words (nwords >= 1), for the padding rule. */
-static inline __attribute__((always_inline)) int bm_last_token(bm_dec_init_fn dec_init, bm_dec_next_fn dec_next,
-                                                                const void *last_word, ba_tok_t *last) {
-  ba_dec_t d;
-  ba_tok_t t;
-  int rc;
-  dec_init(&d, last_word, 1);
-  while ((rc = dec_next(&d, &t)) == 1) *last = t;
-  return rc;
-}
-
-/* Applies the total and padding rules once the word loop found no bad word. */
-static inline __attribute__((always_inline)) int bm_validate_end(bm_dec_init_fn dec_init, bm_dec_next_fn dec_next,
-                                                                  unsigned G, const void *words, size_t nwords,
-                                                                  size_t wb, uint64_t nrows, uint64_t expect,
-                                                                  uint64_t total, int bad) {
+/* The total and padding rules once a word loop found no bad word: the last
+ * token comes from decoding the last word alone (no token spans words). */
+static int bm_validate_end(const ba_codec_ops_t *ops, const void *words, size_t nwords, uint64_t nrows,
+                           uint64_t expect, uint64_t total, int bad) {
   BA_RETURN_IF(bad || total != expect, BA_ERR_CORRUPT);
-  if (G && nrows % G) { /* expect >= 1, so nwords >= 1 */
-    ba_tok_t last = {0, 0, BA_TOK_FILL0};
-    BA_RETURN_IF(bm_last_token(dec_init, dec_next, (const uint8_t *)words + (nwords - 1) * wb, &last) < 0,
-                 BA_ERR_CORRUPT);
-    uint64_t pad = (UINT64_C(1) << (G - (unsigned)(nrows % G))) - 1;
-    BA_RETURN_IF(last.kind == BA_TOK_FILL1, BA_ERR_CORRUPT);
-    BA_RETURN_IF(last.kind == BA_TOK_LIT && (last.lit & pad), BA_ERR_CORRUPT);
-  }
-  return BA_OK;
+  if (!nwords) return BA_OK; /* expect = 0: nrows = 0 */
+  ba_dec_t d;
+  ba_tok_t t, last = {0, 0, BA_TOK_FILL0};
+  int rc;
+  ops->dec_init(&d, (const uint8_t *)words + (nwords - 1) * ops->word_bytes, 1);
+  while ((rc = ops->dec_next(&d, &t)) == 1) last = t;
+  BA_RETURN_IF(rc < 0, BA_ERR_CORRUPT);
+  return bm_pad_ok(ops->group_bits, nrows, &last) ? BA_OK : BA_ERR_CORRUPT;
 }
 
 /* Word loops (masks instead of conditionals: GCC turns those into branches,
@@ -125,7 +88,7 @@ static int bm_validate_wah32(const uint32_t *w, size_t n, uint64_t nrows) {
     bad |= (k == 0);
     total += k;
   }
-  return bm_validate_end(vw32_dec_init, vw32_dec_next, 31, w, n, 4, nrows, expect, total, bad);
+  return bm_validate_end(&ba_wah32_ops, w, n, nrows, expect, total, bad);
 }
 
 static int bm_validate_wah64(const uint64_t *w, size_t n, uint64_t nrows) {
@@ -138,7 +101,7 @@ static int bm_validate_wah64(const uint64_t *w, size_t n, uint64_t nrows) {
     total += k; /* cannot wrap before it first passes expect: k, expect < 2^62 */
     bad |= (total > expect);
   }
-  return bm_validate_end(vw64_dec_init, vw64_dec_next, 63, w, n, 8, nrows, expect, total, bad);
+  return bm_validate_end(&ba_wah64_ops, w, n, nrows, expect, total, bad);
 }
 
 static int bm_validate_plwah(const uint32_t *w, size_t n, uint64_t nrows) {
@@ -149,7 +112,7 @@ static int bm_validate_plwah(const uint32_t *w, size_t n, uint64_t nrows) {
     bad |= (int)(m & (cnt == 0));
     total += ((cnt + (pos != 0)) & m) | (1u & ~m); /* a position piggybacks one literal group */
   }
-  return bm_validate_end(plwah_dec_init, plwah_dec_next, 31, w, n, 4, nrows, expect, total, bad);
+  return bm_validate_end(&ba_plwah_ops, w, n, nrows, expect, total, bad);
 }
 
 static int bm_validate_compax(const uint32_t *w, size_t n, uint64_t nrows) {
@@ -187,7 +150,7 @@ static int bm_validate_compax(const uint32_t *w, size_t n, uint64_t nrows) {
     }
     total += k;
   }
-  return bm_validate_end(cx_dec_init, cx_dec_next, 31, w, n, 4, nrows, expect, total, bad);
+  return bm_validate_end(&ba_compax_ops, w, n, nrows, expect, total, bad);
 }
 
 
@@ -216,8 +179,7 @@ static int bm_validate_masc(const uint32_t *w, size_t n, uint64_t nrows, uint32_
 
 int ba_bm_validate(const ba_codec_ops_t *ops, const void *words, size_t nwords, uint64_t nrows,
                    int generic) {
-  if (generic || nwords > BM_VEC_WORDS)
-    return bm_validate_tokens(ops->dec_init, ops->dec_next, ops->group_bits, words, nwords, nrows);
+  if (generic || nwords > BM_VEC_WORDS) return bm_validate_tokens(ops, words, nwords, nrows);
   switch (ops->id) {
     case BA_CODEC_WAH32: return bm_validate_wah32((const uint32_t *)words, nwords, nrows);
     case BA_CODEC_WAH64: return bm_validate_wah64((const uint64_t *)words, nwords, nrows);
@@ -225,6 +187,6 @@ int ba_bm_validate(const ba_codec_ops_t *ops, const void *words, size_t nwords, 
     case BA_CODEC_COMPAX: return bm_validate_compax((const uint32_t *)words, nwords, nrows);
     case BA_CODEC_MASC: return bm_validate_masc((const uint32_t *)words, nwords, nrows, 0);
     case BA_CODEC_MASC_QT: return bm_validate_masc((const uint32_t *)words, nwords, nrows, 1);
-    default: return bm_validate_tokens(ops->dec_init, ops->dec_next, ops->group_bits, words, nwords, nrows);
+    default: return bm_validate_tokens(ops, words, nwords, nrows);
   }
 }
