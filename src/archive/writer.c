@@ -88,6 +88,11 @@ struct slice {
   job_t *cur;
   ba_olsh_t *olsh;
   uint64_t last_use;
+  /* A group of this slice failed to be built or written: the journal may end
+   * in a torn group and misses rows the slice counted, so nothing more is
+   * appended and the slice is never finished; the journal is left for
+   * recovery, which keeps its complete groups (doc/format.md §5). */
+  int failed;
 };
 
 typedef struct tctx {
@@ -244,10 +249,13 @@ static void *worker_run(void *arg) {
   return NULL;
 }
 
-/* Appends a finished row group to its slice's journal (one writev). */
+/* Appends a finished row group to its slice's journal at sl->off (one
+ * pwritev; the offset recorded for the group is where its bytes go). */
 static int job_write(ba_store_writer_t *w, job_t *j) {
   slice_t *sl = j->sl;
+  if (sl->failed) return w->err < 0 ? w->err : BA_ERR_IO; /* nothing after a hole */
   if (j->rc < 0) {
+    sl->failed = 1;
     set_err(w, j->rc, "%s: building row group %u failed: %s", sl->name, j->group,
             ba_strerror(j->rc));
     return j->rc;
@@ -277,11 +285,13 @@ static int job_write(ba_store_writer_t *w, job_t *j) {
     len += j->out_len[c];
   }
   if (len > UINT32_MAX) {
+    sl->failed = 1;
     set_err(w, BA_ERR_OVERFLOW, "%s: row group %u too large", sl->name, j->group);
     return BA_ERR_OVERFLOW;
   }
   e.len = (uint32_t)len;
-  /* writev may be partial: finish with plain writes. */
+  /* pwritev may be partial: continue where it stopped. A failure leaves a
+   * torn group at the end of the journal: the slice is then failed. */
   size_t done = 0;
   while (done < len) {
     size_t skip = done;
@@ -293,17 +303,24 @@ static int job_write(ba_store_writer_t *w, job_t *j) {
       v[nv].iov_base = (uint8_t *)iov[i].iov_base + (i == k ? skip : 0);
       v[nv].iov_len = iov[i].iov_len - (i == k ? skip : 0);
     }
-    ssize_t r = writev(sl->fd, v, nv);
+    ssize_t r = pwritev(sl->fd, v, nv, (off_t)(sl->off + done));
     if (r < 0 && errno == EINTR) continue;
     if (r <= 0) {
-      set_err(w, BA_ERR_IO, "%s: write: %s", sl->open_name, strerror(errno));
+      sl->failed = 1;
+      set_err(w, BA_ERR_IO, "%s: write of row group %u at offset %llu: %s", sl->open_name, j->group,
+              (unsigned long long)(sl->off + done), r < 0 ? strerror(errno) : "nothing written");
       return BA_ERR_IO;
     }
     done += (size_t)r;
   }
   if (sl->ngroups == sl->cap_groups) {
     void *p = sl->groups;
-    BA_FORWARD(ba_grow(&p, &sl->cap_groups, sl->ngroups + 1, sizeof(ba_group_ent_t)));
+    int rc = ba_grow(&p, &sl->cap_groups, sl->ngroups + 1, sizeof(ba_group_ent_t));
+    if (rc < 0) {
+      sl->failed = 1;
+      set_err(w, rc, "%s: row group %u: %s", sl->name, j->group, ba_strerror(rc));
+      return rc;
+    }
     sl->groups = p;
   }
   sl->groups[sl->ngroups++] = e;
@@ -472,6 +489,12 @@ static int slice_close(ba_store_writer_t *w, slice_t *sl) {
   }
   int r = drain(w);
   if (r < 0 && rc == BA_OK) rc = r;
+  if (sl->failed) {
+    /* Never publish it: the journal stays for recovery. */
+    if (rc == BA_OK) rc = w->err < 0 ? w->err : BA_ERR_IO;
+    slice_free(sl);
+    return rc;
+  }
   if (rc == BA_OK && sl->rows == 0) {
     unlinkat(w->dirfd, sl->open_name, 0);
     slice_free(sl);
