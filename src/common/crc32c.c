@@ -1,11 +1,14 @@
 /* CRC32C (Castagnoli, reflected polynomial 0x82F63B78), slicing-by-8.
  * Check value: crc32c("123456789") = 0xE3069283. */
+#include <pthread.h>
 #include <string.h>
 
 #include "common/common.h"
 
+/* Tables are built once per process (pthread_once: no thread reads a table
+ * another thread is still writing). */
 static uint32_t g_table[8][256];
-static int g_ready;
+static pthread_once_t g_table_once = PTHREAD_ONCE_INIT;
 
 static void crc32c_init(void) {
   for (uint32_t i = 0; i < 256; i++) {
@@ -15,7 +18,6 @@ static void crc32c_init(void) {
   }
   for (uint32_t i = 0; i < 256; i++)
     for (int t = 1; t < 8; t++) g_table[t][i] = (g_table[t - 1][i] >> 8) ^ g_table[0][g_table[t - 1][i] & 0xff];
-  __atomic_store_n(&g_ready, 1, __ATOMIC_RELEASE);
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -29,7 +31,8 @@ static void crc32c_init(void) {
 #define CRC_SHORT 256u
 
 static uint32_t g_shift_long[4][256], g_shift_short[4][256];
-static int g_shift_ready;
+static int g_hw; /* the CPU has the instruction; set with the shift tables, once */
+static pthread_once_t g_hw_once = PTHREAD_ONCE_INIT;
 
 __attribute__((target("sse4.2"))) static void crc32c_shift_init(uint32_t t[4][256], size_t n) {
   uint32_t col[32]; /* the shift of each single-bit register */
@@ -72,11 +75,6 @@ __attribute__((target("sse4.2"))) static uint32_t crc32c_hw(uint32_t crc, const 
                                                            size_t len) {
   uint64_t c = ~crc;
   if (len >= 3 * CRC_SHORT) {
-    if (!__atomic_load_n(&g_shift_ready, __ATOMIC_ACQUIRE)) { /* racing threads write the same tables */
-      crc32c_shift_init(g_shift_long, CRC_LONG);
-      crc32c_shift_init(g_shift_short, CRC_SHORT);
-      __atomic_store_n(&g_shift_ready, 1, __ATOMIC_RELEASE);
-    }
     for (; len >= 3 * CRC_LONG; p += 3 * CRC_LONG, len -= 3 * CRC_LONG)
       c = crc32c_3way(c, p, CRC_LONG, (const uint32_t(*)[256])g_shift_long);
     for (; len >= 3 * CRC_SHORT; p += 3 * CRC_SHORT, len -= 3 * CRC_SHORT)
@@ -94,22 +92,22 @@ __attribute__((target("sse4.2"))) static uint32_t crc32c_hw(uint32_t crc, const 
   return ~c32;
 }
 
-static int g_hw; /* 0 unknown, 1 yes, 2 no */
+static void crc32c_hw_init(void) {
+  __builtin_cpu_init();
+  if (!__builtin_cpu_supports("sse4.2")) return;
+  crc32c_shift_init(g_shift_long, CRC_LONG);
+  crc32c_shift_init(g_shift_short, CRC_SHORT);
+  g_hw = 1;
+}
 #endif
 
 uint32_t ba_crc32c(uint32_t crc, const void *data, size_t len) {
   const uint8_t *p = (const uint8_t *)data;
 #if defined(__x86_64__) && defined(__GNUC__)
-  int hw = __atomic_load_n(&g_hw, __ATOMIC_RELAXED);
-  if (BA_UNLIKELY(hw == 0)) {
-    __builtin_cpu_init();
-    hw = __builtin_cpu_supports("sse4.2") ? 1 : 2;
-    __atomic_store_n(&g_hw, hw, __ATOMIC_RELAXED);
-  }
-  if (hw == 1) return crc32c_hw(crc, p, len);
+  pthread_once(&g_hw_once, crc32c_hw_init);
+  if (g_hw) return crc32c_hw(crc, p, len);
 #endif
-  /* Initialising twice from two threads writes the same values: benign. */
-  if (!__atomic_load_n(&g_ready, __ATOMIC_ACQUIRE)) crc32c_init();
+  pthread_once(&g_table_once, crc32c_init);
   crc = ~crc;
   while (len >= 8) {
     uint32_t lo = ba_load_le32(p) ^ crc, hi = ba_load_le32(p + 4);
