@@ -153,9 +153,6 @@ static int bm_validate_compax(const uint32_t *w, size_t n, uint64_t nrows) {
   return bm_validate_end(&ba_compax_ops, w, n, nrows, expect, total, bad);
 }
 
-
-
-
 /* MASC words cover a run and its carried ones; qt: the type tag bit 30 of a
  * 1-fill must be 1 (MASC-QT) or 0 (MASC). Bit runs have no padding rule. */
 static int bm_validate_masc(const uint32_t *w, size_t n, uint64_t nrows, uint32_t qt) {
