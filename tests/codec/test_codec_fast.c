@@ -90,6 +90,19 @@ static int same_words(const ba_bitmap_t *a, const ba_bitmap_t *b) {
 
 static int is_run_codec(ba_codec_t c) { return c == BA_CODEC_MASC || c == BA_CODEC_MASC_QT; }
 
+/* a op b into codec oc, through ba_bitmap_op (fast paths) and
+ * ba_bitmap_op_generic: 1 if both give the canonical encoding of res. */
+static int op_matches(int op, const ba_bitmap_t *a, const ba_bitmap_t *b, ba_codec_t oc, const ba_ref_t *res) {
+  ba_bitmap_t *f, *g, *e = build(oc, res);
+  assert_int_equal(ba_bitmap_op((ba_op_t)op, a, b, oc, &f), BA_OK);
+  assert_int_equal(ba_bitmap_op_generic(op, a, b, oc, &g), BA_OK);
+  int ok = same_words(f, e) && same_words(g, e);
+  ba_bitmap_free(f);
+  ba_bitmap_free(g);
+  ba_bitmap_free(e);
+  return ok;
+}
+
 /* ---- group codecs: a sparse operand against a literal-dense one ---- */
 
 /* Same-codec pairs of WAH32, WAH64, PLWAH and COMPAX where one operand is
@@ -132,16 +145,10 @@ static void test_group_skip(void **state) {
           assert_int_equal(ba_ref_op(op, ra, rb, &res), BA_OK);
           const ba_codec_t outs[2] = {c, c == BA_CODEC_WAH64 ? BA_CODEC_WAH32 : BA_CODEC_WAH64};
           for (int o = 0; o < 2; o++) {
-            ba_bitmap_t *f, *g, *e = build(outs[o], &res);
-            assert_int_equal(ba_bitmap_op((ba_op_t)op, a, b, outs[o], &f), BA_OK);
-            assert_int_equal(ba_bitmap_op_generic(op, a, b, outs[o], &g), BA_OK);
-            if (!same_words(f, e) || !same_words(g, e))
+            if (!op_matches(op, a, b, outs[o], &res))
               fail_msg("op %d %s sparse%s dense -> %s n=%llu gap=%llu", op, ba_codec_name(c),
                        swap ? " (second)" : "", ba_codec_name(outs[o]), (unsigned long long)n,
                        (unsigned long long)gap);
-            ba_bitmap_free(f);
-            ba_bitmap_free(g);
-            ba_bitmap_free(e);
           }
           if (op == BA_OP_AND) {
             uint64_t cnt;
@@ -178,15 +185,9 @@ static void test_masc_ops(void **state) {
     for (int op = BA_OP_AND; op <= BA_OP_ANDNOT; op++) {
       assert_int_equal(ba_ref_op(op, &ra, &rb, &res), BA_OK);
       for (size_t oc = 0; oc < g_ncodecs; oc++) {
-        ba_bitmap_t *f, *g, *e = build(g_codecs[oc], &res);
-        assert_int_equal(ba_bitmap_op((ba_op_t)op, a, b, g_codecs[oc], &f), BA_OK);
-        assert_int_equal(ba_bitmap_op_generic(op, a, b, g_codecs[oc], &g), BA_OK);
-        if (!same_words(f, e) || !same_words(g, e))
+        if (!op_matches(op, a, b, g_codecs[oc], &res))
           fail_msg("op %d %s x %s -> %s na=%llu nb=%llu", op, ba_codec_name(ca), ba_codec_name(cb),
                    ba_codec_name(g_codecs[oc]), (unsigned long long)na, (unsigned long long)nb);
-        ba_bitmap_free(f);
-        ba_bitmap_free(g);
-        ba_bitmap_free(e);
       }
       if (op == BA_OP_AND) {
         uint64_t c;
