@@ -314,12 +314,10 @@ static int select_values(segctx_t *c, const vpred_t *p, vsel_t *s) {
   return 0;
 }
 
-/* OR of the bitmaps of every present value the predicate accepts (see
- * select_values). */
-static int or_values(segctx_t *c, const vpred_t *p, pb_t *out) {
-  vsel_t sel;
+/* OR of the bitmaps of every present value the predicate accepts, as
+ * select_values chose them (sel, c->vals). */
+static int or_selected(segctx_t *c, const vpred_t *p, vsel_t sel, pb_t *out) {
   ba_attr_t attr = p->attr;
-  BA_FORWARD(select_values(c, p, &sel));
   if (sel.est.hi == ES_NONE) {
     *out = pb_none();
     if (c->ex) sb_add(c->ex, "%s:{}", ba_attr_name(attr));
@@ -375,6 +373,12 @@ done:
   ba_free(own);
   ba_free(bms);
   return rc;
+}
+
+static int or_values(segctx_t *c, const vpred_t *p, pb_t *out) {
+  vsel_t sel;
+  BA_FORWARD(select_values(c, p, &sel));
+  return or_selected(c, p, sel, out);
 }
 
 typedef struct { uint64_t lo, hi; } binctx_t;
@@ -821,12 +825,10 @@ static int and_step(segctx_t *c, pres_t *acc, pres_t x) {
  * is a sparse exact bitmap and the term a few values of one attribute: each
  * AND steps over the value bitmap under acc's long 0-fills, and the OR joins
  * sparse results, where the OR of dense value bitmaps (a popular last address
- * byte, ports) would build a dense bitmap only to AND it away. 1 = does not
- * apply (acc and the term are untouched). */
-static int and_values_each(segctx_t *c, pres_t *acc, const vpred_t *p) {
+ * byte, ports) would build a dense bitmap only to AND it away. sel and
+ * c->vals come from select_values. 1 = does not apply (acc is untouched). */
+static int and_values_each(segctx_t *c, pres_t *acc, const vpred_t *p, vsel_t sel) {
   if (acc->hi.kind != PB_BM || !pb_same(acc->lo, acc->hi) || !pb_sparse(c, acc->hi)) return 1;
-  vsel_t sel;
-  BA_FORWARD(select_values(c, p, &sel));
   if (sel.est.hi != ES_SOME || sel.use_compl || sel.k < 2 || sel.k > EACH_MAX) return 1;
   uint32_t vals[EACH_MAX];
   memcpy(vals, c->vals, sel.k * sizeof(*vals));
@@ -859,12 +861,18 @@ static int and_values_each(segctx_t *c, pres_t *acc, const vpred_t *p) {
 
 /* acc AND one operand of a flattened AND chain. */
 static int and_term(segctx_t *c, pres_t *acc, const term_t *t) {
-  if (!t->node) {
-    int rc = and_values_each(c, acc, &t->vp);
-    if (rc <= 0) return rc;
-  }
   pres_t x;
-  BA_FORWARD(eval_term(c, t, &x));
+  if (t->node) {
+    BA_FORWARD(plan_node(c, t->node, &x));
+  } else { /* the values are selected once, for either way */
+    vsel_t sel;
+    BA_FORWARD(select_values(c, &t->vp, &sel));
+    int rc = and_values_each(c, acc, &t->vp, sel);
+    if (rc <= 0) return rc;
+    pb_t p;
+    BA_FORWARD(or_selected(c, &t->vp, sel, &p));
+    x = pres_exact(p);
+  }
   return and_step(c, acc, x);
 }
 
