@@ -1,5 +1,6 @@
 /* bitarc: a network-traffic archive indexed by compressed bitmaps.
- * The umbrella header; include what you need or this. */
+ * The umbrella header: the whole public API (or include the parts you use).
+ * Link with `pkg-config --cflags --libs bitarc` (add --static for libbitarc.a). */
 #ifndef BITARC_BITARC_H
 #define BITARC_BITARC_H
 
@@ -7,6 +8,9 @@
 #include "bitarc/bitmap.h"
 #include "bitarc/record.h"
 #include "bitarc/store.h"
+#include "bitarc/query.h"
+#include "bitarc/ingest.h"
+#include "bitarc/gpu.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -1,0 +1,40 @@
+# What `cmake --install` puts where. Included by the top-level CMakeLists.txt.
+
+# bitarc.pc: the prefix is written at install time (install(CODE) below), so
+# `cmake --install build --prefix P` and DESTDIR staging both give a correct
+# file. Directories under the prefix stay ${prefix}-relative when they are.
+foreach(d LIBDIR INCLUDEDIR)
+  if(IS_ABSOLUTE "${CMAKE_INSTALL_${d}}")
+    set(BA_PC_${d} "${CMAKE_INSTALL_${d}}")
+  else()
+    set(BA_PC_${d} "\${prefix}/${CMAKE_INSTALL_${d}}")
+  endif()
+endforeach()
+# Static linking needs what the objects inside libbitarc.a use beyond the
+# Requires.private packages: the C++ runtime and OpenMP for the OMP device
+# pipelines, libdl for the GPU module loader, pthreads and libm.
+set(BA_PC_LIBS_PRIVATE "")
+if(BA_HAVE_OMP_DEVICE)
+  string(APPEND BA_PC_LIBS_PRIVATE " ${OpenMP_CXX_FLAGS}")
+endif()
+if(BA_HAVE_OMP_DEVICE OR BA_HAVE_CUDA)
+  string(APPEND BA_PC_LIBS_PRIVATE " -lstdc++")
+endif()
+foreach(l ${CMAKE_DL_LIBS})
+  string(APPEND BA_PC_LIBS_PRIVATE " -l${l}")
+endforeach()
+string(APPEND BA_PC_LIBS_PRIVATE " -lpthread -lm")
+string(STRIP "${BA_PC_LIBS_PRIVATE}" BA_PC_LIBS_PRIVATE)
+set(BA_PC_PREFIX "@BA_PC_PREFIX@") # kept for the install-time pass
+configure_file(${CMAKE_SOURCE_DIR}/cmake/bitarc.pc.in ${CMAKE_BINARY_DIR}/bitarc.pc.stage @ONLY)
+install(CODE "
+  set(BA_PC_PREFIX \"\${CMAKE_INSTALL_PREFIX}\")
+  configure_file(\"${CMAKE_BINARY_DIR}/bitarc.pc.stage\" \"${CMAKE_BINARY_DIR}/install/bitarc.pc\" @ONLY)
+" COMPONENT dev)
+install(FILES ${CMAKE_BINARY_DIR}/install/bitarc.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig
+  COMPONENT dev)
+
+install(TARGETS bitarc_cli RUNTIME COMPONENT bin)
+install(TARGETS bitarc_shared LIBRARY COMPONENT lib NAMELINK_COMPONENT dev)
+install(TARGETS bitarc ARCHIVE COMPONENT dev)
+install(DIRECTORY include/bitarc DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT dev)
