@@ -39,7 +39,8 @@ typedef enum ba_reorder { BA_REORDER_NONE = 0, BA_REORDER_OLSH = 1 } ba_reorder_
 
 typedef struct ba_store_opts {
   ba_codec_t codec;           /* index codec (default plwah, chosen by measurement: bench/RESULTS.md) */
-  ba_compress_t compress;     /* default LZO, as NET-FLi */
+  ba_compress_t compress;     /* default none: 3.0 blocks are bit-packed and addressable; a compressor is kept
+                                 per block only where it saves 1/8 (doc/format.md §7.1, §7.6) */
   uint32_t block_rows;        /* default 4000 */
   uint32_t slice_seconds;     /* default 3600 */
   uint32_t time_bin_seconds;  /* start-time index bin width, default 60 */
@@ -152,6 +153,13 @@ typedef enum ba_col {
   BA_COL_MISC = 1u << 27,      /* received_ns, aggr_flows */
   BA_COL_ALL = 0x0FFFFFFFu
 } ba_col_t;
+
+/* Bytes on disk of each column, summed over the segment's row groups
+ * (block headers included; a column absent from a group counts 0): bytes[c]
+ * for column id c < *ncols (at most 32; ids as ba_segment_column_name). */
+int ba_segment_column_bytes(ba_segment_t *seg, uint64_t bytes[32], unsigned *ncols);
+/* Name of column id c ("first", "src", ..., "meta", "out", ...), or NULL. */
+const char *ba_segment_column_name(unsigned c);
 
 /* Reads the given rows (ascending) decompressing only the blocks holding them
  * and only the columns asked for; fn receives records in row order (fields not

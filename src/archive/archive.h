@@ -12,7 +12,7 @@
 #define BA_SEG_MAGIC "BITARCSG"
 #define BA_SEG_END_MAGIC "BASEGEND"
 #define BA_BLK_MAGIC "BABK"
-#define BA_SEG_MAJOR 2
+#define BA_SEG_MAJOR 3
 #define BA_SEG_MINOR 0
 #define BA_SEG_HDR_BYTES 64u
 #define BA_SEG_FOOTER_BYTES 80u
@@ -21,8 +21,12 @@
 
 enum { BA_BLK_GROUP = 1, BA_BLK_COLUMN = 2, BA_BLK_IDXDIR = 3, BA_BLK_TABLE = 4 };
 
-/* Column ids: bit numbers of ba_col_t, then META (kind, ipver; always read). */
-#define BA_NCOLS 17
+/* Column ids: 0..15 are bit numbers of ba_col_t, 16 is META (kind, ipver;
+ * always read), 17..28 (3.0) are ba_col_t bits 16..27 (ba_col_bit). */
+#define BA_NCOLS2 17 /* columns of 1.0 and 2.0 segments */
+#define BA_NCOLS3 29 /* columns of 3.0 segments */
+#define BA_NCOLS_MAX BA_NCOLS3
+static inline unsigned ba_seg_ncols(int major) { return major >= 3 ? BA_NCOLS3 : BA_NCOLS2; }
 #define BA_COLID_FRAME 15
 #define BA_COLID_META 16
 #define BA_MAX_CAPLEN 262144u
@@ -31,8 +35,9 @@ enum { BA_BLK_GROUP = 1, BA_BLK_COLUMN = 2, BA_BLK_IDXDIR = 3, BA_BLK_TABLE = 4 
  * (row ids stay 32-bit for the batch builder). */
 #define BA_SEG_MAX_ROWS (1ull << 31)
 
-#define BA_GROUP_PAYLOAD_BYTES (24u + 4u * BA_NCOLS)
-#define BA_TABLE_ENTRY_BYTES (16u + 4u * BA_NCOLS)
+/* GROUP payload and TABLE entry sizes for a segment of nc columns. */
+static inline uint32_t ba_group_payload_bytes(unsigned nc) { return 24u + 4u * nc; }
+static inline uint32_t ba_table_entry_bytes(unsigned nc) { return 16u + 4u * nc; }
 
 typedef struct ba_blk_hdr {
   uint8_t type, col, compress;
@@ -53,10 +58,12 @@ int ba_compress_block(ba_compress_t c, const uint8_t *src, size_t n, uint8_t *ds
 int ba_decompress_block(ba_compress_t c, const uint8_t *src, size_t n, uint8_t *dst, size_t raw);
 
 /* ---- columns ---- */
-/* Column layouts by segment major version (doc/format.md §3): 1 = byte
+/* Column layouts by segment major version (doc/format.md §3, §7): 1 = byte
  * planes of fixed width; 2 = per-block transformed, bit-packed integers
  * (a BA_COL2_FIELD_HDR-byte header per integer field) and byte-plane
- * addresses, so the raw length varies. */
+ * addresses, so the raw length varies; 3 = 29 columns, integers only,
+ * bit-packed, and a column that is all zero in a group is absent: its
+ * ba_col_encode length is 0. */
 #define BA_COL2_FIELD_HDR 24u
 /* Smallest valid raw length of column `col` for n rows (frame bytes apart),
  * and the most ba_col_encode writes (frames: their caplen bytes come from
@@ -81,6 +88,11 @@ int ba_col_decode(int major, int col, const uint8_t *raw, size_t raw_len, size_t
 uint32_t ba_col_deps(int major, int col);
 /* Zeroes the fields of column `col` in recs[0..n). */
 void ba_col_clear(int col, ba_record_t *recs, size_t n);
+/* 3.0 only: decodes rows rows[0..k) (ascending, < n) of a block into
+ * out[0..k) without decoding the others (columns named by ba_col_deps
+ * first). Other majors: BA_ERR_INVALID. */
+int ba_col_decode_rows(int major, int col, const uint8_t *raw, size_t raw_len, size_t n,
+                       const uint32_t *rows, size_t k, ba_record_t *out);
 
 /* ---- index attribute values ---- */
 /* Domain (values < domain) of each attribute for a segment's parameters. */
@@ -112,8 +124,13 @@ int ba_seg_footer_decode(const uint8_t in[BA_SEG_FOOTER_BYTES], ba_seg_footer_t 
 typedef struct ba_group_ent {
   uint64_t off;
   uint32_t rows, len;
-  uint32_t col_off[BA_NCOLS];
+  uint32_t col_off[BA_NCOLS_MAX]; /* 3.0: 0 = absent column (all zero) */
 } ba_group_ent_t;
+
+/* Checks a GROUP block payload (doc/format.md §2.3, §7.1) of group gi:
+ * *rows gets its rows, lens[0..ncols) its column block lengths (0: absent). */
+int ba_group_check(const uint8_t *p, uint32_t raw_len, int major, uint32_t gi, uint32_t block_rows,
+                   uint32_t *rows, uint32_t lens[BA_NCOLS_MAX]);
 
 /* Reads a whole block at off (header + payload) from fd of size fsize,
  * checking header and payload CRCs. *buf is grown as needed (payload at
@@ -134,6 +151,7 @@ typedef struct ba_seg_finish {
   uint64_t end;
   const ba_group_ent_t *groups;
   uint32_t ngroups;
+  unsigned ncols; /* of the segment's version (ba_seg_ncols) */
   uint64_t rows, min_first, max_first;
   uint32_t kinds;
   ba_idx_attr_t *attrs; /* BA_ATTR_COUNT */

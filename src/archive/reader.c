@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "archive/archive.h"
+#include "archive/col3.h"
 #include "common/common.h"
 
 typedef struct colcache {
@@ -41,12 +42,14 @@ struct ba_segment {
   uint32_t ar_lo[BA_ATTR_COUNT], ar_hi[BA_ATTR_COUNT];
   uint8_t *bmbuf; /* scratch for one serialized bitmap */
   size_t bmcap;
-  colcache_t cache[BA_NCOLS];
+  colcache_t cache[BA_NCOLS_MAX];
   uint8_t *cbuf;
   size_t ccap;
   ba_record_t *recs; /* decoded group */
   int64_t recs_group;
-  uint32_t recs_mask;
+  uint32_t recs_mask;  /* column ids decoded into recs */
+  uint32_t recs_dirty; /* column ids whose fields may be non-zero in recs */
+  unsigned ncols;      /* ba_seg_ncols(h.major) */
 };
 
 struct ba_store {
@@ -71,7 +74,7 @@ static void seg_release(ba_segment_t *g) {
   ba_free(g->dir);
   g->dir = NULL;
   g->ndir = 0;
-  for (int c = 0; c < BA_NCOLS; c++) {
+  for (int c = 0; c < BA_NCOLS_MAX; c++) {
     ba_free(g->cache[c].raw);
     g->cache[c] = (colcache_t){.group = -1};
   }
@@ -84,6 +87,7 @@ static void seg_release(ba_segment_t *g) {
   ba_free(g->recs);
   g->recs = NULL;
   g->recs_group = -1;
+  g->recs_dirty = 0;
   if (g->open_rc == BA_OK) {
     g->table_rc = 1;
     g->dir_rc = 1;
@@ -117,7 +121,8 @@ static int seg_validate(ba_segment_t *g) {
   g->table_rc = 1;
   g->dir_rc = 1;
   g->recs_group = -1;
-  for (int c = 0; c < BA_NCOLS; c++) g->cache[c].group = -1;
+  g->ncols = ba_seg_ncols(g->h.major);
+  for (int c = 0; c < BA_NCOLS_MAX; c++) g->cache[c].group = -1;
   return BA_OK;
 }
 
@@ -127,12 +132,12 @@ static int load_table(ba_segment_t *g) {
   int rc = ba_blk_read(g->fd, g->f.table_off, g->fsize - BA_SEG_FOOTER_BYTES, &h, &g->cbuf, &g->ccap);
   size_t n = g->f.ngroups;
   if (rc == BA_OK && (h.type != BA_BLK_TABLE || h.compress != BA_COMPRESS_NONE ||
-                      h.raw_len != (uint64_t)n * BA_TABLE_ENTRY_BYTES))
+                      h.raw_len != (uint64_t)n * ba_table_entry_bytes(g->ncols)))
     rc = BA_ERR_CORRUPT;
   if (rc == BA_OK && !(g->groups = ba_malloc(n * sizeof *g->groups))) rc = BA_ERR_NOMEM;
   uint64_t br = g->h.block_rows;
   for (size_t i = 0; rc == BA_OK && i < n; i++) {
-    const uint8_t *e = g->cbuf + i * BA_TABLE_ENTRY_BYTES;
+    const uint8_t *e = g->cbuf + i * ba_table_entry_bytes(g->ncols);
     ba_group_ent_t *ge = &g->groups[i];
     ge->off = ba_load_le64(e);
     ge->rows = ba_load_le32(e + 8);
@@ -141,9 +146,10 @@ static int load_table(ba_segment_t *g) {
     if (ge->rows != want || ge->off < BA_SEG_HDR_BYTES || ge->off > g->f.index_off ||
         ge->len > g->f.index_off - ge->off)
       rc = BA_ERR_CORRUPT;
-    for (int c = 0; rc == BA_OK && c < BA_NCOLS; c++) {
+    for (unsigned c = 0; rc == BA_OK && c < g->ncols; c++) {
       ge->col_off[c] = ba_load_le32(e + 16 + 4 * c);
-      if (ge->col_off[c] < BA_BLK_HDR_BYTES + BA_GROUP_PAYLOAD_BYTES || ge->col_off[c] > ge->len ||
+      if (ge->col_off[c] == 0 && g->h.major >= 3 && c != BA_COLID_META) continue; /* absent */
+      if (ge->col_off[c] < BA_BLK_HDR_BYTES + ba_group_payload_bytes(g->ncols) || ge->col_off[c] > ge->len ||
           BA_BLK_HDR_BYTES > ge->len - ge->col_off[c])
         rc = BA_ERR_CORRUPT;
     }
@@ -491,9 +497,45 @@ void ba_segment_release(ba_segment_t *g) {
   if (g) seg_release(g);
 }
 
+/* ---------- per-column bytes ---------- */
+const char *ba_segment_column_name(unsigned c) {
+  static const char *const names[BA_NCOLS_MAX] = {
+      "first", "last", "src", "dst", "ports", "proto", "flags", "tos", "as", "if",
+      "packets", "bytes", "exporter", "vlan", "icmp", "frame", "meta", "out", "nexthop", "mask",
+      "dsttos", "engine", "sampling", "nat", "fw", "mpls", "mac", "bgpas", "misc"};
+  return c < BA_NCOLS_MAX ? names[c] : NULL;
+}
+
+int ba_segment_column_bytes(ba_segment_t *g, uint64_t bytes[32], unsigned *ncols) {
+  BA_RETURN_IF(!g || !bytes || !ncols, BA_ERR_INVALID);
+  BA_FORWARD(load_table(g));
+  memset(bytes, 0, 32 * sizeof *bytes);
+  *ncols = g->ncols;
+  for (uint32_t gi = 0; gi < g->f.ngroups; gi++) {
+    const ba_group_ent_t *ge = &g->groups[gi];
+    for (unsigned c = 0; c < g->ncols; c++) {
+      if (!ge->col_off[c]) continue;
+      uint32_t end = ge->len; /* the next present column's block starts where this one ends */
+      for (unsigned d = c + 1; d < g->ncols; d++)
+        if (ge->col_off[d]) {
+          end = ge->col_off[d];
+          break;
+        }
+      bytes[c] += end >= ge->col_off[c] ? end - ge->col_off[c] : 0;
+    }
+  }
+  return BA_OK;
+}
+
 /* ---------- row groups ---------- */
+/* Column c of group gi, read, CRC-checked and decompressed into cc; an
+ * absent 3.0 column (all zero) gives len 0 and raw NULL. */
 static int read_col_block(ba_segment_t *g, uint32_t gi, int c, colcache_t *cc) {
   const ba_group_ent_t *ge = &g->groups[gi];
+  if (ge->col_off[c] == 0) { /* absent (load_table allows it in 3.0 only) */
+    cc->len = 0;
+    return BA_OK;
+  }
   ba_blk_hdr_t h;
   uint64_t gend = ge->off + ge->len;
   BA_FORWARD(ba_blk_read(g->fd, ge->off + ge->col_off[c], gend, &h, &g->cbuf, &g->ccap));
@@ -521,37 +563,58 @@ static int load_col(ba_segment_t *g, uint32_t gi, int c) {
   return cc->rc;
 }
 
-/* Decodes the columns of `mask` (plus META) of group gi into g->recs. On
- * damage returns the error and names the block in the store's errmsg. */
-static int decode_group(ba_segment_t *g, uint32_t gi, uint32_t mask) {
-  mask |= 1u << BA_COLID_META;
+static int col_damaged(ba_segment_t *g, uint32_t gi, int c, int rc) {
+  const ba_group_ent_t *ge = &g->groups[gi];
+  g->cache[c].group = gi;
+  g->cache[c].rc = rc;
+  serr(g->store, "%s: block %u column %d (offset %llu): %s", g->name, gi, c,
+       (unsigned long long)(ge->off + ge->col_off[c]), ba_strerror(rc));
+  return rc;
+}
+
+/* Column ids (bit c = column c) holding the fields of ba_col_t mask cols,
+ * plus META and the columns they are stored relative to. */
+static uint32_t cols_needed(const ba_segment_t *g, uint32_t cols, uint32_t *asked) {
+  uint32_t ids = 1u << BA_COLID_META;
+  for (unsigned c = 0; c < g->ncols; c++)
+    if (cols & ba_col_bit((int)c)) ids |= 1u << c;
+  *asked = ids;
+  for (unsigned c = 0; c < g->ncols; c++)
+    if (ids & (1u << c)) ids |= ba_col_deps(g->h.major, (int)c);
+  return ids;
+}
+
+/* Decodes the columns `mask` (column ids, with META) of group gi into
+ * g->recs; fields of other columns are zero. On damage returns the error
+ * and names the block in the store's errmsg. */
+static int decode_group(ba_segment_t *g, uint32_t gi, uint32_t need, uint32_t mask) {
   if (g->recs_group == (int64_t)gi && g->recs_mask == mask) return BA_OK;
   g->recs_group = -1;
   const ba_group_ent_t *ge = &g->groups[gi];
   if (!g->recs) {
-    g->recs = ba_malloc((size_t)g->h.block_rows * sizeof *g->recs);
+    g->recs = ba_calloc(g->h.block_rows, sizeof *g->recs);
     BA_RETURN_IF(!g->recs, BA_ERR_NOMEM);
+    g->recs_dirty = 0;
   }
-  memset(g->recs, 0, (size_t)ge->rows * sizeof *g->recs);
-  /* Columns stored relative to another (2.0 LAST) need that one first. */
-  uint32_t need = mask;
-  for (int c = 0; c < BA_NCOLS; c++)
-    if (mask & (1u << c)) need |= ba_col_deps(g->h.major, c);
-  for (int c = 0; c < BA_NCOLS; c++) {
+  /* Only what an earlier group left behind is cleared: records are large
+   * (every extended field) and most columns are rewritten below. */
+  for (unsigned c = 0; c < g->ncols; c++)
+    if ((g->recs_dirty & ~need) & (1u << c)) ba_col_clear((int)c, g->recs, g->h.block_rows);
+  g->recs_dirty |= need;
+  for (unsigned c = 0; c < g->ncols; c++) {
     if (!(need & (1u << c))) continue;
-    int rc = load_col(g, gi, c);
-    if (rc == BA_OK)
-      rc = ba_col_decode(g->h.major, c, g->cache[c].raw, g->cache[c].len, ge->rows, g->recs);
-    if (rc < 0) {
-      g->cache[c].group = gi;
-      g->cache[c].rc = rc;
-      serr(g->store, "%s: block %u column %d (offset %llu): %s", g->name, gi, c,
-           (unsigned long long)(ge->off + ge->col_off[c]), ba_strerror(rc));
-      return rc;
+    int rc = load_col(g, gi, (int)c);
+    if (rc == BA_OK) {
+      if (g->cache[c].len == 0 && ge->col_off[c] == 0)
+        ba_col_clear((int)c, g->recs, ge->rows);
+      else
+        rc = ba_col_decode(g->h.major, (int)c, g->cache[c].raw, g->cache[c].len, ge->rows, g->recs);
     }
+    if (rc < 0) return col_damaged(g, gi, (int)c, rc);
   }
-  for (int c = 0; c < BA_NCOLS; c++)
-    if ((need & ~mask) & (1u << c)) ba_col_clear(c, g->recs, ge->rows); /* unasked */
+  for (unsigned c = 0; c < g->ncols; c++)
+    if ((need & ~mask) & (1u << c)) ba_col_clear((int)c, g->recs, ge->rows); /* unasked */
+  g->recs_dirty = mask;
   g->recs_group = gi;
   g->recs_mask = mask;
   return BA_OK;
@@ -576,12 +639,51 @@ static int deliver(ba_segment_t *g, uint32_t gi, const uint64_t *rows, size_t n,
   return 0;
 }
 
+/* 3.0: the requested rows of group gi, decoded value by value from each
+ * needed column (late materialization: no other row is decoded). */
+#define PICK_BATCH 64
+static int pick_rows(ba_segment_t *g, uint32_t gi, const uint64_t *rows, size_t n, uint32_t need,
+                     uint32_t mask, ba_record_sink_fn fn, void *ctx, int *damaged) {
+  const ba_group_ent_t *ge = &g->groups[gi];
+  uint64_t base = (uint64_t)gi * g->h.block_rows;
+  ba_record_t batch[PICK_BATCH];
+  uint32_t idx[PICK_BATCH];
+  *damaged = 0;
+  for (unsigned c = 0; c < g->ncols; c++) {
+    if (!(need & (1u << c))) continue;
+    int rc = load_col(g, gi, (int)c);
+    if (rc < 0) {
+      *damaged = 1;
+      return col_damaged(g, gi, (int)c, rc);
+    }
+  }
+  for (size_t i = 0; i < n; i += PICK_BATCH) {
+    size_t k = BA_MIN(n - i, (size_t)PICK_BATCH);
+    memset(batch, 0, k * sizeof *batch);
+    for (size_t j = 0; j < k; j++) idx[j] = (uint32_t)(rows[i + j] - base);
+    for (unsigned c = 0; c < g->ncols; c++) {
+      if (!(need & (1u << c)) || g->cache[c].len == 0) continue;
+      int rc = ba_col_decode_rows(g->h.major, (int)c, g->cache[c].raw, g->cache[c].len, ge->rows, idx, k,
+                                  batch);
+      if (rc < 0) {
+        *damaged = 1;
+        return col_damaged(g, gi, (int)c, rc);
+      }
+    }
+    for (unsigned c = 0; c < g->ncols; c++)
+      if ((need & ~mask) & (1u << c)) ba_col_clear((int)c, batch, k); /* unasked */
+    int r = fn(ctx, batch, k);
+    if (r) return r;
+  }
+  return 0;
+}
+
 static int read_groups(ba_segment_t *g, const uint64_t *rows, size_t n, uint32_t cols,
                        ba_record_sink_fn fn, void *ctx, uint64_t *damaged) {
   BA_RETURN_IF(!g || !fn, BA_ERR_INVALID);
   if (damaged) *damaged = 0;
   BA_FORWARD(load_table(g));
-  uint32_t mask = cols & 0xFFFFu;
+  uint32_t mask = 0, need = cols_needed(g, cols, &mask);
   uint64_t br = g->h.block_rows, bad = 0;
   int first_err = BA_OK;
   if (rows) {
@@ -595,13 +697,21 @@ static int read_groups(ba_segment_t *g, const uint64_t *rows, size_t n, uint32_t
     size_t j = i;
     if (rows)
       while (j < n && rows[j] / br == gi) j++;
-    int rc = decode_group(g, gi, mask);
+    int rc, r = 0;
+    if (rows && g->h.major >= 3) {
+      int dmg = 0;
+      r = pick_rows(g, gi, rows + i, j - i, need, mask, fn, ctx, &dmg);
+      rc = dmg ? r : BA_OK;
+      if (dmg) r = 0;
+    } else {
+      rc = decode_group(g, gi, need, mask);
+      if (rc == BA_OK) r = deliver(g, gi, rows ? rows + i : NULL, j - i, fn, ctx);
+    }
     if (rc < 0) {
       bad += rows ? (j - i) : g->groups[gi].rows;
       if (first_err == BA_OK) first_err = rc;
-    } else {
-      int r = deliver(g, gi, rows ? rows + i : NULL, j - i, fn, ctx);
-      if (r) return r;
+    } else if (r) {
+      return r;
     }
     if (rows) i = j;
     else gi++;
@@ -631,18 +741,14 @@ static int verify_group(ba_segment_t *g, uint32_t gi) {
   const ba_group_ent_t *ge = &g->groups[gi];
   ba_blk_hdr_t h;
   BA_FORWARD(ba_blk_read(g->fd, ge->off, ge->off + ge->len, &h, &g->cbuf, &g->ccap));
-  BA_RETURN_IF(h.type != BA_BLK_GROUP || h.group != gi || h.rows != ge->rows ||
-                   h.raw_len != BA_GROUP_PAYLOAD_BYTES,
-               BA_ERR_CORRUPT);
-  const uint8_t *p = g->cbuf;
-  BA_RETURN_IF(ba_load_le32(p) != gi || ba_load_le32(p + 4) != ge->rows ||
-                   ba_load_le32(p + 8) != BA_NCOLS ||
-                   ba_load_le64(p + 16) != (uint64_t)gi * g->h.block_rows,
-               BA_ERR_CORRUPT);
-  uint64_t expect = BA_BLK_HDR_BYTES + BA_GROUP_PAYLOAD_BYTES;
-  for (int c = 0; c < BA_NCOLS; c++) {
-    BA_RETURN_IF(ge->col_off[c] != expect, BA_ERR_CORRUPT);
-    expect += ba_load_le32(p + 24 + 4 * c);
+  BA_RETURN_IF(h.type != BA_BLK_GROUP || h.group != gi || h.rows != ge->rows, BA_ERR_CORRUPT);
+  uint32_t rows = 0, lens[BA_NCOLS_MAX];
+  BA_FORWARD(ba_group_check(g->cbuf, h.raw_len, g->h.major, gi, g->h.block_rows, &rows, lens));
+  BA_RETURN_IF(rows != ge->rows, BA_ERR_CORRUPT);
+  uint64_t expect = BA_BLK_HDR_BYTES + ba_group_payload_bytes(g->ncols);
+  for (unsigned c = 0; c < g->ncols; c++) {
+    BA_RETURN_IF(ge->col_off[c] != (lens[c] ? expect : 0), BA_ERR_CORRUPT);
+    expect += lens[c];
   }
   BA_RETURN_IF(expect != ge->len, BA_ERR_CORRUPT);
   return BA_OK;
@@ -673,9 +779,9 @@ int ba_segment_verify(ba_segment_t *g, uint64_t *nbad) {
       rc = verify_group(g, gi);
       if (rc < 0) NOTE(rc, "%s: block %u (group header at offset %llu): %s", g->name, gi,
                        (unsigned long long)ge->off, ba_strerror(rc));
-      for (int c = 0; c < BA_NCOLS; c++) {
+      for (int c = 0; c < (int)g->ncols; c++) {
         rc = read_col_block(g, gi, c, &cc);
-        if (rc == BA_OK) rc = ba_col_decode(g->h.major, c, cc.raw, cc.len, ge->rows, tmp);
+        if (rc == BA_OK && ge->col_off[c]) rc = ba_col_decode(g->h.major, c, cc.raw, cc.len, ge->rows, tmp);
         if (rc < 0)
           NOTE(rc, "%s: block %u column %d (offset %llu): %s", g->name, gi, c,
                (unsigned long long)(ge->off + ge->col_off[c]), ba_strerror(rc));

@@ -26,23 +26,19 @@ static int check_group(int fd, uint64_t fsize, uint64_t off, uint32_t gi, rec_st
                        ba_group_ent_t *e) {
   ba_blk_hdr_t h;
   BA_FORWARD(ba_blk_read(fd, off, fsize, &h, &st->buf, &st->cap));
-  BA_RETURN_IF(h.type != BA_BLK_GROUP || h.group != gi || h.raw_len != BA_GROUP_PAYLOAD_BYTES,
-               BA_ERR_CORRUPT);
-  const uint8_t *p = st->buf;
-  uint32_t rows = ba_load_le32(p + 4);
-  BA_RETURN_IF(ba_load_le32(p) != gi || rows != h.rows || rows == 0 ||
-                   rows > st->h.block_rows || ba_load_le32(p + 8) != BA_NCOLS ||
-                   ba_load_le64(p + 16) != (uint64_t)gi * st->h.block_rows,
-               BA_ERR_CORRUPT);
-  uint32_t lens[BA_NCOLS];
-  for (int c = 0; c < BA_NCOLS; c++) lens[c] = ba_load_le32(p + 24 + 4 * c);
+  BA_RETURN_IF(h.type != BA_BLK_GROUP || h.group != gi, BA_ERR_CORRUPT);
+  uint32_t rows = 0, lens[BA_NCOLS_MAX];
+  BA_FORWARD(ba_group_check(st->buf, h.raw_len, st->h.major, gi, st->h.block_rows, &rows, lens));
+  BA_RETURN_IF(rows != h.rows, BA_ERR_CORRUPT);
+  unsigned nc = ba_seg_ncols(st->h.major);
   memset(e, 0, sizeof *e);
   e->off = off;
   e->rows = rows;
-  uint64_t rel = BA_BLK_HDR_BYTES + BA_GROUP_PAYLOAD_BYTES;
+  uint64_t rel = BA_BLK_HDR_BYTES + ba_group_payload_bytes(nc);
   memset(st->recs, 0, (size_t)rows * sizeof *st->recs);
-  for (int c = 0; c < BA_NCOLS; c++) {
+  for (int c = 0; c < (int)nc; c++) {
     BA_RETURN_IF(rel > UINT32_MAX, BA_ERR_CORRUPT);
+    if (lens[c] == 0) continue; /* absent 3.0 column: zeros (ba_group_check) */
     e->col_off[c] = (uint32_t)rel;
     BA_FORWARD(ba_blk_read(fd, off + rel, fsize, &h, &st->buf, &st->cap));
     BA_RETURN_IF(h.type != BA_BLK_COLUMN || h.col != c || h.group != gi || h.rows != rows ||
@@ -153,7 +149,7 @@ static int recover_one(int dirfd, const char *open_name, uint64_t *recovered, ch
   for (unsigned seq = 1; faccessat(dirfd, final_name, F_OK, 0) == 0; seq++)
     if ((rc = ba_seg_name(st.h.start_ns, seq, final_name, sizeof final_name)) < 0) goto done;
   ba_seg_finish_t f = {.fd = fd, .dirfd = dirfd, .open_name = open_name, .final_name = final_name,
-                       .end = off, .groups = groups, .ngroups = (uint32_t)ngroups, .rows = rows,
+                       .end = off, .groups = groups, .ngroups = (uint32_t)ngroups, .ncols = ba_seg_ncols(st.h.major), .rows = rows,
                        .min_first = minf, .max_first = maxf, .kinds = kinds, .attrs = attrs};
   rc = ba_seg_finish(&f);
   if (rc == BA_OK) *recovered += rows;

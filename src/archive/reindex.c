@@ -93,7 +93,8 @@ static int reindex_one(int dirfd, ba_segment_t *seg, const char *name, ba_codec_
     goto done;
   ba_blk_hdr_t bh;
   if ((rc = ba_blk_read(src, f.table_off, fsize - sizeof fb, &bh, &tbuf, &tcap)) < 0) goto done;
-  if (bh.type != BA_BLK_TABLE || bh.raw_len != (uint64_t)f.ngroups * BA_TABLE_ENTRY_BYTES) {
+  unsigned nc = ba_seg_ncols(h.major);
+  if (bh.type != BA_BLK_TABLE || bh.raw_len != (uint64_t)f.ngroups * ba_table_entry_bytes(nc)) {
     rc = BA_ERR_CORRUPT;
     goto done;
   }
@@ -103,11 +104,11 @@ static int reindex_one(int dirfd, ba_segment_t *seg, const char *name, ba_codec_
     goto done;
   }
   for (uint32_t g = 0; g < f.ngroups; g++) {
-    const uint8_t *e = tbuf + (size_t)g * BA_TABLE_ENTRY_BYTES;
+    const uint8_t *e = tbuf + (size_t)g * ba_table_entry_bytes(nc);
     groups[g].off = ba_load_le64(e);
     groups[g].rows = ba_load_le32(e + 8);
     groups[g].len = ba_load_le32(e + 12);
-    for (int k = 0; k < BA_NCOLS; k++) groups[g].col_off[k] = ba_load_le32(e + 16 + 4 * k);
+    for (unsigned k = 0; k < nc; k++) groups[g].col_off[k] = ba_load_le32(e + 16 + 4 * k);
   }
   unlinkat(dirfd, tmp, 0);
   dst = openat(dirfd, tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
@@ -121,7 +122,7 @@ static int reindex_one(int dirfd, ba_segment_t *seg, const char *name, ba_codec_
       (rc = copy_range(src, dst, BA_SEG_HDR_BYTES, f.index_off)) < 0)
     goto done;
   ba_seg_finish_t sf = {.fd = dst, .dirfd = dirfd, .open_name = tmp, .final_name = name,
-                        .end = f.index_off, .groups = groups, .ngroups = f.ngroups, .rows = f.rows,
+                        .end = f.index_off, .groups = groups, .ngroups = f.ngroups, .ncols = nc, .rows = f.rows,
                         .min_first = f.min_first, .max_first = f.max_first, .kinds = f.kinds,
                         .attrs = attrs};
   rc = ba_seg_finish(&sf);

@@ -66,8 +66,8 @@ typedef struct job {
   ba_record_t *recs;
   uint8_t *frames;
   size_t nframes, cap_frames;
-  uint8_t *out[BA_NCOLS]; /* block header + compressed payload */
-  size_t out_len[BA_NCOLS], out_cap[BA_NCOLS];
+  uint8_t *out[BA_NCOLS3]; /* block header + payload; out_len 0: absent column */
+  size_t out_len[BA_NCOLS3], out_cap[BA_NCOLS3];
   int rc, pending;
   struct job *next_free;
 } job_t;
@@ -140,7 +140,7 @@ static void set_err(ba_store_writer_t *w, int rc, const char *fmt, ...) {
 void ba_store_opts_init(ba_store_opts_t *o) {
   memset(o, 0, sizeof *o);
   o->codec = BA_CODEC_PLWAH; /* smallest index at equal speed: bench/RESULTS.md, "Store writer" */
-  o->compress = BA_COMPRESS_LZO;
+  o->compress = BA_COMPRESS_NONE; /* 3.0: bit-packed, addressable (doc/format.md §7.6) */
   o->block_rows = 4000;
   o->slice_seconds = 3600;
   o->time_bin_seconds = 60;
@@ -153,7 +153,7 @@ static void job_free(job_t *j) {
   if (!j) return;
   ba_free(j->recs);
   ba_free(j->frames);
-  for (int c = 0; c < BA_NCOLS; c++) ba_free(j->out[c]);
+  for (int c = 0; c < BA_NCOLS3; c++) ba_free(j->out[c]);
   ba_free(j);
 }
 
@@ -191,8 +191,8 @@ static int job_work(ba_store_writer_t *w, job_t *j, int wi, int nw, tctx_t *tc) 
     ba_attr_values((ba_attr_t)a, j->recs, j->n, sl->start, w->bin_ns, tc->vals);
     BA_FORWARD(ba_idx_online_add(sl->idx[a], tc->vals, j->n));
   }
-  ba_compress_t cz = w->o.compress;
-  for (int c = wi; c < BA_NCOLS; c += nw) {
+  for (int c = wi; c < BA_NCOLS3; c += nw) {
+    ba_compress_t cz = w->o.compress;
     size_t raw = ba_col_raw_max(BA_SEG_MAJOR, c, j->n, j->nframes);
     BA_RETURN_IF(raw > UINT32_MAX / 2, BA_ERR_OVERFLOW);
     if (raw > tc->raw_cap) {
@@ -201,6 +201,10 @@ static int job_work(ba_store_writer_t *w, job_t *j, int wi, int nw, tctx_t *tc) 
       tc->raw = p;
     }
     BA_FORWARD(ba_col_encode(BA_SEG_MAJOR, c, j->recs, j->n, j->frames, j->nframes, tc->raw, &raw, tc->cs));
+    if (raw == 0) { /* absent: every field zero (doc/format.md §7.1) */
+      j->out_len[c] = 0;
+      continue;
+    }
     size_t need = BA_BLK_HDR_BYTES + ba_compress_bound(cz, raw);
     if (need > j->out_cap[c]) {
       void *p = j->out[c];
@@ -211,6 +215,13 @@ static int job_work(ba_store_writer_t *w, job_t *j, int wi, int nw, tctx_t *tc) 
     uint8_t *payload = j->out[c] + BA_BLK_HDR_BYTES;
     BA_FORWARD(ba_compress_block(cz, tc->raw, raw, payload, j->out_cap[c] - BA_BLK_HDR_BYTES,
                                  &clen, tc->wrk));
+    /* Kept compressed only where it pays (§7.1): a raw block is read
+     * without decompression and its rows one by one. */
+    if (cz != BA_COMPRESS_NONE && clen > raw - raw / 8) {
+      cz = BA_COMPRESS_NONE;
+      memcpy(payload, tc->raw, raw);
+      clen = raw;
+    }
     ba_blk_hdr_t h = {.type = BA_BLK_COLUMN, .col = (uint8_t)c, .compress = (uint8_t)cz,
                       .rows = j->n, .raw_len = (uint32_t)raw, .comp_len = (uint32_t)clen,
                       .group = j->group, .payload_crc = ba_crc32c(0, payload, clen)};
@@ -260,28 +271,28 @@ static int job_write(ba_store_writer_t *w, job_t *j) {
             ba_strerror(j->rc));
     return j->rc;
   }
-  uint8_t gb[BA_BLK_HDR_BYTES + BA_GROUP_PAYLOAD_BYTES];
+  const uint32_t gpl = ba_group_payload_bytes(BA_NCOLS3);
+  uint8_t gb[BA_BLK_HDR_BYTES + 24 + 4 * BA_NCOLS3];
   uint8_t *gp = gb + BA_BLK_HDR_BYTES;
-  memset(gp, 0, BA_GROUP_PAYLOAD_BYTES);
+  memset(gp, 0, gpl);
   ba_store_le32(gp, j->group);
   ba_store_le32(gp + 4, j->n);
-  ba_store_le32(gp + 8, BA_NCOLS);
+  ba_store_le32(gp + 8, BA_NCOLS3);
   uint64_t first_row = (uint64_t)j->group * w->o.block_rows;
   ba_store_le64(gp + 16, first_row);
-  for (int c = 0; c < BA_NCOLS; c++) ba_store_le32(gp + 24 + 4 * c, (uint32_t)j->out_len[c]);
+  for (int c = 0; c < BA_NCOLS3; c++) ba_store_le32(gp + 24 + 4 * c, (uint32_t)j->out_len[c]);
   ba_blk_hdr_t h = {.type = BA_BLK_GROUP, .col = 0xFF, .compress = BA_COMPRESS_NONE, .rows = j->n,
-                    .raw_len = BA_GROUP_PAYLOAD_BYTES, .comp_len = BA_GROUP_PAYLOAD_BYTES,
-                    .group = j->group, .payload_crc = ba_crc32c(0, gp, BA_GROUP_PAYLOAD_BYTES)};
+                    .raw_len = gpl, .comp_len = gpl, .group = j->group, .payload_crc = ba_crc32c(0, gp, gpl)};
   ba_blk_hdr_encode(&h, gb);
-  struct iovec iov[1 + BA_NCOLS];
+  struct iovec iov[1 + BA_NCOLS3];
   iov[0].iov_base = gb;
   iov[0].iov_len = sizeof gb;
   ba_group_ent_t e = {.off = sl->off, .rows = j->n};
   uint64_t len = sizeof gb;
-  for (int c = 0; c < BA_NCOLS; c++) {
+  for (int c = 0; c < BA_NCOLS3; c++) {
     iov[1 + c].iov_base = j->out[c];
     iov[1 + c].iov_len = j->out_len[c];
-    e.col_off[c] = (uint32_t)len;
+    e.col_off[c] = j->out_len[c] ? (uint32_t)len : 0;
     len += j->out_len[c];
   }
   if (len > UINT32_MAX) {
@@ -297,9 +308,9 @@ static int job_write(ba_store_writer_t *w, job_t *j) {
     size_t skip = done;
     int k = 0;
     while (skip >= iov[k].iov_len) skip -= iov[k++].iov_len;
-    struct iovec v[1 + BA_NCOLS];
+    struct iovec v[1 + BA_NCOLS3];
     int nv = 0;
-    for (int i = k; i < 1 + BA_NCOLS; i++, nv++) {
+    for (int i = k; i < 1 + BA_NCOLS3; i++, nv++) {
       v[nv].iov_base = (uint8_t *)iov[i].iov_base + (i == k ? skip : 0);
       v[nv].iov_len = iov[i].iov_len - (i == k ? skip : 0);
     }
@@ -450,7 +461,7 @@ static int slice_open(ba_store_writer_t *w, uint64_t start, slice_t **out) {
                     .flags = w->o.reorder == BA_REORDER_OLSH ? BA_SEG_FLAG_OLSH : 0,
                     .start_ns = sl->start, .end_ns = sl->end, .block_rows = w->o.block_rows,
                     .time_bin_seconds = w->o.time_bin_seconds, .codec = (uint8_t)w->o.codec,
-                    .compress = (uint8_t)w->o.compress, .ncols = BA_NCOLS};
+                    .compress = (uint8_t)w->o.compress, .ncols = BA_NCOLS3};
   uint8_t hb[BA_SEG_HDR_BYTES];
   ba_seg_hdr_encode(&h, hb);
   if ((rc = ba_write_full(sl->fd, hb, sizeof hb)) < 0) {
@@ -506,7 +517,7 @@ static int slice_close(ba_store_writer_t *w, slice_t *sl) {
   if (rc == BA_OK) {
     ba_seg_finish_t f = {.fd = sl->fd, .dirfd = w->dirfd, .open_name = sl->open_name,
                          .final_name = sl->name, .end = sl->off, .groups = sl->groups,
-                         .ngroups = (uint32_t)sl->ngroups, .rows = sl->rows,
+                         .ngroups = (uint32_t)sl->ngroups, .ncols = BA_NCOLS3, .rows = sl->rows,
                          .min_first = sl->min_first, .max_first = sl->max_first,
                          .kinds = sl->kinds, .attrs = attrs};
     rc = ba_seg_finish(&f);

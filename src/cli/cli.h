@@ -38,7 +38,7 @@ enum {
 #define BA_CLI_STORE_HELP                                                                                \
   "store options:\n"                                                                                     \
   "  --codec NAME        index codec: wah32, wah64, plwah, compax, masc (default: store's)\n"              \
-  "  --compress NAME     column blocks: lzo (default), lz4, zstd, none\n"                                 \
+  "  --compress NAME     column blocks: none (default; values stay addressable), zstd, lz4, lzo\n"                                 \
   "  --slice DUR         time slice per segment: 3600, 1h, 15m, 1d (default 1h)\n"                        \
   "  --reorder none|olsh online LSH reordering before archiving (default none)\n"                          \
   "  --olsh-mem N        oLSH buffer budget in records (default: store's)\n"                              \

@@ -57,7 +57,8 @@ int ba_cmd_stat(int argc, char **argv) {
     return 2;
   }
   size_t n = ba_store_segment_count(s), bad = 0;
-  uint64_t rows = 0, archive = 0, index = 0, file = 0, attr[BA_ATTR_COUNT] = {0};
+  uint64_t rows = 0, archive = 0, index = 0, file = 0, attr[BA_ATTR_COUNT] = {0}, colb[32] = {0};
+  unsigned ncols = 0;
   uint64_t tmin = UINT64_MAX, tmax = 0;
   if (json) printf("{\n  \"store\": \"%s\",\n  \"segments\": [", dir);
   else printf("%-34s %-20s %12s %8s %6s %10s\n", "segment", "slice start", "records", "codec", "comp", "B/rec");
@@ -78,6 +79,12 @@ int ba_cmd_stat(int argc, char **argv) {
     index += in.bytes_index;
     file += in.bytes_file;
     for (int a = 0; a < BA_ATTR_COUNT; a++) attr[a] += in.bytes_index_attr[a];
+    uint64_t cb[32];
+    unsigned nc = 0;
+    if (ba_segment_column_bytes(seg, cb, &nc) == BA_OK) {
+      for (unsigned k = 0; k < nc; k++) colb[k] += cb[k];
+      if (nc > ncols) ncols = nc;
+    }
     if (in.min_first_ns < tmin) tmin = in.min_first_ns;
     if (in.max_first_ns > tmax) tmax = in.max_first_ns;
     if (json)
@@ -105,12 +112,17 @@ int ba_cmd_stat(int argc, char **argv) {
            ",\n  \"bytes_per_record\": {\"archive\": %.3f, \"index\": %.3f",
            n, bad, rows, t1, t2, archive, index, file, archive / r, index / r);
     for (int a = 0; a < BA_ATTR_COUNT; a++) printf(", \"%s\": %.3f", ba_attr_name((ba_attr_t)a), attr[a] / r);
+    printf("},\n  \"archive_bytes_per_record\": {");
+    for (unsigned k = 0; k < ncols; k++) printf("%s\"%s\": %.3f", k ? ", " : "", ba_segment_column_name(k), colb[k] / r);
     printf("}\n}\n");
   } else {
     printf("\nsegments %zu (damaged %zu), records %" PRIu64 ", first %s, last %s\n", n, bad, rows, t1, t2);
     printf("bytes per record: archive %.2f, index %.2f, file %.2f\n", archive / r, index / r, file / r);
     printf("index bytes per record by attribute:\n");
     for (int a = 0; a < BA_ATTR_COUNT; a++) printf("  %-10s %8.3f\n", ba_attr_name((ba_attr_t)a), attr[a] / r);
+    printf("archive bytes per record by column (columns absent everywhere omitted):\n");
+    for (unsigned k = 0; k < ncols; k++)
+      if (colb[k]) printf("  %-10s %8.3f\n", ba_segment_column_name(k), colb[k] / r);
   }
   ba_store_close(s);
   return bad ? 1 : 0;

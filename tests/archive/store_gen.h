@@ -14,6 +14,31 @@ typedef struct gen {
   uint8_t *frames; /* arena the frame pointers point into */
 } gen_t;
 
+/* The extended flow fields (record.h), each set on about half the calls,
+ * skewed like real exporters (few distinct values, some large). */
+static inline void gen_extended(ba_record_t *r, ba_rng_t *rng) {
+#define MAYBE(stmt) do { if (ba_rng_below(rng, 2)) { stmt; } } while (0)
+  MAYBE(r->out_packets = 1 + ba_rng_zipf(rng, 100000, 1.3); r->out_bytes = r->out_packets * (40 + ba_rng_below(rng, 1460)));
+  MAYBE(r->received_ns = r->first_ns + ba_rng_below(rng, 60000000000ull));
+  MAYBE(r->in_src_mac = 0x0000AABBCC000000ull | ba_rng_below(rng, 16); r->out_dst_mac = ba_rng_next(rng) & 0xFFFFFFFFFFFFull);
+  MAYBE(r->in_dst_mac = ba_rng_below(rng, 4); r->out_src_mac = 0xFFFFFFFFFFFFull);
+  MAYBE(ba_addr_set_v4(r->next_hop, 0xC0A80001u + (uint32_t)ba_rng_below(rng, 4)));
+  MAYBE(for (int k = 0; k < 16; k++) r->bgp_next_hop[k] = (uint8_t)ba_rng_below(rng, 3); r->bgp_next_hop[0] = 0x20);
+  MAYBE(ba_addr_set_v4(r->xsrc, (uint32_t)ba_rng_next(rng)); ba_addr_set_v4(r->xdst, 0x64400000u | (uint32_t)ba_rng_below(rng, 1000));
+        r->xsrc_port = (uint16_t)ba_rng_next(rng); r->xdst_port = 443; r->nat_event = (uint8_t)ba_rng_below(rng, 3));
+  MAYBE(for (int k = 0; k < 10; k++) r->mpls[k] = k < 3 ? (uint32_t)ba_rng_next(rng) : 0);
+  MAYBE(r->obs_domain = (uint32_t)ba_rng_below(rng, 3); r->engine_type = 1; r->engine_id = (uint8_t)ba_rng_below(rng, 256));
+  MAYBE(r->direction = (uint8_t)ba_rng_below(rng, 2));
+  MAYBE(r->sampling = 1000; r->sampling_algo = 2);
+  MAYBE(r->ingress_vrf = (uint32_t)ba_rng_below(rng, 5); r->egress_vrf = UINT32_MAX);
+  MAYBE(r->prev_as = (uint32_t)ba_rng_below(rng, 70000); r->next_as = (uint32_t)ba_rng_next(rng));
+  MAYBE(r->aggr_flows = (uint32_t)ba_rng_below(rng, 100));
+  MAYBE(r->fw_event = (uint8_t)ba_rng_below(rng, 6); r->fw_xevent = (uint16_t)(1000 + ba_rng_below(rng, 10)));
+  MAYBE(r->dst_tos = 0xB8; r->dst_vlan = (uint16_t)ba_rng_below(rng, 4096));
+  MAYBE(r->src_mask = (uint8_t)ba_rng_below(rng, 33); r->dst_mask = 24);
+#undef MAYBE
+}
+
 /* n records with first_ns in [t0, t0 + span_ns), in time order if `sorted`. */
 static inline void gen_records(gen_t *g, size_t n, uint64_t seed, uint64_t t0, uint64_t span_ns,
                                int sorted) {
@@ -61,6 +86,7 @@ static inline void gen_records(gen_t *g, size_t n, uint64_t seed, uint64_t t0, u
       r->icmp_type = (uint8_t)ba_rng_below(&rng, 12);
       r->icmp_code = (uint8_t)ba_rng_below(&rng, 4);
     }
+    if (!pkt && ba_rng_below(&rng, 3) == 0) gen_extended(r, &rng);
     if (!pkt) {
       ba_addr_set_v4(r->exporter, 0x7F000001u + (uint32_t)ba_rng_below(&rng, 3));
     } else {
@@ -102,6 +128,25 @@ static inline int rec_equal(const ba_record_t *a, const ba_record_t *b, uint32_t
     if (a->caplen != b->caplen || a->wirelen != b->wirelen || a->linktype != b->linktype) return 0;
     if (a->caplen && memcmp(a->frame, b->frame, a->caplen)) return 0;
   }
+#define SAME(f) (a->f == b->f)
+#define SAMEB(f) (memcmp(a->f, b->f, sizeof a->f) == 0)
+  if ((mask & BA_COL_OUT) && !(SAME(out_packets) && SAME(out_bytes))) return 0;
+  if ((mask & BA_COL_NEXTHOP) && !(SAMEB(next_hop) && SAMEB(bgp_next_hop))) return 0;
+  if ((mask & BA_COL_MASK) && !(SAME(src_mask) && SAME(dst_mask))) return 0;
+  if ((mask & BA_COL_DSTTOS) && !(SAME(dst_tos) && SAME(dst_vlan))) return 0;
+  if ((mask & BA_COL_ENGINE) && !(SAME(obs_domain) && SAME(engine_type) && SAME(engine_id) && SAME(direction)))
+    return 0;
+  if ((mask & BA_COL_SAMPLING) && !(SAME(sampling) && SAME(sampling_algo))) return 0;
+  if ((mask & BA_COL_NAT) && !(SAMEB(xsrc) && SAMEB(xdst) && SAME(xsrc_port) && SAME(xdst_port) && SAME(nat_event)))
+    return 0;
+  if ((mask & BA_COL_FW) && !(SAME(fw_event) && SAME(fw_xevent) && SAME(ingress_vrf) && SAME(egress_vrf))) return 0;
+  if ((mask & BA_COL_MPLS) && !SAMEB(mpls)) return 0;
+  if ((mask & BA_COL_MAC) && !(SAME(in_src_mac) && SAME(out_dst_mac) && SAME(in_dst_mac) && SAME(out_src_mac)))
+    return 0;
+  if ((mask & BA_COL_BGPAS) && !(SAME(prev_as) && SAME(next_as))) return 0;
+  if ((mask & BA_COL_MISC) && !(SAME(received_ns) && SAME(aggr_flows))) return 0;
+#undef SAME
+#undef SAMEB
   return 1;
 }
 
@@ -113,6 +158,9 @@ static inline int rec_zero_outside(const ba_record_t *a, uint32_t mask) {
   if (!(mask & BA_COL_PORTS) && (a->src_port || a->dst_port)) return 0;
   if (!(mask & BA_COL_BYTES) && a->bytes) return 0;
   if (!(mask & BA_COL_FRAME) && (a->caplen || a->frame)) return 0;
+  if (!(mask & BA_COL_OUT) && (a->out_packets || a->out_bytes)) return 0;
+  if (!(mask & BA_COL_MPLS) && a->mpls[0]) return 0;
+  if (!(mask & BA_COL_NAT) && memcmp(a->xsrc, z, 16)) return 0;
   return 1;
 }
 

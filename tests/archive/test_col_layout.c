@@ -1,8 +1,10 @@
-/* Column layouts (doc/format.md §3): every column of segment layouts 1.0 and
- * 2.0 round-trips on random records (edge values included) and on records
- * read from the shared captures, in arrival and in reordered order; hostile
- * 2.0 payloads decode or fail cleanly (ASan checks the reads); a committed
- * 1.0 segment written by the 1.0 writer still reads back record for record. */
+/* Column layouts (doc/format.md §3, §7.1): every column of segment layouts
+ * 1.0, 2.0 and 3.0 round-trips on random records (edge values and extended
+ * fields included) and on records read from the shared captures, in arrival
+ * and in reordered order; 3.0 single-row decoding equals the whole-block
+ * decode; hostile 2.0 payloads decode or fail cleanly (ASan checks the
+ * reads); committed 1.0 and 2.0 segments written by those writers still read
+ * back record for record. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -23,6 +25,44 @@
  * the first field of integer columns, so the tests know they covered them. */
 static unsigned g_seen;
 
+/* 3.0: random ascending subsets of rows decoded one by one equal the
+ * whole-block decode (dec), column by column. */
+static void pick_rows_check(uint8_t *const *raws, const size_t *lens, const ba_record_t *dec, size_t n) {
+  ba_rng_t rng;
+  ba_rng_seed(&rng, n * 7919 + 1);
+  uint32_t *rows = malloc((n ? n : 1) * sizeof *rows);
+  ba_record_t *got = calloc(n ? n : 1, sizeof *got);
+  for (int rep = 0; rep < 4; rep++) {
+    size_t k = 0;
+    unsigned keep = rep == 3 ? 1 : 1 + (unsigned)ba_rng_below(&rng, 8); /* rep 3: every row */
+    for (size_t i = 0; i < n; i++)
+      if (keep == 1 || ba_rng_below(&rng, keep) == 0) rows[k++] = (uint32_t)i;
+    memset(got, 0, (k ? k : 1) * sizeof *got);
+    for (int c = 0; c < BA_NCOLS3; c++) {
+      if (!lens[c]) continue;
+      assert_int_equal(ba_col_decode_rows(3, c, raws[c], lens[c], n, rows, k, got), BA_OK);
+    }
+    for (size_t j = 0; j < k; j++) {
+      const ba_record_t *w = &dec[rows[j]];
+      if (!rec_equal(w, &got[j], BA_COL_ALL)) fail_msg("3.0 row %u of %zu differs when picked", rows[j], n);
+      if (w->caplen && got[j].frame != w->frame) fail_msg("3.0 row %u: frame pointer differs", rows[j]);
+    }
+    /* Rows out of order or past the block are refused. */
+    if (k >= 2) {
+      uint32_t t = rows[0];
+      rows[0] = rows[1];
+      rows[1] = t;
+      assert_int_equal(ba_col_decode_rows(3, BA_COLID_META, raws[BA_COLID_META], lens[BA_COLID_META], n, rows, k, got),
+                       BA_ERR_INVALID);
+    }
+  }
+  uint32_t past = (uint32_t)n;
+  assert_int_equal(ba_col_decode_rows(3, BA_COLID_META, raws[BA_COLID_META], lens[BA_COLID_META], n, &past, 1, got),
+                   BA_ERR_INVALID);
+  free(rows);
+  free(got);
+}
+
 /* One block through encode + decode of every column; compares with the input. */
 static void roundtrip_block(int major, const ba_record_t *in, size_t n) {
   size_t fbytes = 0;
@@ -34,13 +74,20 @@ static void roundtrip_block(int major, const ba_record_t *in, size_t n) {
     fo += in[i].caplen;
   }
   ba_record_t *out = calloc(n ? n : 1, sizeof *out);
-  uint8_t *raws[BA_NCOLS];
-  for (int c = 0; c < BA_NCOLS; c++) {
+  uint8_t *raws[BA_NCOLS_MAX];
+  const int nc = (int)ba_seg_ncols(major);
+  size_t lens[BA_NCOLS_MAX];
+  for (int c = 0; c < nc; c++) {
     size_t max = ba_col_raw_max(major, c, n, fbytes);
     raws[c] = malloc(max + 1);
     size_t len = 0;
     assert_int_equal(ba_col_encode(major, c, in, n, frames, fbytes, raws[c], &len, NULL), BA_OK);
     assert_true(len <= max);
+    lens[c] = len;
+    if (major >= 3 && len == 0) { /* absent: must be all zero, which rec_equal checks */
+      assert_int_not_equal(c, BA_COLID_META);
+      continue;
+    }
     assert_true(len >= ba_col_raw_min(major, c, n) + (c == BA_COLID_FRAME ? fbytes : 0));
     /* Dependencies (2.0 LAST needs FIRST) come first in column order. */
     assert_true((ba_col_deps(major, c) >> c) == 0);
@@ -53,16 +100,18 @@ static void roundtrip_block(int major, const ba_record_t *in, size_t n) {
     if (len) assert_int_not_equal(ba_col_decode(major, c, raws[c], len - 1, n, out), BA_OK);
     assert_int_equal(ba_col_decode(major, c, raws[c], len, n, out), BA_OK);
   }
+  uint32_t mask = major >= 3 ? BA_COL_ALL : BA_COL_ALL & 0xFFFFu; /* extended fields: 3.0 */
   for (size_t i = 0; i < n; i++) {
-    if (!rec_equal(&in[i], &out[i], BA_COL_ALL)) fail_msg("major %d: row %zu of %zu differs", major, i, n);
+    if (!rec_equal(&in[i], &out[i], mask)) fail_msg("major %d: row %zu of %zu differs", major, i, n);
   }
-  for (int c = 0; c < BA_NCOLS; c++) free(raws[c]);
+  if (major >= 3) pick_rows_check(raws, lens, out, n);
+  for (int c = 0; c < nc; c++) free(raws[c]);
   free(out);
   free(frames);
 }
 
 static void roundtrip_all(const ba_record_t *r, size_t n, size_t block) {
-  for (int major = 1; major <= 2; major++)
+  for (int major = 1; major <= 3; major++)
     for (size_t i = 0; i < n; i += block) roundtrip_block(major, r + i, BA_MIN(block, n - i));
 }
 
@@ -199,8 +248,7 @@ static void test_roundtrip_real(void **state) {
 
 /* Mutated and random 2.0 payloads: decode returns OK or an error, never
  * reads outside the payload (ASan) and never trips UBSan. */
-static void test_hostile_v2(void **state) {
-  (void)state;
+static void hostile(int major) {
   ba_rng_t rng;
   ba_rng_seed(&rng, 77);
   gen_t g;
@@ -217,11 +265,11 @@ static void test_hostile_v2(void **state) {
   }
   ba_record_t *out = calloc(g.n, sizeof *out);
   size_t ok = 0, bad = 0;
-  for (int c = 0; c < BA_NCOLS; c++) {
-    size_t max = ba_col_raw_max(2, c, g.n, fbytes);
+  for (int c = 0; c < (int)ba_seg_ncols(major); c++) {
+    size_t max = ba_col_raw_max(major, c, g.n, fbytes);
     uint8_t *good = malloc(max + 1);
     size_t len = 0;
-    assert_int_equal(ba_col_encode(2, c, g.r, g.n, frames, fbytes, good, &len, NULL), BA_OK);
+    assert_int_equal(ba_col_encode(major, c, g.r, g.n, frames, fbytes, good, &len, NULL), BA_OK);
     if (c == 4) assert_int_equal(good[0], 3); /* the PDICT method is what gets mutated */
     for (int iter = 0; iter < 3000; iter++) {
       /* An exact-size copy so ASan sees any read past the end. */
@@ -240,19 +288,35 @@ static void test_hostile_v2(void **state) {
       if (how == 3)
         for (size_t i = 0; i < mlen; i++) m[i] = (uint8_t)ba_rng_next(&rng);
       /* FIRST decoded for LAST, as a reader does. */
-      int rc = ba_col_decode(2, c, m, mlen, g.n, out);
+      int rc = ba_col_decode(major, c, m, mlen, g.n, out);
       assert_true(rc == BA_OK || rc == BA_ERR_CORRUPT);
+      if (major >= 3) { /* single rows: every third row */
+        uint32_t rows[200];
+        for (uint32_t k = 0; k < 200; k++) rows[k] = 3 * k;
+        int r2 = ba_col_decode_rows(major, c, m, mlen, g.n, rows, 200, out);
+        assert_true(r2 == BA_OK || r2 == BA_ERR_CORRUPT);
+      }
       if (rc == BA_OK) ok++;
       else bad++;
       free(m);
     }
     free(good);
   }
-  print_message("hostile 2.0 payloads: %zu decoded, %zu refused\n", ok, bad);
+  print_message("hostile %d.0 payloads: %zu decoded, %zu refused\n", major, ok, bad);
   assert_true(bad > 0);
   free(out);
   free(frames);
   gen_free(&g);
+}
+
+static void test_hostile_v2(void **state) {
+  (void)state;
+  hostile(2);
+}
+
+static void test_hostile_v3(void **state) {
+  (void)state;
+  hostile(3);
 }
 
 /* The store at dir holds one segment, of format major version `major`,
@@ -298,8 +362,8 @@ static void expect_fixture_store(const char *dir, int major, const char *what) {
 
 /* Writes the committed 1.0 fixture to dir/name, all of it or (cut_at_index)
  * only up to its index, as a journal. Returns the fixture's index_off. */
-static uint64_t put_fixture(const char *dir, const char *name, int cut_at_index) {
-  const char *fx = ba_test_source("tests/archive/data/seg-v1_0.bitarc");
+static uint64_t put_fixture_file(const char *src, const char *dir, const char *name, int cut_at_index) {
+  const char *fx = ba_test_source(src);
   assert_non_null(fx);
   FILE *in = fopen(fx, "rb");
   assert_non_null(in);
@@ -317,6 +381,10 @@ static uint64_t put_fixture(const char *dir, const char *name, int cut_at_index)
   assert_int_equal(fwrite(buf, 1, len, out), len);
   fclose(out);
   return index_off;
+}
+
+static uint64_t put_fixture(const char *dir, const char *name, int cut_at_index) {
+  return put_fixture_file("tests/archive/data/seg-v1_0.bitarc", dir, name, cut_at_index);
 }
 
 /* The committed 1.0 segment (written by the 1.0 writer from fx_records(),
@@ -352,8 +420,23 @@ static void test_recover_v1_journal(void **state) {
   free(dir);
 }
 
-/* The same records through the 2.0 writer and reader. */
-static void test_store_v2(void **state) {
+/* The committed 2.0 segment (written by the 2.0 writer from fx_records(),
+ * block_rows 100, PLWAH, LZO) reads back exactly, also after reindex. */
+static void test_read_v2_fixture(void **state) {
+  (void)state;
+  char *dir = ba_test_mkdtemp();
+  put_fixture_file("tests/archive/data/seg-v2_0.bitarc", dir, "seg-20251122T000000Z.bitarc", 0);
+  expect_fixture_store(dir, 2, "2.0 fixture");
+  size_t nsegs = 0;
+  char err[256];
+  assert_int_equal(ba_store_reindex(dir, BA_CODEC_WAH32, "cpu", 1, &nsegs, err, sizeof err), BA_OK);
+  expect_fixture_store(dir, 2, "2.0 fixture after reindex");
+  ba_test_rmtree(dir);
+  free(dir);
+}
+
+/* The same records through the current (3.0) writer and reader. */
+static void test_store_v3(void **state) {
   (void)state;
   static ba_record_t recs[FX_N];
   static uint8_t frames[FX_FRAME_BYTES];
@@ -366,7 +449,7 @@ static void test_store_v2(void **state) {
   assert_int_equal(ba_store_writer_open(dir, &o, &w), BA_OK);
   assert_int_equal(ba_store_writer_append(w, recs, FX_N), BA_OK);
   assert_int_equal(ba_store_writer_close(w), BA_OK);
-  expect_fixture_store(dir, 2, "2.0");
+  expect_fixture_store(dir, 3, "3.0");
   ba_test_rmtree(dir);
   free(dir);
 }
@@ -374,7 +457,7 @@ static void test_store_v2(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_roundtrip_random), cmocka_unit_test(test_roundtrip_real),
-      cmocka_unit_test(test_hostile_v2), cmocka_unit_test(test_read_v1_fixture),
-      cmocka_unit_test(test_recover_v1_journal), cmocka_unit_test(test_store_v2)};
+      cmocka_unit_test(test_hostile_v2), cmocka_unit_test(test_hostile_v3), cmocka_unit_test(test_read_v1_fixture),
+      cmocka_unit_test(test_recover_v1_journal), cmocka_unit_test(test_read_v2_fixture), cmocka_unit_test(test_store_v3)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

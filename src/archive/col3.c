@@ -1,0 +1,266 @@
+/* Column layout 3.0 (doc/format.md §7.1): 29 columns, every field an
+ * integer field of the shared codec (intfield.c) bit-packed without byte
+ * planes, addresses as four big-endian 32-bit words, a column whose fields
+ * are all zero in a group not written at all, and single rows readable
+ * without decoding the block (ba_col3_decode_rows). */
+#include <stddef.h>
+#include <string.h>
+
+#include "archive/col3.h"
+#include "archive/intfield.h"
+#include "common/common.h"
+
+enum { K_INT = 0, K_DUR = 1 /* last_ns - first_ns */, K_BE32 = 2 /* address word */ };
+
+typedef struct f3 {
+  uint16_t off;  /* offsetof in ba_record_t */
+  uint8_t width; /* bytes (K_BE32: 4) */
+  uint8_t kind;
+} f3_t;
+
+#define BA_COL3_MAXF 12
+#define I(field, w) {(uint16_t)offsetof(ba_record_t, field), w, K_INT}
+#define W(field, k) {(uint16_t)(offsetof(ba_record_t, field) + 4 * (k)), 4, K_BE32}
+#define ADDR(field) W(field, 0), W(field, 1), W(field, 2), W(field, 3)
+#define MPLS(k) {(uint16_t)(offsetof(ba_record_t, mpls) + 4 * (k)), 4, K_INT}
+static const f3_t g_f3[BA_NCOLS3][BA_COL3_MAXF] = {
+    [0] = {I(first_ns, 8)},
+    [1] = {{(uint16_t)offsetof(ba_record_t, last_ns), 8, K_DUR}},
+    [2] = {ADDR(src)},
+    [3] = {ADDR(dst)},
+    [4] = {I(src_port, 2), I(dst_port, 2)},
+    [5] = {I(proto, 1)},
+    [6] = {I(tcp_flags, 1)},
+    [7] = {I(tos, 1)},
+    [8] = {I(src_as, 4), I(dst_as, 4)},
+    [9] = {I(in_if, 4), I(out_if, 4)},
+    [10] = {I(packets, 8)},
+    [11] = {I(bytes, 8)},
+    [12] = {ADDR(exporter)},
+    [13] = {I(vlan, 2)},
+    [14] = {I(icmp_type, 1), I(icmp_code, 1)},
+    [15] = {I(caplen, 4), I(wirelen, 4), I(linktype, 2)},
+    [16] = {I(kind, 1), I(ipver, 1)},
+    [17] = {I(out_packets, 8), I(out_bytes, 8)},
+    [18] = {ADDR(next_hop), ADDR(bgp_next_hop)},
+    [19] = {I(src_mask, 1), I(dst_mask, 1)},
+    [20] = {I(dst_tos, 1), I(dst_vlan, 2)},
+    [21] = {I(obs_domain, 4), I(engine_type, 1), I(engine_id, 1), I(direction, 1)},
+    [22] = {I(sampling, 4), I(sampling_algo, 1)},
+    [23] = {ADDR(xsrc), ADDR(xdst), I(xsrc_port, 2), I(xdst_port, 2), I(nat_event, 1)},
+    [24] = {I(fw_event, 1), I(fw_xevent, 2), I(ingress_vrf, 4), I(egress_vrf, 4)},
+    [25] = {MPLS(0), MPLS(1), MPLS(2), MPLS(3), MPLS(4), MPLS(5), MPLS(6), MPLS(7), MPLS(8), MPLS(9)},
+    [26] = {I(in_src_mac, 8), I(out_dst_mac, 8), I(in_dst_mac, 8), I(out_src_mac, 8)},
+    [27] = {I(prev_as, 4), I(next_as, 4)},
+    [28] = {I(received_ns, 8), I(aggr_flows, 4)},
+};
+#undef I
+#undef W
+#undef ADDR
+#undef MPLS
+
+static size_t nfields(int col) {
+  size_t k = 0;
+  while (k < BA_COL3_MAXF && g_f3[col][k].width) k++;
+  return k;
+}
+
+uint32_t ba_col_bit(int col) {
+  if (col < BA_COLID_META) return 1u << col;
+  return col == BA_COLID_META ? 0u : 1u << (col - 1);
+}
+
+static inline uint64_t f3_get(const ba_record_t *r, const f3_t *f) {
+  const uint8_t *p = (const uint8_t *)r + f->off;
+  switch (f->kind) {
+    case K_BE32: return (uint64_t)p[0] << 24 | (uint64_t)p[1] << 16 | (uint64_t)p[2] << 8 | p[3];
+    case K_DUR: return r->last_ns - r->first_ns;
+    default: break;
+  }
+  if (f->width == 1) return *p;
+  if (f->width == 2) {
+    uint16_t x;
+    memcpy(&x, p, 2);
+    return x;
+  }
+  if (f->width == 4) {
+    uint32_t x;
+    memcpy(&x, p, 4);
+    return x;
+  }
+  uint64_t v;
+  memcpy(&v, p, 8);
+  return v;
+}
+
+/* LAST (K_DUR) needs first_ns set in r already. */
+static inline void f3_set(ba_record_t *r, const f3_t *f, uint64_t v) {
+  uint8_t *p = (uint8_t *)r + f->off;
+  switch (f->kind) {
+    case K_BE32:
+      p[0] = (uint8_t)(v >> 24), p[1] = (uint8_t)(v >> 16), p[2] = (uint8_t)(v >> 8), p[3] = (uint8_t)v;
+      return;
+    case K_DUR: r->last_ns = r->first_ns + v; return;
+    default: break;
+  }
+  switch (f->width) {
+    case 1: *p = (uint8_t)v; break;
+    case 2: { uint16_t x = (uint16_t)v; memcpy(p, &x, 2); break; }
+    case 4: { uint32_t x = (uint32_t)v; memcpy(p, &x, 4); break; }
+    default: memcpy(p, &v, 8); break;
+  }
+}
+
+void ba_col3_clear(int col, ba_record_t *r, size_t n) {
+  size_t nf = nfields(col);
+  for (size_t k = 0; k < nf; k++) {
+    const f3_t *f = &g_f3[col][k];
+    for (size_t i = 0; i < n; i++) memset((uint8_t *)&r[i] + f->off, 0, f->width);
+  }
+  if (col == BA_COLID_FRAME)
+    for (size_t i = 0; i < n; i++) r[i].frame = NULL;
+}
+
+size_t ba_col3_raw_min(int col, size_t n) {
+  (void)n;
+  return nfields(col) * BA_COL2_FIELD_HDR;
+}
+
+size_t ba_col3_raw_max(int col, size_t n, size_t frame_bytes) {
+  size_t s = 0, nf = nfields(col);
+  for (size_t k = 0; k < nf; k++) s += BA_COL2_FIELD_HDR + (size_t)g_f3[col][k].width * n + 8 * n;
+  return s + (col == BA_COLID_FRAME ? frame_bytes : 0);
+}
+
+int ba_col3_encode(int col, const ba_record_t *r, size_t n, const uint8_t *frames, size_t frame_bytes,
+                   uint8_t *out, size_t *len, ba_col_scratch_t *x) {
+  BA_RETURN_IF(col < 0 || col >= BA_NCOLS3 || !len, BA_ERR_INVALID);
+  size_t nf = nfields(col);
+  /* Absent: every field zero in every row (META is always written). */
+  int present = col == BA_COLID_META;
+  for (size_t k = 0; k < nf && !present; k++)
+    for (size_t i = 0; i < n && !present; i++) present = f3_get(&r[i], &g_f3[col][k]) != 0;
+  if (!present) {
+    *len = 0;
+    return BA_OK;
+  }
+  ba_col_scratch_t *own = NULL;
+  if (!x) {
+    BA_FORWARD(ba_col_scratch_create(&own));
+    x = own;
+  }
+  uint64_t *v = NULL;
+  int rc = ba_if_scratch_values(x, n, &v);
+  uint8_t *p = out;
+  for (size_t k = 0; k < nf && rc == BA_OK; k++) {
+    const f3_t *f = &g_f3[col][k];
+    for (size_t i = 0; i < n; i++) v[i] = f3_get(&r[i], f);
+    p += ba_if_encode(x, v, n, f->width, 0, p);
+  }
+  ba_col_scratch_free(own);
+  BA_FORWARD(rc);
+  if (col == BA_COLID_FRAME && frame_bytes) {
+    memcpy(p, frames, frame_bytes);
+    p += frame_bytes;
+  }
+  *len = (size_t)(p - out);
+  return BA_OK;
+}
+
+/* Opens the readers of every field of the column; *fields gets the bytes of
+ * the fields (the FRAME column's frame bytes follow them). */
+static int open_fields(int col, const uint8_t *raw, size_t raw_len, size_t n, ba_if_reader_t *rd,
+                       size_t *fields) {
+  size_t nf = nfields(col), off = 0;
+  for (size_t k = 0; k < nf; k++) {
+    size_t used = 0;
+    BA_FORWARD(ba_if_open(raw + off, raw_len - off, n, g_f3[col][k].width, &rd[k], &used));
+    off += used;
+  }
+  BA_RETURN_IF(col != BA_COLID_FRAME && off != raw_len, BA_ERR_CORRUPT);
+  *fields = off;
+  return BA_OK;
+}
+
+/* FRAME: caplen of every row (bounded, summing to the frame bytes), so a
+ * row's frame is found at the prefix sum. */
+static int frame_offsets(ba_if_reader_t *caplen, size_t n, size_t frame_bytes, uint64_t *start) {
+  uint64_t sum = 0;
+  for (size_t i = 0; i < n; i++) {
+    uint64_t c;
+    BA_FORWARD(ba_if_get(caplen, i, &c));
+    BA_RETURN_IF(c > BA_MAX_CAPLEN, BA_ERR_CORRUPT);
+    start[i] = sum;
+    sum += c;
+  }
+  BA_RETURN_IF(sum != frame_bytes, BA_ERR_CORRUPT);
+  return BA_OK;
+}
+
+int ba_col3_decode(int col, const uint8_t *raw, size_t raw_len, size_t n, ba_record_t *r) {
+  BA_RETURN_IF(col < 0 || col >= BA_NCOLS3, BA_ERR_INVALID);
+  size_t nf = nfields(col), off = 0;
+  uint64_t *v = ba_malloc((n ? n : 1) * sizeof *v);
+  BA_RETURN_IF(!v, BA_ERR_NOMEM);
+  int rc = BA_OK;
+  for (size_t k = 0; k < nf && rc == BA_OK; k++) {
+    const f3_t *f = &g_f3[col][k];
+    size_t used = 0;
+    rc = ba_if_decode(raw + off, raw_len - off, n, f->width, 0, v, &used);
+    if (rc == BA_OK)
+      for (size_t i = 0; i < n; i++) f3_set(&r[i], f, v[i]);
+    off += used;
+  }
+  ba_free(v);
+  BA_FORWARD(rc);
+  if (col == BA_COLID_FRAME) {
+    uint64_t sum = 0;
+    for (size_t i = 0; i < n; i++) {
+      BA_RETURN_IF(r[i].caplen > BA_MAX_CAPLEN, BA_ERR_CORRUPT);
+      sum += r[i].caplen;
+    }
+    BA_RETURN_IF(sum != raw_len - off, BA_ERR_CORRUPT);
+    const uint8_t *fp = raw + off;
+    for (size_t i = 0; i < n; i++) {
+      r[i].frame = r[i].caplen ? fp : NULL;
+      fp += r[i].caplen;
+    }
+  } else {
+    BA_RETURN_IF(off != raw_len, BA_ERR_CORRUPT);
+  }
+  if (col == BA_COLID_META)
+    for (size_t i = 0; i < n; i++)
+      BA_RETURN_IF(r[i].kind != BA_REC_FLOW && r[i].kind != BA_REC_PACKET, BA_ERR_CORRUPT);
+  return BA_OK;
+}
+
+int ba_col3_decode_rows(int col, const uint8_t *raw, size_t raw_len, size_t n, const uint32_t *rows,
+                        size_t k, ba_record_t *out) {
+  BA_RETURN_IF(col < 0 || col >= BA_NCOLS3, BA_ERR_INVALID);
+  ba_if_reader_t rd[BA_COL3_MAXF];
+  size_t nf = nfields(col), fields = 0;
+  BA_FORWARD(open_fields(col, raw, raw_len, n, rd, &fields));
+  for (size_t j = 0; j < k; j++) BA_RETURN_IF(rows[j] >= n || (j && rows[j] <= rows[j - 1]), BA_ERR_INVALID);
+  for (size_t f = 0; f < nf; f++)
+    for (size_t j = 0; j < k; j++) {
+      uint64_t v;
+      BA_FORWARD(ba_if_get(&rd[f], rows[j], &v));
+      f3_set(&out[j], &g_f3[col][f], v);
+    }
+  if (col == BA_COLID_META)
+    for (size_t j = 0; j < k; j++)
+      BA_RETURN_IF(out[j].kind != BA_REC_FLOW && out[j].kind != BA_REC_PACKET, BA_ERR_CORRUPT);
+  if (col == BA_COLID_FRAME) {
+    uint64_t *start = ba_malloc((n ? n : 1) * sizeof *start);
+    BA_RETURN_IF(!start, BA_ERR_NOMEM);
+    ba_if_reader_t cap = rd[0];
+    cap.cur = 0;
+    cap.acc = 0;
+    int rc = frame_offsets(&cap, n, raw_len - fields, start);
+    for (size_t j = 0; j < k && rc == BA_OK; j++)
+      out[j].frame = out[j].caplen ? raw + fields + start[rows[j]] : NULL;
+    ba_free(start);
+    BA_FORWARD(rc);
+  }
+  return BA_OK;
+}

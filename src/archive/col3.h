@@ -1,0 +1,28 @@
+/* Column layout 3.0 (doc/format.md §7.1), internal to the archive module.
+ * ba_col_encode/ba_col_decode dispatch here for major 3; the reader also
+ * decodes single rows of a block (late materialization). */
+#ifndef BA_ARCHIVE_COL3_H
+#define BA_ARCHIVE_COL3_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "archive/archive.h"
+
+/* Bit of ba_col_t for column id col (0 for META, always read). */
+uint32_t ba_col_bit(int col);
+size_t ba_col3_raw_min(int col, size_t n);
+size_t ba_col3_raw_max(int col, size_t n, size_t frame_bytes);
+/* *len = 0: every field of the column is zero in all n rows (not written;
+ * never for META). */
+int ba_col3_encode(int col, const ba_record_t *r, size_t n, const uint8_t *frames, size_t frame_bytes,
+                   uint8_t *out, size_t *len, ba_col_scratch_t *x);
+int ba_col3_decode(int col, const uint8_t *raw, size_t raw_len, size_t n, ba_record_t *r);
+/* Decodes rows rows[0..k) (ascending, < n) of a block of n rows into
+ * out[0..k). LAST needs FIRST decoded into out first. Checks every field
+ * header and the payload length, and each value it reads. */
+int ba_col3_decode_rows(int col, const uint8_t *raw, size_t raw_len, size_t n, const uint32_t *rows,
+                        size_t k, ba_record_t *out);
+void ba_col3_clear(int col, ba_record_t *r, size_t n);
+
+#endif
