@@ -27,9 +27,22 @@ typedef enum ba_attr {
   BA_ATTR_TCP_FLAGS,                    /* 0..255, the flag byte as a value */
   BA_ATTR_TIME_BIN,                     /* (first_ns - segment start) / bin width */
   BA_ATTR_IPVER,                        /* 0 = non-IP, 4, 6 */
+  /* 3.0: ports held by fewer than 1/1024 of a segment's rows have no
+   * SRC_PORT/DST_PORT bitmap; their rows are in the bitmap of their bin,
+   * ba_port_bin(port) (doc/format.md §7.4). */
+  BA_ATTR_SRC_PORT_BIN, BA_ATTR_DST_PORT_BIN,
   BA_ATTR_COUNT
 } ba_attr_t;
 const char *ba_attr_name(ba_attr_t a);
+/* The bin of a folded port: bin 0 = ports 0..1023, bin k >= 1 = ports
+ * [(k-1) * 4096, k * 4096) from 1024 on, so "port < 1024" and "port > 1023"
+ * cover whole bins. */
+#define BA_PORT_NBINS 17u
+static inline uint32_t ba_port_bin(uint32_t port) { return port < 1024 ? 0 : 1 + (port >> 12); }
+static inline void ba_port_bin_range(uint32_t bin, uint32_t *lo, uint32_t *hi) {
+  *lo = bin == 0 ? 0 : bin == 1 ? 1024 : (bin - 1) << 12;
+  *hi = bin == 0 ? 1023 : (bin << 12) - 1;
+}
 
 typedef enum ba_compress { BA_COMPRESS_LZO = 1, BA_COMPRESS_LZ4 = 2, BA_COMPRESS_ZSTD = 3, BA_COMPRESS_NONE = 4 } ba_compress_t;
 const char *ba_compress_name(ba_compress_t c);

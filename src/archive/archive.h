@@ -95,6 +95,10 @@ int ba_col_decode_rows(int major, int col, const uint8_t *raw, size_t raw_len, s
                        const uint32_t *rows, size_t k, ba_record_t *out);
 
 /* ---- index attribute values ---- */
+/* Ports held by fewer than rows >> BA_PORT_FOLD_SHIFT rows of a segment are
+ * folded into bins (ba_port_bin) when the segment is finished (doc/format.md
+ * §7.4, measured in §7.6). */
+#define BA_PORT_FOLD_SHIFT 10
 /* Domain (values < domain) of each attribute for a segment's parameters. */
 uint32_t ba_attr_domain(ba_attr_t a, uint64_t slice_ns, uint64_t bin_ns);
 /* Values of attribute a for n records (BA_IDX_NONE where it does not apply). */

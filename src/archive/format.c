@@ -23,7 +23,8 @@
 /* ---------- names ---------- */
 static const char *const g_attr_names[BA_ATTR_COUNT] = {
     "src_ip0", "src_ip1", "src_ip2", "src_ip3", "dst_ip0", "dst_ip1", "dst_ip2",
-    "dst_ip3", "src_port", "dst_port", "proto", "tcp_flags", "time_bin", "ipver"};
+    "dst_ip3", "src_port", "dst_port", "proto", "tcp_flags", "time_bin", "ipver", "src_port_bin",
+    "dst_port_bin"};
 
 const char *ba_attr_name(ba_attr_t a) {
   return ((unsigned)a < BA_ATTR_COUNT) ? g_attr_names[a] : "unknown";
@@ -589,6 +590,8 @@ uint32_t ba_attr_domain(ba_attr_t a, uint64_t slice_ns, uint64_t bin_ns) {
   switch (a) {
     case BA_ATTR_SRC_PORT:
     case BA_ATTR_DST_PORT: return 65536;
+    case BA_ATTR_SRC_PORT_BIN:
+    case BA_ATTR_DST_PORT_BIN: return BA_PORT_NBINS;
     case BA_ATTR_TIME_BIN: {
       if (!bin_ns) return 0;
       uint64_t nb = (slice_ns + bin_ns - 1) / bin_ns;
@@ -721,6 +724,14 @@ int ba_seg_finish(ba_seg_finish_t *f) {
     goto done;
   }
   uint64_t index_off = w.off;
+  /* Rare ports into bins (§7.4); the bin attributes arrive empty (ba_attr_values). */
+  for (int side = 0; side < 2 && rc == BA_OK; side++) {
+    ba_idx_attr_t *ex = &f->attrs[side ? BA_ATTR_DST_PORT : BA_ATTR_SRC_PORT];
+    ba_idx_attr_t *bins = &f->attrs[side ? BA_ATTR_DST_PORT_BIN : BA_ATTR_SRC_PORT_BIN];
+    ba_idx_attr_clear(bins);
+    if (ex->n) rc = ba_idx_fold(ex, bins, f->rows >> BA_PORT_FOLD_SHIFT, ba_port_bin, ba_bitmap_codec(ex->bms[0]));
+  }
+  if (rc < 0) goto done;
   if ((rc = ba_idx_write(f->attrs, BA_ATTR_COUNT, index_off, wbuf_put, &w, &dir, &ndir, NULL)) < 0)
     goto done;
   f->bytes_index = w.off - index_off;

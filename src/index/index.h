@@ -67,6 +67,15 @@ int ba_idx_batch_build_many(const char *device, ba_codec_t codec, const uint32_t
  * built"). Not thread-safe; call at startup. */
 int ba_idx_register_device(const char *name, ba_idx_device_fn fn);
 
+/* ---- folding rare values into bins (doc/format.md §7.4) ---- */
+/* Every value of `exact` whose bitmap has fewer than min_rows rows is
+ * removed from it, and its rows are ORed into the bins bitmap of value
+ * bin_of(value) (non-decreasing in value); bins must be empty. Nothing is
+ * folded for min_rows < 2. exact + bins still cover every row. */
+typedef uint32_t (*ba_idx_bin_fn)(uint32_t value);
+int ba_idx_fold(ba_idx_attr_t *exact, ba_idx_attr_t *bins, uint64_t min_rows, ba_idx_bin_fn bin_of,
+                ba_codec_t codec);
+
 /* ---- serialization (bitmaps + directory; see doc/format.md §4) ---- */
 typedef struct ba_idx_dirent {
   uint16_t attr;

@@ -278,6 +278,83 @@ static int fetch_range(segctx_t *c, ba_attr_t attr, uint32_t lo, uint32_t hi, si
   return 0;
 }
 
+/* ---------- ports folded into bins (doc/format.md §7.4) ---------- */
+
+/* The bin attribute of a port attribute, or BA_ATTR_COUNT. */
+static ba_attr_t bin_attr(ba_attr_t a) {
+  return a == BA_ATTR_SRC_PORT ? BA_ATTR_SRC_PORT_BIN : a == BA_ATTR_DST_PORT ? BA_ATTR_DST_PORT_BIN : BA_ATTR_COUNT;
+}
+
+/* The segment's bins of p's attribute that hold ports p accepts: full[] those
+ * whose every folded port p accepts (their rows match exactly), part[] the
+ * others (their rows are candidates for the residual check). Bins are few
+ * (16). */
+typedef struct binsel {
+  uint32_t full[BA_PORT_NBINS], part[BA_PORT_NBINS], full_len[BA_PORT_NBINS], part_len[BA_PORT_NBINS];
+  size_t nfull, npart;
+  uint64_t bytes;
+} binsel_t;
+
+static int select_bins(segctx_t *c, const vpred_t *p, binsel_t *b) {
+  memset(b, 0, sizeof *b);
+  ba_attr_t ba = bin_attr(p->attr);
+  if (ba == BA_ATTR_COUNT) return 0;
+  uint32_t vals[BA_PORT_NBINS], lens[BA_PORT_NBINS];
+  size_t n = 0;
+  BA_FORWARD(ba_segment_index_range(c->seg, ba, 0, UINT32_MAX, vals, lens, BA_PORT_NBINS, &n));
+  BA_RETURN_IF(n > BA_PORT_NBINS, BA_ERR_CORRUPT);
+  const qrange_t *r = vp_r(p);
+  /* A port with an exact bitmap has no row in its bin: only the accepted
+   * ports without one count. */
+  for (size_t j = 0; j < n; j++) {
+    uint32_t lo, hi;
+    ba_port_bin_range(vals[j], &lo, &hi);
+    size_t ex = 0;
+    BA_FORWARD(ba_segment_index_range(c->seg, p->attr, lo, hi, NULL, NULL, 0, &ex));
+    uint64_t folded = (uint64_t)(hi - lo + 1) - ex, covered = 0;
+    for (size_t i = 0; i < p->nr; i++) {
+      uint32_t a = r[i].lo > lo ? r[i].lo : lo, z = r[i].hi < hi ? r[i].hi : hi;
+      if (a > z) continue;
+      size_t exi = 0;
+      BA_FORWARD(ba_segment_index_range(c->seg, p->attr, a, z, NULL, NULL, 0, &exi));
+      covered += (uint64_t)(z - a + 1) - exi;
+    }
+    if (covered == folded) {
+      b->full_len[b->nfull] = lens[j];
+      b->full[b->nfull++] = vals[j];
+    } else if (covered) {
+      b->part_len[b->npart] = lens[j];
+      b->part[b->npart++] = vals[j];
+    }
+    if (covered) b->bytes += lens[j];
+  }
+  return 0;
+}
+
+/* 1 if the segment folded any value of p's attribute into bins. */
+static int has_bins(segctx_t *c, const vpred_t *p) {
+  ba_attr_t ba = bin_attr(p->attr);
+  size_t n = 0;
+  if (ba == BA_ATTR_COUNT || ba_segment_index_range(c->seg, ba, 0, UINT32_MAX, NULL, NULL, 0, &n) < 0) return 0;
+  return n > 0;
+}
+
+/* OR of the bitmaps of bins vals[0..k). */
+static int or_bins(segctx_t *c, ba_attr_t attr, const uint32_t *vals, size_t k, pb_t *out) {
+  *out = pb_none();
+  for (size_t j = 0; j < k; j++) {
+    pb_t b, r;
+    BA_FORWARD(pb_index(c, bin_attr(attr), vals[j], &b));
+    int rc = pb_or(c, *out, b, &r);
+    pb_drop(b);
+    pb_drop(*out);
+    *out = pb_none();
+    BA_FORWARD(rc);
+    *out = r;
+  }
+  return 0;
+}
+
 static int select_values(segctx_t *c, const vpred_t *p, vsel_t *s) {
   const qrange_t *r = vp_r(p);
   BA_FORWARD(ba_segment_index_range(c->seg, p->attr, 0, UINT32_MAX, NULL, NULL, 0, &s->n));
@@ -287,9 +364,12 @@ static int select_values(segctx_t *c, const vpred_t *p, vsel_t *s) {
     BA_FORWARD(ba_segment_index_range(c->seg, p->attr, r[i].lo, r[i].hi, NULL, NULL, 0, &m));
     s->nacc += m;
   }
-  s->use_compl = p->total && s->nacc > s->n / 2 + 1;
+  /* With folded values, "every present value" is not "every row", and the
+   * complement of the other exact values would take in every folded row. */
+  int bins = has_bins(c, p);
+  s->use_compl = p->total && s->nacc > s->n / 2 + 1 && !bins;
   s->k = s->use_compl ? s->n - s->nacc : s->nacc;
-  if (s->nacc == 0 || (p->total && s->nacc == s->n)) {
+  if (s->nacc == 0 || (p->total && s->nacc == s->n && !bins)) {
     s->est = est_exact(s->nacc == 0 ? ES_NONE : ES_ALL, 0);
     s->k = 0;
     return 0;
@@ -311,6 +391,19 @@ static int select_values(segctx_t *c, const vpred_t *p, vsel_t *s) {
   uint64_t bytes = 0;
   for (size_t i = 0; i < k; i++) bytes += c->lens[i];
   s->est = est_exact(ES_SOME, bytes);
+  return 0;
+}
+
+/* select_values plus the bins of a folded port attribute: the estimate of
+ * exact values and overlapping bins together. */
+static int select_values_bins(segctx_t *c, const vpred_t *p, vsel_t *s, binsel_t *b, est_t *e) {
+  BA_FORWARD(select_values(c, p, s));
+  BA_FORWARD(select_bins(c, p, b));
+  *e = s->est;
+  if (b->nfull + b->npart == 0) return 0;
+  if (e->hi != ES_ALL) e->hi = ES_SOME;
+  if (b->nfull && e->lo == ES_NONE) e->lo = ES_SOME;
+  e->bytes += b->bytes;
   return 0;
 }
 
@@ -379,6 +472,50 @@ static int or_values(segctx_t *c, const vpred_t *p, pb_t *out) {
   vsel_t sel;
   BA_FORWARD(select_values(c, p, &sel));
   return or_selected(c, p, sel, out);
+}
+
+/* The rows whose value p accepts as bounds: the OR of the accepted exact
+ * values; for a port attribute with bins, the bins fully inside p join the
+ * exact part (lo) and the partly covered ones only hi (their rows are
+ * checked against the column). sel: from select_values. */
+static int values_pres_sel(segctx_t *c, const vpred_t *p, vsel_t sel, const binsel_t *b, pres_t *out) {
+  pb_t ex;
+  BA_FORWARD(or_selected(c, p, sel, &ex));
+  if (b->nfull + b->npart == 0) {
+    *out = pres_exact(ex);
+    return 0;
+  }
+  if (c->ex) sb_add(c->ex, "+bins:%zu full %zu part", b->nfull, b->npart);
+  pb_t full, part, lo, hi;
+  int rc = or_bins(c, p->attr, b->full, b->nfull, &full);
+  if (rc < 0) {
+    pb_drop(ex);
+    return rc;
+  }
+  rc = pb_or(c, ex, full, &lo);
+  pb_drop(ex);
+  pb_drop(full);
+  BA_FORWARD(rc);
+  if ((rc = or_bins(c, p->attr, b->part, b->npart, &part)) < 0) {
+    pb_drop(lo);
+    return rc;
+  }
+  rc = pb_or(c, lo, part, &hi);
+  pb_drop(part);
+  if (rc < 0) {
+    pb_drop(lo);
+    return rc;
+  }
+  *out = (pres_t){lo, hi};
+  return 0;
+}
+
+static int values_pres(segctx_t *c, const vpred_t *p, pres_t *out) {
+  vsel_t sel;
+  binsel_t b;
+  est_t e;
+  BA_FORWARD(select_values_bins(c, p, &sel, &b, &e));
+  return values_pres_sel(c, p, sel, &b, out);
 }
 
 typedef struct { uint64_t lo, hi; } binctx_t;
@@ -635,17 +772,17 @@ static int est_node(segctx_t *c, const qnode_t *n, est_t *e) {
       if (n->dir != QD_SRC) BA_FORWARD(est_addr_side(c, n, 1, &b));
       *e = n->dir == QD_SRC ? a : n->dir == QD_DST ? b : n->dir == QD_BOTH ? est_and(a, b) : est_or(a, b);
       return 0;
-    case QN_PORT:
+    case QN_PORT: {
+      binsel_t bs;
       if (n->dir != QD_DST) {
         vp_ranges(&p, BA_ATTR_SRC_PORT, n, 1);
-        BA_FORWARD(select_values(c, &p, &s));
-        a = s.est;
+        BA_FORWARD(select_values_bins(c, &p, &s, &bs, &a));
       }
       if (n->dir != QD_SRC) {
         vp_ranges(&p, BA_ATTR_DST_PORT, n, 1);
-        BA_FORWARD(select_values(c, &p, &s));
-        b = s.est;
+        BA_FORWARD(select_values_bins(c, &p, &s, &bs, &b));
       }
+    }
       *e = n->dir == QD_SRC ? a : n->dir == QD_DST ? b : n->dir == QD_BOTH ? est_and(a, b) : est_or(a, b);
       return 0;
     case QN_PROTO:
@@ -802,10 +939,7 @@ static int pb_sparse(const segctx_t *c, pb_t p) {
 
 static int eval_term(segctx_t *c, const term_t *t, pres_t *x) {
   if (t->node) return plan_node(c, t->node, x);
-  pb_t p;
-  BA_FORWARD(or_values(c, &t->vp, &p));
-  *x = pres_exact(p);
-  return 0;
+  return values_pres(c, &t->vp, x);
 }
 
 static int and_step(segctx_t *c, pres_t *acc, pres_t x) {
@@ -866,12 +1000,14 @@ static int and_term(segctx_t *c, pres_t *acc, const term_t *t) {
     BA_FORWARD(plan_node(c, t->node, &x));
   } else { /* the values are selected once, for either way */
     vsel_t sel;
-    BA_FORWARD(select_values(c, &t->vp, &sel));
-    int rc = and_values_each(c, acc, &t->vp, sel);
-    if (rc <= 0) return rc;
-    pb_t p;
-    BA_FORWARD(or_selected(c, &t->vp, sel, &p));
-    x = pres_exact(p);
+    binsel_t b;
+    est_t e;
+    BA_FORWARD(select_values_bins(c, &t->vp, &sel, &b, &e));
+    if (b.nfull + b.npart == 0) {
+      int rc = and_values_each(c, acc, &t->vp, sel);
+      if (rc <= 0) return rc;
+    }
+    BA_FORWARD(values_pres_sel(c, &t->vp, sel, &b, &x));
   }
   return and_step(c, acc, x);
 }
@@ -890,8 +1026,8 @@ static int and_terms(segctx_t *c, termvec_t *v, pres_t *out) {
       rc = est_node(c, t->node, &t->est);
     } else {
       vsel_t s;
-      rc = select_values(c, &t->vp, &s);
-      t->est = s.est;
+      binsel_t b;
+      rc = select_values_bins(c, &t->vp, &s, &b, &t->est);
     }
     t->key = est_key(t->est);
     empty = t->est.hi == ES_NONE;
@@ -1124,26 +1260,25 @@ static int plan_node(segctx_t *c, const qnode_t *n, pres_t *out) {
       pres_drop(b);
       return rc;
     case QN_PORT: {
-      pb_t s = pb_none(), t = pb_none();
       vpred_t p;
+      if (n->dir == QD_SRC || n->dir == QD_DST) {
+        vp_ranges(&p, n->dir == QD_SRC ? BA_ATTR_SRC_PORT : BA_ATTR_DST_PORT, n, 1);
+        return values_pres(c, &p, out);
+      }
+      ex_open(c, n->dir == QD_BOTH ? "AND" : "OR");
       vp_ranges(&p, BA_ATTR_SRC_PORT, n, 1);
-      if (n->dir != QD_DST) BA_FORWARD(or_values(c, &p, &s));
-      if (n->dir != QD_SRC && n->dir != QD_DST) ex_sep(c);
+      BA_FORWARD(values_pres(c, &p, &a));
+      ex_sep(c);
       vp_ranges(&p, BA_ATTR_DST_PORT, n, 1);
-      if (n->dir != QD_SRC && (rc = or_values(c, &p, &t)) < 0) {
-        pb_drop(s);
+      if ((rc = values_pres(c, &p, &b)) < 0) {
+        pres_drop(a);
         return rc;
       }
-      pb_t r;
-      if (n->dir == QD_SRC) r = pb_ref(s);
-      else if (n->dir == QD_DST) r = pb_ref(t);
-      else if (n->dir == QD_BOTH) rc = pb_and(c, s, t, &r);
-      else rc = pb_or(c, s, t, &r);
-      pb_drop(s);
-      pb_drop(t);
-      if (rc < 0) return rc;
-      *out = (pres_t){r, pb_ref(r)};
-      return 0;
+      ex_close(c);
+      rc = combine_dir(c, n->dir, a, b, out);
+      pres_drop(a);
+      pres_drop(b);
+      return rc;
     }
     case QN_PROTO: {
       pb_t r;
