@@ -105,6 +105,7 @@ typedef struct ba_segment_info {
   ba_compress_t compress;
   ba_reorder_t reorder;
   uint8_t kind;              /* BA_REC_FLOW or BA_REC_PACKET (mixed stores keep both) */
+  uint16_t version_major;    /* segment format: 1, 2 or 3 (doc/format.md) */
   uint64_t bytes_archive, bytes_index, bytes_file;
   uint64_t bytes_index_attr[BA_ATTR_COUNT];
 } ba_segment_info_t;
@@ -195,6 +196,13 @@ int ba_segment_scan(ba_segment_t *seg, uint32_t cols, ba_record_sink_fn fn, void
  * to errbuf. A segment with damaged blocks is left as it is (error). */
 int ba_store_reindex(const char *dir, ba_codec_t codec, const char *device, int threads,
                      size_t *nsegs, char *errbuf, size_t errcap);
+/* Rewrites every 1.0 and 2.0 segment of the store in format 3.0 (records in
+ * the same order, index rebuilt in the segment's codec), each replacing the
+ * old one atomically; 3.0 segments are left alone. Crash-safe: a scratch
+ * directory DIR/.upgrade holds the segment being written. Takes the writer
+ * lock (BA_ERR_BUSY while a writer runs). A damaged segment is left as it is
+ * (error in errbuf). *nsegs (may be NULL) counts upgraded segments. */
+int ba_store_upgrade(const char *dir, int threads, size_t *nsegs, char *errbuf, size_t errcap);
 /* Checks every block and index of a segment; returns 0 if clean, else the
  * first error, with detail in ba_store_errmsg. *nbad counts damaged blocks. */
 int ba_segment_verify(ba_segment_t *seg, uint64_t *nbad);

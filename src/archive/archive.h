@@ -166,6 +166,10 @@ int ba_seg_finish(ba_seg_finish_t *f);
 /* Segment file name for a slice: "seg-YYYYMMDDTHHMMSSZ[-N].bitarc". */
 int ba_seg_name(uint64_t start_ns, unsigned seq, char *out, size_t cap);
 
+/* Opens the store directory and takes its writer lock (DIR/.lock, flock
+ * exclusive, not waiting: BA_ERR_BUSY while a writer runs). */
+int ba_store_lock(const char *dir, int *dirfd, int *lockfd, char *errbuf, size_t errcap);
+
 /* Recovers every journal in the store (dirfd); adds recovered rows. */
 int ba_store_recover(int dirfd, const ba_store_opts_t *defaults, uint64_t *recovered,
                      char *errmsg, size_t errcap);

@@ -142,6 +142,25 @@ done:
   return rc;
 }
 
+int ba_store_lock(const char *dir, int *dirfd_out, int *lockfd_out, char *errbuf, size_t errcap) {
+  int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dirfd < 0) {
+    snprintf(errbuf, errcap, "%s: %s", dir, strerror(errno));
+    return errno == ENOENT ? BA_ERR_NOT_FOUND : BA_ERR_IO;
+  }
+  int lockfd = openat(dirfd, ".lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (lockfd < 0 || flock(lockfd, LOCK_EX | LOCK_NB) != 0) {
+    int rc = (lockfd >= 0 && errno == EWOULDBLOCK) ? BA_ERR_BUSY : BA_ERR_IO;
+    snprintf(errbuf, errcap, "%s: %s", dir, rc == BA_ERR_BUSY ? "a writer holds the store" : strerror(errno));
+    if (lockfd >= 0) close(lockfd);
+    close(dirfd);
+    return rc;
+  }
+  *dirfd_out = dirfd;
+  *lockfd_out = lockfd;
+  return BA_OK;
+}
+
 int ba_store_reindex(const char *dir, ba_codec_t codec, const char *device, int threads,
                      size_t *nsegs, char *errbuf, size_t errcap) {
   char dummy[8];
@@ -163,19 +182,8 @@ int ba_store_reindex(const char *dir, ba_codec_t codec, const char *device, int 
              rc == BA_ERR_NODEVICE ? "not built" : "unknown");
     return rc;
   }
-  int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dirfd < 0) {
-    snprintf(errbuf, errcap, "%s: %s", dir, strerror(errno));
-    return errno == ENOENT ? BA_ERR_NOT_FOUND : BA_ERR_IO;
-  }
-  int lockfd = openat(dirfd, ".lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (lockfd < 0 || flock(lockfd, LOCK_EX | LOCK_NB) != 0) {
-    rc = (lockfd >= 0 && errno == EWOULDBLOCK) ? BA_ERR_BUSY : BA_ERR_IO;
-    snprintf(errbuf, errcap, "%s: %s", dir, rc == BA_ERR_BUSY ? "a writer holds the store" : strerror(errno));
-    if (lockfd >= 0) close(lockfd);
-    close(dirfd);
-    return rc;
-  }
+  int dirfd, lockfd;
+  BA_FORWARD(ba_store_lock(dir, &dirfd, &lockfd, errbuf, errcap));
   ba_store_t *s = NULL;
   rc = ba_store_open(dir, &s);
   int first = rc;

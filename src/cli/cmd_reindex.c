@@ -10,26 +10,32 @@
 
 static void usage(FILE *f) {
   fprintf(f,
-          "usage: bitarc reindex --store DIR --codec C [--threads N] [--device cpu|omp|gpu]\n\n"
+          "usage: bitarc reindex --store DIR --codec C [--threads N] [--device cpu|omp|gpu]\n"
+          "       bitarc reindex --store DIR --upgrade [--threads N]\n\n"
           "Rebuilds the bitmap index of every segment with the sort-based batch builder\n"
           "(IMC'13 §3) and replaces each segment atomically (temp file, fsync, rename).\n"
           "The archived records are copied unchanged. Refused while a writer runs.\n"
           "  --codec    wah32, wah64, plwah, compax, masc, masc-qt\n"
           "  --threads  builder threads (default 2)\n"
           "  --device   cpu (default; pthreads), omp (the GPU pipeline on OpenMP threads)\n"
-          "             or gpu (CUDA; needs an NVIDIA GPU). Every device writes the same bytes.\n\n"
+          "             or gpu (CUDA; needs an NVIDIA GPU). Every device writes the same bytes.\n"
+          "  --upgrade  rewrite every segment of format 1.0 or 2.0 in format 3.0 (the\n"
+          "             records in the same order, extended columns, port bins, each\n"
+          "             segment replaced atomically; 3.0 segments are left alone)\n\n"
           "examples:\n"
           "  bitarc reindex --store st --codec plwah\n"
-          "  bitarc reindex --store st --codec masc --threads 2 --device cpu\n");
+          "  bitarc reindex --store st --codec masc --threads 2 --device cpu\n"
+          "  bitarc reindex --store st --upgrade\n");
 }
 
 int ba_cmd_reindex(int argc, char **argv) {
   const char *dir = NULL, *codec_name = NULL, *device = "cpu";
-  int threads = 2;
+  int threads = 2, upgrade = 0;
   static const struct option opts[] = {{"store", required_argument, 0, 's'},
                                        {"codec", required_argument, 0, 'c'},
                                        {"threads", required_argument, 0, 't'},
                                        {"device", required_argument, 0, 'd'},
+                                       {"upgrade", no_argument, 0, 'u'},
                                        {"help", no_argument, 0, 'h'},
                                        {0, 0, 0, 0}};
   int c;
@@ -46,6 +52,7 @@ int ba_cmd_reindex(int argc, char **argv) {
       }
       threads = (int)v;
     } else if (c == 'd') device = optarg;
+    else if (c == 'u') upgrade = 1;
     else if (c == 'h') {
       usage(stdout);
       return 0;
@@ -53,6 +60,21 @@ int ba_cmd_reindex(int argc, char **argv) {
       usage(stderr);
       return 2;
     }
+  }
+  if (upgrade && dir && !codec_name && optind == argc) {
+    size_t n = 0;
+    char err[512];
+    int rc = ba_store_upgrade(dir, threads, &n, err, sizeof err);
+    if (rc < 0) {
+      ba_cli_err("reindex", "upgrade of '%s': %s (%zu segments upgraded before)", dir, err[0] ? err : ba_strerror(rc), n);
+      return 1;
+    }
+    fprintf(stderr, "bitarc reindex: %zu segments upgraded to format 3.0\n", n);
+    return 0;
+  }
+  if (upgrade && codec_name) {
+    ba_cli_err("reindex", "--upgrade keeps each segment's codec: drop --codec (reindex afterwards to change it)");
+    return 2;
   }
   if (!dir || !codec_name || optind != argc) {
     ba_cli_err("reindex", "%s", !dir ? "--store DIR is required"

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -435,6 +436,35 @@ static void test_read_v2_fixture(void **state) {
   free(dir);
 }
 
+/* `reindex --upgrade`: the committed 1.0 and 2.0 segments become 3.0
+ * segments holding the same records (verify, full scan, LAST without
+ * FIRST); a second upgrade changes nothing; the scratch directory is gone. */
+static void test_upgrade(void **state) {
+  (void)state;
+  static const char *const fx[] = {"tests/archive/data/seg-v1_0.bitarc", "tests/archive/data/seg-v2_0.bitarc"};
+  for (size_t i = 0; i < 2; i++) {
+    char *dir = ba_test_mkdtemp();
+    put_fixture_file(fx[i], dir, "seg-20251122T000000Z.bitarc", 0);
+    size_t nsegs = 99;
+    char err[256];
+    assert_int_equal(ba_store_upgrade(dir, 2, &nsegs, err, sizeof err), BA_OK);
+    assert_int_equal(nsegs, 1);
+    expect_fixture_store(dir, 3, i ? "2.0 fixture upgraded" : "1.0 fixture upgraded");
+    assert_int_equal(ba_store_upgrade(dir, 1, &nsegs, err, sizeof err), BA_OK);
+    assert_int_equal(nsegs, 0);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/.upgrade", dir);
+    assert_int_not_equal(access(path, F_OK), 0);
+    /* a writer holding the store: refused */
+    ba_store_writer_t *w;
+    assert_int_equal(ba_store_writer_open(dir, NULL, &w), BA_OK);
+    assert_int_equal(ba_store_upgrade(dir, 1, &nsegs, err, sizeof err), BA_ERR_BUSY);
+    assert_int_equal(ba_store_writer_close(w), BA_OK);
+    ba_test_rmtree(dir);
+    free(dir);
+  }
+}
+
 /* The same records through the current (3.0) writer and reader. */
 static void test_store_v3(void **state) {
   (void)state;
@@ -458,6 +488,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_roundtrip_random), cmocka_unit_test(test_roundtrip_real),
       cmocka_unit_test(test_hostile_v2), cmocka_unit_test(test_hostile_v3), cmocka_unit_test(test_read_v1_fixture),
-      cmocka_unit_test(test_recover_v1_journal), cmocka_unit_test(test_read_v2_fixture), cmocka_unit_test(test_store_v3)};
+      cmocka_unit_test(test_recover_v1_journal), cmocka_unit_test(test_read_v2_fixture), cmocka_unit_test(test_upgrade),
+      cmocka_unit_test(test_store_v3)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

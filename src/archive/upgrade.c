@@ -1,0 +1,148 @@
+/* Upgrading 1.0 and 2.0 segments to format 3.0 in place (doc/format.md
+ * §7.5): each old segment's records are read in row order and written by a
+ * store writer into a scratch directory inside the store (DIR/.upgrade, not
+ * seen by readers, emptied first: a crash leaves only scratch there), and the
+ * new segment is renamed over the old one (atomic; the directory is fsynced).
+ * A crash at any point leaves either the old segment or the new one. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "archive/archive.h"
+#include "common/common.h"
+
+#define SCRATCH ".upgrade"
+
+/* Removes every file in the scratch directory (it holds only files). */
+static int scratch_clear(int dirfd) {
+  int fd = openat(dirfd, SCRATCH, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return errno == ENOENT ? BA_OK : BA_ERR_IO;
+  DIR *d = fdopendir(fd);
+  if (!d) {
+    close(fd);
+    return BA_ERR_IO;
+  }
+  struct dirent *e;
+  int rc = BA_OK;
+  while ((e = readdir(d)) != NULL)
+    if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && unlinkat(fd, e->d_name, 0) != 0) rc = BA_ERR_IO;
+  closedir(d);
+  return rc;
+}
+
+typedef struct up_sink {
+  ba_store_writer_t *w;
+  uint64_t rows;
+} up_sink_t;
+
+static int up_append(void *ctx, const ba_record_t *recs, size_t n) {
+  up_sink_t *u = ctx;
+  u->rows += n;
+  return ba_store_writer_append(u->w, recs, n);
+}
+
+/* The new segment's name in the scratch directory (the only one). */
+static int scratch_segment(int dirfd, char *name, size_t cap) {
+  int fd = openat(dirfd, SCRATCH, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return BA_ERR_IO;
+  DIR *d = fdopendir(fd);
+  if (!d) {
+    close(fd);
+    return BA_ERR_IO;
+  }
+  struct dirent *e;
+  int found = 0;
+  while ((e = readdir(d)) != NULL) {
+    size_t l = strlen(e->d_name);
+    if (strncmp(e->d_name, "seg-", 4) || l < 7 || strcmp(e->d_name + l - 7, ".bitarc")) continue;
+    found++;
+    snprintf(name, cap, "%s", e->d_name);
+  }
+  closedir(d);
+  return found == 1 ? BA_OK : BA_ERR_CORRUPT;
+}
+
+static int upgrade_one(const char *dir, int dirfd, ba_segment_t *seg, const char *name, int threads, char *err,
+                       size_t errcap) {
+  ba_segment_info_t in;
+  BA_FORWARD(ba_segment_info(seg, &in));
+  if (scratch_clear(dirfd) < 0) {
+    snprintf(err, errcap, "%s/%s: cannot empty the scratch directory", dir, SCRATCH);
+    return BA_ERR_IO;
+  }
+  char sdir[4096];
+  snprintf(sdir, sizeof sdir, "%s/%s", dir, SCRATCH);
+  ba_store_opts_t o;
+  ba_store_opts_init(&o);
+  o.codec = in.codec;
+  o.block_rows = in.block_rows;
+  o.time_bin_seconds = in.time_bin_seconds;
+  o.slice_seconds = (uint32_t)((in.end_ns - in.start_ns) / 1000000000ull);
+  o.threads = threads;
+  up_sink_t u = {0};
+  int rc = ba_store_writer_open(sdir, &o, &u.w);
+  if (rc < 0) {
+    snprintf(err, errcap, "%s: the scratch store %s: %s", name, SCRATCH, ba_strerror(rc));
+    return rc;
+  }
+  uint64_t damaged = 0;
+  rc = ba_segment_scan(seg, BA_COL_ALL, up_append, &u, &damaged);
+  int rc2 = ba_store_writer_close(u.w);
+  if (rc == BA_OK) rc = rc2;
+  if (rc == BA_OK && (damaged || u.rows != in.rows)) rc = BA_ERR_CORRUPT;
+  if (rc < 0) {
+    snprintf(err, errcap, "%s: %s%s", name, ba_strerror(rc), damaged ? " (damaged blocks: left as it is)" : "");
+    scratch_clear(dirfd);
+    return rc;
+  }
+  char fresh[256];
+  int sfd = openat(dirfd, SCRATCH, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+  rc = sfd < 0 ? BA_ERR_IO : scratch_segment(dirfd, fresh, sizeof fresh);
+  if (rc == BA_OK && (renameat(sfd, fresh, dirfd, name) != 0 || fsync(dirfd) != 0)) rc = BA_ERR_IO;
+  if (sfd >= 0) close(sfd);
+  if (rc < 0) snprintf(err, errcap, "%s: replacing it failed: %s", name, ba_strerror(rc));
+  return rc;
+}
+
+int ba_store_upgrade(const char *dir, int threads, size_t *nsegs, char *errbuf, size_t errcap) {
+  char dummy[8];
+  if (!errbuf || errcap == 0) {
+    errbuf = dummy;
+    errcap = sizeof dummy;
+  }
+  errbuf[0] = 0;
+  if (nsegs) *nsegs = 0;
+  BA_RETURN_IF(!dir, BA_ERR_INVALID);
+  int dirfd, lockfd;
+  BA_FORWARD(ba_store_lock(dir, &dirfd, &lockfd, errbuf, errcap));
+  ba_store_t *s = NULL;
+  int first = ba_store_open(dir, &s);
+  if (first < 0) snprintf(errbuf, errcap, "%s: %s", dir, ba_strerror(first));
+  for (size_t i = 0; s && i < ba_store_segment_count(s); i++) {
+    ba_segment_t *seg;
+    ba_segment_info_t in;
+    char err[512] = "";
+    int r = ba_store_segment(s, i, &seg);
+    if (r < 0) {
+      snprintf(err, sizeof err, "%s", ba_store_errmsg(s));
+    } else if (ba_segment_info(seg, &in) == BA_OK && in.version_major < BA_SEG_MAJOR) {
+      r = upgrade_one(dir, dirfd, seg, ba_store_segment_name(s, i), threads, err, sizeof err);
+      ba_segment_release(seg);
+      if (r == BA_OK && nsegs) (*nsegs)++;
+    }
+    if (r < 0 && first == BA_OK) {
+      first = r;
+      snprintf(errbuf, errcap, "%s", err);
+    }
+  }
+  ba_store_close(s);
+  scratch_clear(dirfd);
+  unlinkat(dirfd, SCRATCH, AT_REMOVEDIR);
+  close(lockfd);
+  close(dirfd);
+  return first;
+}
