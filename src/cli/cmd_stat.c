@@ -119,10 +119,10 @@ int ba_cmd_stat(int argc, char **argv) {
     printf("\nsegments %zu (damaged %zu), records %" PRIu64 ", first %s, last %s\n", n, bad, rows, t1, t2);
     printf("bytes per record: archive %.2f, index %.2f, file %.2f\n", archive / r, index / r, file / r);
     printf("index bytes per record by attribute:\n");
-    for (int a = 0; a < BA_ATTR_COUNT; a++) printf("  %-10s %8.3f\n", ba_attr_name((ba_attr_t)a), attr[a] / r);
+    for (int a = 0; a < BA_ATTR_COUNT; a++) printf("  %-13s %8.3f\n", ba_attr_name((ba_attr_t)a), attr[a] / r);
     printf("archive bytes per record by column (columns absent everywhere omitted):\n");
     for (unsigned k = 0; k < ncols; k++)
-      if (colb[k]) printf("  %-10s %8.3f\n", ba_segment_column_name(k), colb[k] / r);
+      if (colb[k]) printf("  %-13s %8.3f\n", ba_segment_column_name(k), colb[k] / r);
   }
   ba_store_close(s);
   return bad ? 1 : 0;
