@@ -107,3 +107,27 @@ assert ex[0]["counts"]["dropped"]["queue-full"] == 0
 EOF
 grep -q "^bitarc collect: final" "$tmp/log" || fail "final report not in the log"
 echo "two listens + SIGHUP ok: $n1 + $n2 flows stored, stats file matches the senders"
+
+# --- a receive buffer the kernel caps: warning naming the size granted ----------
+rmax=$(cat /proc/sys/net/core/rmem_max)
+[ "$rmax" -lt 536870912 ] || { echo "skipped the capped-buffer check: net.core.rmem_max is $rmax"; exit 0; }
+wrap=()
+if [ "$(id -u)" = 0 ]; then
+  # root may lift the cap (SO_RCVBUFFORCE): drop CAP_NET_ADMIN to see the capped case
+  if command -v setpriv >/dev/null && setpriv --bounding-set=-net_admin --inh-caps=-net_admin -- true 2>/dev/null; then
+    wrap=(setpriv --bounding-set=-net_admin --inh-caps=-net_admin --)
+  else
+    echo "skipped the capped-buffer check: cannot drop CAP_NET_ADMIN here"; exit 0
+  fi
+fi
+ask=$((rmax * 2 + 1048576))
+"${wrap[@]}" "$BITARC" collect --store "$tmp/capped" --listen 127.0.0.1:0 --rcvbuf "$ask" --duration 1s \
+  --stats "$tmp/capped.json" 2>"$tmp/capped.err" || fail "collect with a capped buffer: $(cat "$tmp/capped.err")"
+grep -q "warning: the kernel granted a receive buffer of only .* not the .* asked" "$tmp/capped.err" ||
+  fail "no warning for a capped receive buffer: $(cat "$tmp/capped.err")"
+python3 - "$tmp/capped.json" "$rmax" "$ask" <<'PY' || fail "capped buffer in the stats file: $(cat "$tmp/capped.json")"
+import json, sys
+s = json.load(open(sys.argv[1]))["sockets"][0]
+assert s["rcvbuf_forced"] is False and s["rcvbuf_granted"] == int(sys.argv[2]) and s["rcvbuf_asked"] == int(sys.argv[3]), s
+PY
+echo "capped receive buffer: warned, $rmax bytes granted of $ask asked"
