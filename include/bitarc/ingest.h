@@ -209,7 +209,9 @@ typedef struct ba_collector_exporter {
 } ba_collector_exporter_t;
 
 /* Binds every socket and starts the receive threads (which block all
- * signals). Detail of a failure in errbuf. */
+ * signals and, where allowed, run at nice -10 so that they drain the
+ * sockets before the decoder and the writer get the CPU). Detail of a
+ * failure in errbuf. */
 int ba_collector_start(const ba_collector_opts_t *opts, ba_collector_t **out, char *errbuf, size_t errlen);
 /* Waits up to min(timeout_ms, 20 ms) for a batch of datagrams (wakes early
  * once 256 KiB are queued), then decodes everything queued, delivering
