@@ -1,9 +1,10 @@
 /* Writes synthetic NetFlow v9 export datagrams (one exporter, template 256
- * refreshed every 64 datagrams, 30 flows per datagram, 39-byte records) as a
- * file of 2-byte-length-prefixed datagrams, for the ingest benchmark.
+ * refreshed every 64 datagrams, 30 flows per datagram, 39-byte records), or
+ * NetFlow v5 datagrams (30 flows of 48 bytes each) with the same flows, as a
+ * file of 2-byte-length-prefixed datagrams, for the ingest benchmarks.
  * Traffic shape: Zipf-distributed hosts and service ports, ephemeral source
  * ports, 80% TCP / 17% UDP / 3% ICMP, one hour of export time.
- *   gen_v9 FLOWS OUT [seed] */
+ *   gen_v9 FLOWS OUT [seed] [v5|v9] */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -45,11 +46,12 @@ static void u32(uint32_t v) { u16((uint16_t)(v >> 16)); u16((uint16_t)v); }
 
 int main(int argc, char **argv) {
   if (argc < 3) {
-    fprintf(stderr, "usage: gen_v9 FLOWS OUT [seed]\n");
+    fprintf(stderr, "usage: gen_v9 FLOWS OUT [seed] [v5|v9]\n");
     return 2;
   }
   uint64_t flows = strtoull(argv[1], NULL, 10);
   if (argc > 3) s[0] ^= strtoull(argv[3], NULL, 10);
+  int v5 = argc > 4 && !strcmp(argv[4], "v5");
   FILE *f = fopen(argv[2], "wb");
   if (!f) return 1;
   zipf_t hosts, servers, ports;
@@ -69,16 +71,23 @@ int main(int argc, char **argv) {
     p = buf + 2;
     uint32_t secs = t0 + (uint32_t)(3600.0 * (double)done / (double)flows);
     uint32_t up = uptime0 + (secs - t0) * 1000u;
-    u16(9); u16(0); u32(up); u32(secs); u32((uint32_t)dg); u32(1);
-    if (dg % 64 == 0) {
-      u16(0); u16(4 + 4 + 15 * 4); u16(256); u16(15);
-      static const uint16_t tf[15][2] = {{8, 4}, {12, 4}, {7, 2}, {11, 2}, {4, 1}, {5, 1}, {6, 1}, {10, 2},
-                                         {14, 2}, {2, 4}, {1, 4}, {22, 4}, {21, 4}, {16, 2}, {17, 2}};
-      for (int i = 0; i < 15; i++) { u16(tf[i][0]); u16(tf[i][1]); }
-    }
     int n = (int)(flows - done < 30 ? flows - done : 30);
+    if (v5) {
+      u16(5); u16((uint16_t)n); u32(up); u32(secs); u32(0); u32((uint32_t)done); u8(0); u8(0); u16(0);
+    } else {
+      u16(9); u16(0); u32(up); u32(secs); u32((uint32_t)dg); u32(1);
+      if (dg % 64 == 0) {
+        u16(0); u16(4 + 4 + 15 * 4); u16(256); u16(15);
+        static const uint16_t tf[15][2] = {{8, 4}, {12, 4}, {7, 2}, {11, 2}, {4, 1}, {5, 1}, {6, 1}, {10, 2},
+                                           {14, 2}, {2, 4}, {1, 4}, {22, 4}, {21, 4}, {16, 2}, {17, 2}};
+        for (int i = 0; i < 15; i++) { u16(tf[i][0]); u16(tf[i][1]); }
+      }
+    }
     uint8_t *set = p;
-    u16(256); u16(0);
+    if (!v5) {
+      u16(256);
+      u16(0);
+    }
     for (int i = 0; i < n; i++) {
       double r = unif();
       uint8_t proto = r < 0.80 ? 6 : r < 0.97 ? 17 : 1;
@@ -90,18 +99,30 @@ int main(int argc, char **argv) {
       uint32_t pk = 1 + (uint32_t)(-log(1.0 - unif()) * 20.0);
       uint32_t by = pk * (uint32_t)(40 + rnd() % 1400);
       uint32_t dur = (uint32_t)(rnd() % 60000);
+      uint8_t tos = (uint8_t)((rnd() % 8) == 0 ? 0xb8 : 0);
+      uint8_t flags = proto == 6 ? (uint8_t)(0x10 | (rnd() & 0x1b)) : 0;
+      uint16_t in = (uint16_t)(1 + rnd() % 24), outif = (uint16_t)(1 + rnd() % 24);
+      uint16_t sas = (uint16_t)(rnd() % 65000), das = (uint16_t)(rnd() % 65000);
+      if (v5) {
+        u32(out ? cli : srv); u32(out ? srv : cli); u32(0); u16(in); u16(outif); u32(pk); u32(by);
+        u32(up - dur - 1000); u32(up - 1000); u16(out ? sp : dp); u16(out ? dp : sp); u8(0); u8(flags); u8(proto);
+        u8(tos); u16(sas); u16(das); u8(24); u8(24); u16(0);
+        continue;
+      }
       u32(out ? cli : srv); u32(out ? srv : cli); u16(out ? sp : dp); u16(out ? dp : sp);
-      u8(proto); u8((uint8_t)((rnd() % 8) == 0 ? 0xb8 : 0)); u8(proto == 6 ? (uint8_t)(0x10 | (rnd() & 0x1b)) : 0);
-      u16((uint16_t)(1 + rnd() % 24)); u16((uint16_t)(1 + rnd() % 24)); u32(pk); u32(by);
-      u32(up - dur - 1000); u32(up - 1000); u16((uint16_t)(rnd() % 65000)); u16((uint16_t)(rnd() % 65000));
+      u8(proto); u8(tos); u8(flags);
+      u16(in); u16(outif); u32(pk); u32(by);
+      u32(up - dur - 1000); u32(up - 1000); u16(sas); u16(das);
     }
-    set[2] = (uint8_t)((p - set) >> 8);
-    set[3] = (uint8_t)(p - set);
+    if (!v5) {
+      set[2] = (uint8_t)((p - set) >> 8);
+      set[3] = (uint8_t)(p - set);
+      buf[2 + 2] = 0;
+      buf[2 + 3] = (uint8_t)(n + (dg % 64 == 0));
+    }
     size_t len = (size_t)(p - buf - 2);
     buf[0] = (uint8_t)(len >> 8);
     buf[1] = (uint8_t)len;
-    buf[2 + 2] = 0;
-    buf[2 + 3] = (uint8_t)(n + (dg % 64 == 0));
     fwrite(buf, 1, len + 2, f);
     done += (uint64_t)n;
     dg++;
@@ -110,6 +131,7 @@ int main(int argc, char **argv) {
   free(hosts.cdf);
   free(servers.cdf);
   free(ports.cdf);
-  fprintf(stderr, "gen_v9: %llu flows in %llu datagrams\n", (unsigned long long)done, (unsigned long long)dg);
+  fprintf(stderr, "gen_v9: %llu flows in %llu NetFlow %s datagrams\n", (unsigned long long)done,
+          (unsigned long long)dg, v5 ? "v5" : "v9");
   return 0;
 }

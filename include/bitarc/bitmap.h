@@ -51,6 +51,12 @@ int ba_bitmap_clone(const ba_bitmap_t *bm, ba_bitmap_t **out);
 int ba_bitmap_append_run(ba_bitmap_t *bm, int value, uint64_t nrows);
 /* Appends `nbits` (1..64) rows given MSB-first: the first new row is bit nbits-1. */
 int ba_bitmap_append_bits(ba_bitmap_t *bm, uint64_t bits, unsigned nbits);
+/* Appends n chunks of G rows each, G = the codec's word bits - 1 (31; 63 for
+ * wah64): chunk i is gaps[i] * G zero rows, then the G rows of lits[i]
+ * (MSB-first, bits above G ignored). Same result as the matching
+ * ba_bitmap_append_run / ba_bitmap_append_bits calls; when the length is a
+ * multiple of G (a group codec), whole groups go straight to the encoder. */
+int ba_bitmap_append_groups(ba_bitmap_t *bm, const uint32_t *gaps, const uint64_t *lits, size_t n);
 /* Sets row `row` (>= the current length): zero-fills the gap, appends a 1. */
 int ba_bitmap_set(ba_bitmap_t *bm, uint64_t row);
 /* Pads with 0 rows up to `nrows` (>= current length) and closes the encoding.

@@ -146,37 +146,89 @@ int ba_capture_ingest(const char *path, FILE *fp, const ba_capture_opts_t *opts,
 
 /* ---------- UDP collector ---------- */
 
+/* Receive threads drain the sockets (recvmmsg) into bounded byte queues, one
+ * per socket; the caller's thread decodes from them and feeds its sink. */
 typedef struct ba_collector ba_collector_t;
+#define BA_COLLECTOR_MAX_LISTEN 16
+#define BA_COLLECTOR_MAX_SOCKETS 64
 typedef struct ba_collector_opts {
-  const char *listen;           /* "127.0.0.1:2055", "[::1]:2055", "0.0.0.0:9995" */
-  uint32_t rcvbuf_bytes;        /* SO_RCVBUF asked for (0 = 64 MiB) */
-  uint32_t queue_bytes;         /* receive queue between threads (0 = 64 MiB) */
+  /* Addresses to listen on ("127.0.0.1:2055", "[::1]:2055", "0.0.0.0:9995";
+   * port 0 = any free port). nlisten == 0: `listen` alone (NULL = 127.0.0.1:2055). */
+  const char *listen;
+  const char *listens[BA_COLLECTOR_MAX_LISTEN];
+  size_t nlisten;
+  /* Receive sockets, each with its own thread, per address (0 = 1). More than
+   * one share the address with SO_REUSEPORT; the kernel spreads exporters
+   * over them by address and port. */
+  unsigned sockets;
+  uint32_t rcvbuf_bytes;        /* receive buffer asked for per socket (0 = 64 MiB) */
+  /* Bound of all receive queues together, in bytes: each queued datagram
+   * takes its length plus a 20-byte header, rounded up to 8 (0 = 256 MiB);
+   * shared equally by the sockets. A datagram
+   * that finds its queue full is dropped and counted for its exporter. */
+  uint64_t queue_bytes;
   ba_flow_decoder_opts_t decoder;
 } ba_collector_opts_t;
 void ba_collector_opts_init(ba_collector_opts_t *o);
+#define BA_COLLECTOR_DEFAULT_RCVBUF (64u << 20)
+#define BA_COLLECTOR_DEFAULT_QUEUE (256ull << 20)
 
 typedef struct ba_collector_stats {
-  uint64_t received;            /* datagrams received from the socket */
+  uint64_t received;            /* datagrams received from the sockets */
   uint64_t received_bytes;
-  uint64_t queue_dropped;       /* datagrams lost because the queue was full */
-  int64_t kernel_drops;         /* socket drops from /proc/net/udp{,6}; -1 if unknown */
-  uint32_t rcvbuf_granted;      /* SO_RCVBUF the kernel granted */
-  ba_ingest_counts_t counts;    /* decoder totals */
+  uint64_t queue_dropped;       /* datagrams lost because their queue was full */
+  uint64_t queue_dropped_bytes;
+  uint64_t queue_bytes;         /* bytes queued now, all queues */
+  uint64_t queue_capacity;      /* the bound, all queues */
+  uint64_t queue_peak;          /* most bytes seen queued at once (sampled at each poll) */
+  int64_t kernel_drops;         /* socket drops from /proc/net/udp{,6}, all sockets; -1 if unknown */
+  uint32_t rcvbuf_granted;      /* smallest receive buffer granted to a socket */
+  ba_ingest_counts_t counts;    /* decoder totals, queue-full drops included */
 } ba_collector_stats_t;
 
-/* Binds the socket and starts the receive thread. Detail of a failure in
- * errbuf. */
+/* One receive socket. */
+typedef struct ba_collector_socket {
+  char address[64];             /* bound address, "127.0.0.1:2055" */
+  const char *listen;           /* the listen text it came from */
+  uint32_t rcvbuf_asked;
+  uint32_t rcvbuf_granted;      /* bytes for datagrams (Linux reports twice this) */
+  int rcvbuf_forced;            /* SO_RCVBUFFORCE was allowed (root / CAP_NET_ADMIN) */
+  int64_t kernel_drops;         /* -1 if unknown */
+  uint64_t received, received_bytes, queue_dropped;
+  uint64_t queue_bytes, queue_capacity, queue_peak;
+} ba_collector_socket_t;
+
+/* One exporter (source address of datagrams). */
+typedef struct ba_collector_exporter {
+  uint8_t addr[16];
+  uint64_t received;            /* datagrams received from it (decoded, queued or dropped) */
+  uint64_t received_bytes;
+  /* Decoder counts; dropped[BA_DROP_QUEUE_FULL] holds its datagrams dropped
+   * because the queue was full. */
+  ba_ingest_counts_t counts;
+} ba_collector_exporter_t;
+
+/* Binds every socket and starts the receive threads (which block all
+ * signals and, where allowed, run at nice -10 so that they drain the
+ * sockets before the decoder and the writer get the CPU). Detail of a
+ * failure in errbuf. */
 int ba_collector_start(const ba_collector_opts_t *opts, ba_collector_t **out, char *errbuf, size_t errlen);
 /* Waits up to min(timeout_ms, 20 ms) for a batch of datagrams (wakes early
  * once 256 KiB are queued), then decodes everything queued, delivering
- * records to fn (call from one thread). Returns 0, or the sink's status. */
+ * records to fn. Call from one thread (the "polling thread"). Returns 0, or
+ * the sink's status. */
 int ba_collector_poll(ba_collector_t *c, int timeout_ms, ba_record_sink_fn fn, void *ctx);
 /* Stops receiving, decodes what is queued, finishes the decoder. */
 int ba_collector_stop(ba_collector_t *c, ba_record_sink_fn fn, void *ctx);
+/* Totals; call from the polling thread (decoder counts). */
 void ba_collector_get_stats(ba_collector_t *c, ba_collector_stats_t *st);
-/* The bound address as text ("127.0.0.1:40123"). */
+/* The first socket's bound address ("127.0.0.1:40123"). */
 const char *ba_collector_address(const ba_collector_t *c);
-size_t ba_collector_sources(ba_collector_t *c, ba_flow_source_t *out, size_t cap);
+/* Copies up to cap sockets, returns how many exist. Any thread. */
+size_t ba_collector_sockets(ba_collector_t *c, ba_collector_socket_t *out, size_t cap);
+/* Copies up to cap exporters (ascending address), returns how many exist.
+ * Call from the polling thread. */
+size_t ba_collector_exporters(ba_collector_t *c, ba_collector_exporter_t *out, size_t cap);
 void ba_collector_free(ba_collector_t *c);
 
 /* Formats a 16-byte address (IPv4-mapped shown as dotted quad). */

@@ -12,6 +12,7 @@
 #include "bitarc/bitmap.h"
 #include "bitarc/gpu.h"
 #include "cli/cli.h"
+#include "index/index.h"
 
 static double now_ms(void) {
   struct timespec ts;
@@ -61,6 +62,7 @@ static int plot(const char *cmd, const char *script) {
 static void build_usage(void) {
   printf("usage: bitarc bench build [--device cpu|omp|gpu] [--codecs LIST] [--cards LIST]\n"
          "                          [--rows N] [--max-batch N] [--repeat N] [--png FILE]\n"
+         "       bitarc bench build --online ...   (the store writer's builder; --online --help)\n"
          "Index creation throughput vs cardinality on uniform values (IMC'13 Fig. 5), and the\n"
          "time of each pipeline step at the largest cardinality (Fig. 6). The CPU online\n"
          "builder (one thread, ba_bitmap_set per row) is always measured beside the device.\n"
@@ -381,12 +383,164 @@ static int bench_range(int argc, char **argv) {
   return rc ? 1 : 0;
 }
 
+
+static void online_usage(void) {
+  printf("usage: bitarc bench build --online [--codecs LIST] [--cards LIST] [--rows N]\n"
+         "                                   [--group N] [--repeat N]\n"
+         "The store writer's index builder on one core: uniform values of one attribute fed to\n"
+         "the online builder one row group at a time (as the writer does), then finished.\n"
+         "Prints million values per CPU second of the building thread (values/s/core, steady\n"
+         "under load); every result is checked byte-identical to the batch builder's.\n"
+         "  --codecs LIST  comma list (default wah32,wah64,plwah,compax,masc)\n"
+         "  --cards LIST   cardinalities (default 256,65536)\n"
+         "  --rows N       values in all (default 4000000)\n"
+         "  --group N      rows per row group (default 4000, the writer's block rows)\n"
+         "  --repeat N     best of N runs (default 3)\n"
+         "example:\n"
+         "  bitarc bench build --online --cards 256,4096,65536\n");
+}
+
+static double cpu_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* Builds vals in row groups of `group` rows; *ms gets the CPU time of this
+ * thread (a loaded machine stretches the wall time, not this), *out the result. */
+static int online_run(ba_codec_t co, uint32_t dom, const uint32_t *v, size_t rows, size_t group, double *ms,
+                      ba_idx_attr_t *out) {
+  ba_idx_online_t *b = NULL;
+  double t0 = cpu_ms();
+  int rc = ba_idx_online_create(co, dom, &b);
+  for (size_t i = 0; rc == 0 && i < rows; i += group)
+    rc = ba_idx_online_add(b, v + i, rows - i < group ? rows - i : group);
+  if (rc == 0) rc = ba_idx_online_finish(b, out);
+  *ms = cpu_ms() - t0;
+  ba_idx_online_free(b);
+  return rc;
+}
+
+/* 1 when both attributes hold the same values and the same serialized bitmaps. */
+static int attr_same(const ba_idx_attr_t *a, const ba_idx_attr_t *b) {
+  if (a->n != b->n) return 0;
+  for (size_t i = 0; i < a->n; i++) {
+    size_t na, nb;
+    const void *wa = ba_bitmap_words(a->bms[i], &na), *wb = ba_bitmap_words(b->bms[i], &nb);
+    unsigned wbytes = ba_codec_word_bits(ba_bitmap_codec(a->bms[i])) / 8;
+    if (a->values[i] != b->values[i] || na != nb || ba_bitmap_rows(a->bms[i]) != ba_bitmap_rows(b->bms[i]) ||
+        (na && memcmp(wa, wb, na * wbytes)))
+      return 0;
+  }
+  return 1;
+}
+
+static int bench_online(int argc, char **argv) {
+  static const struct option opts[] = {{"online", 0, 0, 'o'}, {"codecs", 1, 0, 'c'}, {"cards", 1, 0, 'k'},
+                                       {"rows", 1, 0, 'n'},   {"group", 1, 0, 'g'},  {"repeat", 1, 0, 'r'},
+                                       {"help", 0, 0, 'h'},   {0, 0, 0, 0}};
+  uint64_t cards[MAXL] = {256, 65536};
+  size_t ncards = 2, ncodecs = 5, rows = 4000000, group = 4000;
+  ba_codec_t codecs[MAXL] = {BA_CODEC_WAH32, BA_CODEC_WAH64, BA_CODEC_PLWAH, BA_CODEC_COMPAX, BA_CODEC_MASC};
+  unsigned repeat = 3;
+  int c;
+  optind = 1;
+  while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    switch (c) {
+    case 'c': {
+      ncodecs = 0;
+      char *s = strdup(optarg);
+      for (char *t = strtok(s, ","); t && ncodecs < MAXL; t = strtok(NULL, ","))
+        if (ba_codec_from_name(t, &codecs[ncodecs++])) {
+          ba_cli_err("bench", "--codecs: unknown codec %s", t);
+          free(s);
+          return 2;
+        }
+      free(s);
+      break;
+    }
+    case 'k':
+      if (!(ncards = parse_list(optarg, cards, MAXL))) {
+        ba_cli_err("bench", "--cards %s: expected a comma list of numbers", optarg);
+        return 2;
+      }
+      break;
+    case 'n': rows = strtoull(optarg, NULL, 10); break;
+    case 'o': break;
+    case 'g': group = strtoull(optarg, NULL, 10); break;
+    case 'r': repeat = (unsigned)strtoul(optarg, NULL, 10); break;
+    case 'h': online_usage(); return 0;
+    default: online_usage(); return 2;
+    }
+  }
+  for (size_t i = 0; i < ncards; i++)
+    if (cards[i] > BA_IDX_MAX_DOMAIN) {
+      ba_cli_err("bench", "--cards: %llu is above the largest domain %u", (unsigned long long)cards[i],
+                 BA_IDX_MAX_DOMAIN);
+      return 2;
+    }
+  if (rows == 0 || rows > UINT32_MAX || group == 0 || repeat == 0) {
+    ba_cli_err("bench", "--rows (at most 2^32-1), --group and --repeat must be positive");
+    return 2;
+  }
+  uint32_t *v = malloc(rows * sizeof *v);
+  if (!v) {
+    ba_cli_err("bench", "out of memory for %zu rows", rows);
+    return 1;
+  }
+  print_cmdline(argc, argv);
+  printf("# M values per CPU second of the building thread (best of %u after a warm-up run), uniform values,\n"
+         "# %zu rows in row groups of %zu, finish included\n", repeat, rows, group);
+  printf("%-8s", "card");
+  for (size_t k = 0; k < ncodecs; k++) printf(" %10s", ba_codec_name(codecs[k]));
+  printf("\n");
+  int rc = 0;
+  for (size_t ci = 0; ci < ncards && rc == 0; ci++) {
+    uint64_t seed = 6000 + ci;
+    for (size_t i = 0; i < rows; i++) v[i] = (uint32_t)(rng_next(&seed) % cards[ci]);
+    printf("%-8llu", (unsigned long long)cards[ci]);
+    for (size_t k = 0; k < ncodecs && rc == 0; k++) {
+      double best = 1e300;
+      ba_idx_attr_t ref;
+      memset(&ref, 0, sizeof ref);
+      rc = ba_idx_batch_build(codecs[k], (uint32_t)cards[ci], v, rows, &ref);
+      for (unsigned r = 0; r <= repeat && rc == 0; r++) { /* run 0 warms the allocator up, untimed */
+        ba_idx_attr_t out;
+        double t;
+        memset(&out, 0, sizeof out);
+        rc = online_run(codecs[k], (uint32_t)cards[ci], v, rows, group, &t, &out);
+        if (rc == 0 && !attr_same(&out, &ref)) {
+          ba_cli_err("bench", "%s at cardinality %llu: online and batch builders differ", ba_codec_name(codecs[k]),
+                     (unsigned long long)cards[ci]);
+          rc = 1;
+        }
+        ba_idx_attr_clear(&out);
+        if (r > 0 && t < best) best = t;
+      }
+      ba_idx_attr_clear(&ref);
+      if (rc < 0) ba_cli_err("bench", "%s: %s", ba_codec_name(codecs[k]), ba_strerror(rc));
+      printf(" %10.2f", (double)rows / best / 1e3);
+      fflush(stdout);
+    }
+    printf("\n");
+  }
+  free(v);
+  return rc ? 1 : 0;
+}
+
 int ba_cmd_bench(int argc, char **argv) {
   if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
-    printf("usage: bitarc bench build|range [options]   (bitarc bench build --help)\n");
+    printf("usage: bitarc bench build|range [options]   (bitarc bench build --help)\n"
+           "  build           index creation on a device vs cardinality (IMC'13 Fig. 5, 6)\n"
+           "  build --online  the store writer's index builder, one attribute on one core\n"
+           "  range           range queries (OR of many bins) by query size\n");
     return argc < 2 ? 2 : 0;
   }
-  if (strcmp(argv[1], "build") == 0) return bench_build(argc - 1, argv + 1);
+  if (strcmp(argv[1], "build") == 0) {
+    for (int i = 2; i < argc; i++)
+      if (strcmp(argv[i], "--online") == 0) return bench_online(argc - 1, argv + 1);
+    return bench_build(argc - 1, argv + 1);
+  }
   if (strcmp(argv[1], "range") == 0) return bench_range(argc - 1, argv + 1);
   ba_cli_err("bench", "unknown benchmark '%s' (build or range)", argv[1]);
   return 2;

@@ -1,7 +1,9 @@
 /* bitarc collect: NetFlow v5/v9 and IPFIX over UDP into a store. */
+#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,45 +13,65 @@
 #include "bitarc/ingest.h"
 #include "bitarc/store.h"
 #include "cli/cli.h"
+#include "cli/collect_report.h"
 
 static void usage(FILE *f) {
   fprintf(f,
-          "usage: bitarc collect --store DIR [--listen ADDR:PORT] [options]\n"
+          "usage: bitarc collect --store DIR [--listen ADDR:PORT ...] [options]\n"
           "\n"
           "Receives NetFlow v5, v9 and IPFIX datagrams from any number of exporters and\n"
           "archives and indexes the flows as they arrive. Templates are kept per exporter\n"
           "and source id / observation domain; data that arrives before its template is\n"
-          "held briefly. A receive thread drains the socket into a bounded queue so a slow\n"
-          "disk does not make the kernel drop datagrams. SIGINT/SIGTERM (Ctrl-C) flush and\n"
-          "close the store cleanly.\n"
+          "held briefly. Receive threads drain the sockets into a bounded queue so a slow\n"
+          "disk does not make the kernel drop datagrams; when the queue is full, datagrams\n"
+          "are dropped and counted per exporter (queue-full).\n"
+          "Signals: SIGINT/SIGTERM (Ctrl-C) flush and close the store cleanly; SIGHUP\n"
+          "reopens the --log file (for log rotation), makes finished blocks durable and\n"
+          "rewrites the --stats file, and collecting goes on.\n"
           "\n"
-          "options:\n"
-          "  -w, --store DIR       the store to write (created if missing)\n"
-          "  -l, --listen ADDR     UDP address (default 127.0.0.1:2055; [::]:2055 for all\n"
-          "                        IPv6 and IPv4 exporters, 0.0.0.0:9995, port 0 = any free)\n"
-          "      --rcvbuf BYTES    socket receive buffer to ask for (default 64M)\n"
-          "      --queue BYTES     receive queue between threads (default 64M)\n"
-          "      --report-every D  progress report on stderr every D (default 10s, 0 = off)\n"
-          "      --sync-every D    make finished blocks durable every D (default 10s)\n"
-          "      --duration D      stop by itself after D (e.g. 30s, 2h)\n"
-          "      --report FMT      final report as text (default, stderr) or json (stdout)\n"
-          "  -q, --quiet           only errors\n"
+          "options (each may be given once, except --listen):\n"
+          "  -w, --store DIR        the store to write (created if missing; required)\n"
+          "  -l, --listen ADDR      UDP address; repeat for several (default 127.0.0.1:2055;\n"
+          "                         [::]:2055 for all IPv6 and IPv4 exporters, 0.0.0.0:9995,\n"
+          "                         port 0 = any free port)\n"
+          "      --rx-threads N     receive sockets and threads per address, sharing it with\n"
+          "                         SO_REUSEPORT (default 1, at most %d sockets in all)\n"
+          "      --rcvbuf BYTES     socket receive buffer to ask for (default 64M; as root the\n"
+          "                         kernel's net.core.rmem_max does not apply; a warning names\n"
+          "                         the size granted when the kernel gives less)\n"
+          "      --queue BYTES      bound of the receive queue, all sockets together (default\n"
+          "                         256M)\n"
+          "      --status-every D   status line on stderr (or --log) every D: flows/s, queue\n"
+          "                         fill, drops (default 10s, 0 = off; --report-every is the\n"
+          "                         old name)\n"
+          "      --stats FILE       keep FILE a JSON document of the counters (per socket and\n"
+          "                         exporter), replaced atomically (temp file + rename)\n"
+          "      --stats-every D    how often --stats is rewritten (default 5s)\n"
+          "      --log FILE         status lines and reports go to FILE (appended) instead of\n"
+          "                         stderr; SIGHUP reopens it (default: stderr)\n"
+          "      --sync-every D     make finished blocks durable every D (default 10s, 0 = only\n"
+          "                         at close)\n"
+          "      --duration D       stop by itself after D (e.g. 30s, 2h; default: run until a\n"
+          "                         signal)\n"
+          "      --report FMT       final report as text (default, stderr or --log) or json\n"
+          "                         (stdout)\n"
+          "  -q, --quiet            only errors and warnings\n"
+          "  -h, --help             this text\n"
           "%s"
           "\n"
           "examples:\n"
-          "  bitarc collect --store /var/lib/bitarc/flows --listen 0.0.0.0:2055\n"
-          "  bitarc collect --store st --listen [::]:4739 --codec compax --reorder olsh\n"
+          "  bitarc collect --store /var/lib/bitarc/flows --listen 0.0.0.0:2055 --listen 0.0.0.0:4739\n"
+          "  bitarc collect --store st --listen [::]:4739 --rx-threads 2 --stats /run/bitarc.json\n"
           "  softflowd -r trace.pcap -n 127.0.0.1:2055 -v 10 & bitarc collect --store st --duration 30s\n"
           "\n"
-          "Byte sizes accept K, M, G. Reports show received, stored and dropped counts per\n"
-          "reason, per exporter, and the kernel's drop count for the socket.\n",
-          BA_CLI_STORE_HELP);
+          "Byte sizes accept K, M, G. Durations accept s, m, h, d.\n",
+          BA_COLLECTOR_MAX_SOCKETS, BA_CLI_STORE_HELP);
 }
 
-static volatile sig_atomic_t g_stop;
+static volatile sig_atomic_t g_stop, g_hup;
 static void on_signal(int sig) {
-  (void)sig;
-  g_stop = 1;
+  if (sig == SIGHUP) g_hup = 1;
+  else g_stop = 1;
 }
 
 static uint64_t now_ns(void) {
@@ -58,7 +80,7 @@ static uint64_t now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static long parse_bytes(const char *s) {
+static long long parse_bytes(const char *s) {
   char *end;
   double v = strtod(s, &end);
   if (end == s || v < 0) return -1;
@@ -66,10 +88,11 @@ static long parse_bytes(const char *s) {
   if (*end == 'K' || *end == 'k') m = 1024.0, end++;
   else if (*end == 'M' || *end == 'm') m = 1048576.0, end++;
   else if (*end == 'G' || *end == 'g') m = 1073741824.0, end++;
-  if (*end == 'B' || *end == 'i') end++;
+  if (*end == 'i' && end[1] == 'B') end += 2;
+  else if (*end == 'B') end++;
   if (*end) return -1;
   v *= m;
-  return v > 2147483647.0 ? -1 : (long)v;
+  return v > 1099511627776.0 ? -1 : (long long)v;
 }
 
 typedef struct col {
@@ -89,67 +112,26 @@ static int sink(void *ctx, const ba_record_t *r, size_t n) {
   return 0;
 }
 
-static void report(FILE *f, ba_collector_t *coll, const col_t *c, double secs, int final) {
-  ba_collector_stats_t st;
-  ba_collector_get_stats(coll, &st);
-  fprintf(f, "bitarc collect: %s%.0f s: received %" PRIu64 " datagrams (%" PRIu64 " bytes), stored %" PRIu64
-          " flows (%.0f/s)", final ? "final, " : "", secs, st.received, st.received_bytes, c->stored,
-          secs > 0 ? (double)c->stored / secs : 0.0);
-  fprintf(f, ", kernel drops %s", st.kernel_drops < 0 ? "unknown" : "");
-  if (st.kernel_drops >= 0) fprintf(f, "%" PRId64, st.kernel_drops);
-  fprintf(f, "\n  decoder: ");
-  ba_cli_print_counts(f, &st.counts);
-  fputc('\n', f);
-  if (final) {
-    size_t n = ba_collector_sources(coll, NULL, 0);
-    ba_flow_source_t *src = n ? calloc(n, sizeof(*src)) : NULL;
-    if (src) {
-      ba_collector_sources(coll, src, n);
-      for (size_t i = 0; i < n; i++) {
-        char a[64];
-        ba_addr_format(src[i].addr, a, sizeof(a));
-        fprintf(f, "  exporter %s: ", a);
-        ba_cli_print_counts(f, &src[i].counts);
-        fputc('\n', f);
-      }
-      free(src);
-    }
-  }
-}
+/* Everything the options set. */
+typedef struct copts {
+  const char *store, *stats, *log;
+  ba_collector_opts_t co;
+  ba_store_opts_t so;
+  long every, stats_every, sync_every, duration;
+  int quiet, json;
+} copts_t;
 
-static void report_json(FILE *f, ba_collector_t *coll, const col_t *c, double secs) {
-  ba_collector_stats_t st;
-  ba_collector_get_stats(coll, &st);
-  fprintf(f, "{\"listen\":\"%s\",\"seconds\":%.3f,\"received\":%" PRIu64 ",\"received_bytes\":%" PRIu64
-          ",\"stored\":%" PRIu64 ",\"queue_dropped\":%" PRIu64 ",\"kernel_drops\":%" PRId64
-          ",\"rcvbuf_granted\":%u,\"counts\":",
-          ba_collector_address(coll), secs, st.received, st.received_bytes, c->stored, st.queue_dropped,
-          st.kernel_drops, st.rcvbuf_granted);
-  ba_cli_json_counts(f, &st.counts);
-  fprintf(f, ",\"exporters\":[");
-  size_t n = ba_collector_sources(coll, NULL, 0);
-  ba_flow_source_t *src = n ? calloc(n, sizeof(*src)) : NULL;
-  if (src) {
-    ba_collector_sources(coll, src, n);
-    for (size_t i = 0; i < n; i++) {
-      char a[64];
-      ba_addr_format(src[i].addr, a, sizeof(a));
-      fprintf(f, "%s{\"exporter\":\"%s\",\"counts\":", i ? "," : "", a);
-      ba_cli_json_counts(f, &src[i].counts);
-      fputc('}', f);
-    }
-    free(src);
-  }
-  fprintf(f, "]}\n");
-}
-
-int ba_cmd_collect(int argc, char **argv) {
-  enum { O_RCVBUF = 1, O_QUEUE, O_EVERY, O_SYNC, O_DURATION, O_REPORT };
-  static const struct option lo[] = {{"store", required_argument, 0, 'w'},
+enum { O_RCVBUF = 1, O_QUEUE, O_EVERY, O_SYNC, O_DURATION, O_REPORT, O_STATS, O_STATS_EVERY, O_LOG, O_RXT };
+static const struct option g_lo[] = {{"store", required_argument, 0, 'w'},
                                      {"listen", required_argument, 0, 'l'},
+                                     {"rx-threads", required_argument, 0, O_RXT},
                                      {"rcvbuf", required_argument, 0, O_RCVBUF},
                                      {"queue", required_argument, 0, O_QUEUE},
+                                     {"status-every", required_argument, 0, O_EVERY},
                                      {"report-every", required_argument, 0, O_EVERY},
+                                     {"stats", required_argument, 0, O_STATS},
+                                     {"stats-every", required_argument, 0, O_STATS_EVERY},
+                                     {"log", required_argument, 0, O_LOG},
                                      {"sync-every", required_argument, 0, O_SYNC},
                                      {"duration", required_argument, 0, O_DURATION},
                                      {"report", required_argument, 0, O_REPORT},
@@ -157,119 +139,309 @@ int ba_cmd_collect(int argc, char **argv) {
                                      {"help", no_argument, 0, 'h'},
                                      BA_CLI_STORE_LONGOPTS,
                                      {0, 0, 0, 0}};
-  const char *store = NULL;
-  ba_collector_opts_t co;
-  ba_collector_opts_init(&co);
-  ba_store_opts_t so;
-  ba_store_opts_init(&so);
-  long every = 10, sync_every = 10, duration = 0, v;
-  int quiet = 0, json = 0, c;
+
+/* Name of an option for messages ("--queue", "-q"). */
+static void opt_name(int c, int idx, char *buf, size_t len) {
+  if (idx >= 0) snprintf(buf, len, "--%s", g_lo[idx].name);
+  else snprintf(buf, len, "-%c", c);
+}
+
+/* Refuses a second use of an option that holds one value (--listen may repeat).
+ * --status-every and --report-every are one option. */
+static int once(int c, int idx, int *seen, size_t *nseen) {
+  if (c == 'l') return 0;
+  for (size_t i = 0; i < *nseen; i++)
+    if (seen[i] == c) {
+      char n[40];
+      opt_name(c, idx, n, sizeof(n));
+      ba_cli_err("collect", "%s is given more than once (it takes one value; only --listen may repeat)", n);
+      return 2;
+    }
+  seen[(*nseen)++] = c;
+  return 0;
+}
+
+static int parse_value(int c, const char *arg, copts_t *o) {
+  long v;
+  long long b;
+  switch (c) {
+  case O_RCVBUF:
+  case O_QUEUE:
+    b = parse_bytes(arg);
+    if (b <= 0 || (c == O_RCVBUF && b > 2147483647LL)) {
+      ba_cli_err("collect", "--%s '%s' is not a byte size (e.g. 64M%s)", c == O_RCVBUF ? "rcvbuf" : "queue", arg,
+                 c == O_RCVBUF ? ", at most 2G" : "");
+      return 2;
+    }
+    if (c == O_RCVBUF) o->co.rcvbuf_bytes = (uint32_t)b;
+    else o->co.queue_bytes = (uint64_t)b;
+    return 0;
+  case O_RXT:
+    v = strtol(arg, NULL, 10);
+    if (v < 1 || v > BA_COLLECTOR_MAX_SOCKETS || strspn(arg, "0123456789") != strlen(arg)) {
+      ba_cli_err("collect", "--rx-threads '%s' is not a number from 1 to %d", arg, BA_COLLECTOR_MAX_SOCKETS);
+      return 2;
+    }
+    o->co.sockets = (unsigned)v;
+    return 0;
+  default: /* durations */
+    v = ba_cli_parse_seconds(arg);
+    if (v < 0 || (c == O_STATS_EVERY && v == 0)) {
+      ba_cli_err("collect", "'%s' is not a duration (e.g. 10s, 5m, 1h)%s", arg,
+                 c == O_STATS_EVERY ? "; --stats-every must be at least 1s" : "");
+      return 2;
+    }
+    if (c == O_EVERY) o->every = v;
+    else if (c == O_SYNC) o->sync_every = v;
+    else if (c == O_STATS_EVERY) o->stats_every = v;
+    else o->duration = v;
+    return 0;
+  }
+}
+
+/* Parses argv into o; 0, 1 for --help (exit 0), or 2 after an error. */
+static int parse_args(int argc, char **argv, copts_t *o) {
+  int seen[64], c, idx;
+  size_t nseen = 0;
   optind = 1;
-  while ((c = getopt_long(argc, argv, "w:l:qh", lo, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "w:l:qh", g_lo, (idx = -1, &idx))) != -1) {
+    if (c != '?' && c != 'h' && once(c, idx, seen, &nseen)) return 2;
     switch (c) {
-    case 'w': store = optarg; break;
-    case 'l': co.listen = optarg; break;
-    case O_RCVBUF:
-    case O_QUEUE:
-      v = parse_bytes(optarg);
-      if (v <= 0) {
-        ba_cli_err("collect", "'%s' is not a byte size (e.g. 64M)", optarg);
+    case 'w': o->store = optarg; break;
+    case 'l':
+      if (o->co.nlisten == BA_COLLECTOR_MAX_LISTEN) {
+        ba_cli_err("collect", "more than %d --listen addresses", BA_COLLECTOR_MAX_LISTEN);
         return 2;
       }
-      if (c == O_RCVBUF) co.rcvbuf_bytes = (uint32_t)v;
-      else co.queue_bytes = (uint32_t)v;
+      o->co.listens[o->co.nlisten++] = optarg;
       break;
-    case O_EVERY:
-    case O_SYNC:
-    case O_DURATION:
-      v = ba_cli_parse_seconds(optarg);
-      if (v < 0) {
-        ba_cli_err("collect", "'%s' is not a duration (e.g. 10s, 5m, 1h)", optarg);
-        return 2;
-      }
-      if (c == O_EVERY) every = v;
-      else if (c == O_SYNC) sync_every = v;
-      else duration = v;
+    case O_RCVBUF: case O_QUEUE: case O_RXT: case O_EVERY: case O_SYNC: case O_DURATION: case O_STATS_EVERY:
+      if (parse_value(c, optarg, o)) return 2;
       break;
+    case O_STATS: o->stats = optarg; break;
+    case O_LOG: o->log = optarg; break;
     case O_REPORT:
-      if (ba_cli_parse_report("collect", optarg, &json)) return 2;
+      if (ba_cli_parse_report("collect", optarg, &o->json)) return 2;
       break;
-    case 'q': quiet = 1; break;
-    case 'h': usage(stdout); return 0;
+    case 'q': o->quiet = 1; break;
+    case 'h': usage(stdout); return 1;
     case '?': usage(stderr); return 2;
     default:
-      if (ba_cli_store_opt("collect", c, optarg, &so)) return 2;
+      if (ba_cli_store_opt("collect", c, optarg, &o->so)) return 2;
     }
   }
   if (optind < argc) {
     ba_cli_err("collect", "unexpected argument '%s'", argv[optind]);
     return 2;
   }
-  if (!store) {
+  if (!o->store) {
     ba_cli_err("collect", "--store DIR is required");
     return 2;
   }
+  return 0;
+}
+
+typedef struct run {
+  copts_t *o;
+  ba_collector_t *coll;
   col_t cs;
-  memset(&cs, 0, sizeof(cs));
-  int rc = ba_store_writer_open(store, &so, &cs.w);
-  if (rc) {
-    ba_cli_err("collect", "cannot open store '%s' for writing: %s%s%s", store, ba_strerror(rc), cs.w ? ": " : "",
-               cs.w ? ba_store_writer_errmsg(cs.w) : "");
+  FILE *log; /* stderr or the --log file */
+  uint64_t t0;
+  uint64_t st_prev, sf_prev; /* stored at the last status line / stats file */
+  double st_secs, sf_secs;
+} run_t;
+
+static double run_secs(const run_t *r) { return (double)(now_ns() - r->t0) / 1e9; }
+
+/* A line for the operator: to the log, and to stderr too when the log is a file. */
+static void say(run_t *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void say(run_t *r, const char *fmt, ...) {
+  va_list ap;
+  for (int k = 0; k < 2; k++) {
+    FILE *f = k ? stderr : r->log;
+    if (k && r->log == stderr) break;
+    va_start(ap, fmt);
+    fputs("bitarc collect: ", f);
+    vfprintf(f, fmt, ap);
+    fputc('\n', f);
+    fflush(f);
+    va_end(ap);
+  }
+}
+
+static int open_log(run_t *r) {
+  if (!r->o->log) {
+    r->log = stderr;
+    return 0;
+  }
+  FILE *f = fopen(r->o->log, "a");
+  if (!f) {
+    ba_cli_err("collect", "cannot open log '%s': %s", r->o->log, strerror(errno));
     return 2;
   }
-  char err[256];
-  ba_collector_t *coll = NULL;
-  rc = ba_collector_start(&co, &coll, err, sizeof(err));
-  if (rc) {
-    ba_cli_err("collect", "%s", err[0] ? err : ba_strerror(rc));
-    ba_store_writer_close(cs.w);
-    return 2;
+  setvbuf(f, NULL, _IOLBF, 0);
+  if (r->log && r->log != stderr) fclose(r->log);
+  r->log = f;
+  return 0;
+}
+
+static long long rmem_max(void) {
+  FILE *f = fopen("/proc/sys/net/core/rmem_max", "r");
+  long long v = -1;
+  if (f) {
+    if (fscanf(f, "%lld", &v) != 1) v = -1;
+    fclose(f);
   }
+  return v;
+}
+
+/* "listening on" per address, and a warning where the kernel capped the buffer. */
+static void announce(run_t *r) {
+  ba_collector_socket_t so[BA_COLLECTOR_MAX_SOCKETS];
+  size_t n = ba_collector_sockets(r->coll, so, BA_COLLECTOR_MAX_SOCKETS);
+  char asked[32], got[32], q[32];
+  ba_coll_fmt_bytes(q, sizeof(q), r->o->co.queue_bytes ? r->o->co.queue_bytes : BA_COLLECTOR_DEFAULT_QUEUE);
+  for (size_t i = 0; i < n; i++) {
+    if (i && so[i].listen == so[i - 1].listen) continue; /* the address's other sockets */
+    size_t k = 1;
+    while (i + k < n && so[i + k].listen == so[i].listen) k++;
+    ba_coll_fmt_bytes(asked, sizeof(asked), so[i].rcvbuf_asked);
+    ba_coll_fmt_bytes(got, sizeof(got), so[i].rcvbuf_granted);
+    if (!r->o->quiet)
+      say(r, "listening on %s (%zu socket%s, receive buffer %s asked, %s granted), queue bound %s, store %s",
+          so[i].address, k, k > 1 ? "s" : "", asked, got, q, r->o->store);
+    if (so[i].rcvbuf_granted < so[i].rcvbuf_asked) {
+      long long m = rmem_max();
+      say(r, "warning: the kernel granted a receive buffer of only %s for %s, not the %s asked; without root "
+          "(CAP_NET_ADMIN) it caps it at net.core.rmem_max = %lld (raise it: sysctl -w net.core.rmem_max=%u). "
+          "Bursts beyond it are dropped by the kernel (see 'kernel drops').",
+          got, so[i].address, asked, m, so[i].rcvbuf_asked);
+    }
+  }
+}
+
+static void write_stats(run_t *r, int final) {
+  if (!r->o->stats) return;
+  ba_coll_snap_t s;
+  ba_coll_snap_take(r->coll, r->cs.stored, run_secs(r), 1, &s, &r->sf_prev, &r->sf_secs);
+  s.final = final;
+  if (final) s.rate = s.secs > 0 ? (double)s.stored / s.secs : 0; /* the whole run's */
+  if (ba_coll_stats_write(r->o->stats, &s) != 0)
+    say(r, "warning: cannot write stats file '%s': %s", r->o->stats, strerror(errno));
+  ba_coll_snap_clear(&s);
+}
+
+static void status(run_t *r) {
+  ba_coll_snap_t s;
+  ba_coll_snap_take(r->coll, r->cs.stored, run_secs(r), 0, &s, &r->st_prev, &r->st_secs);
+  ba_coll_status_line(r->log, &s);
+}
+
+static void on_hup(run_t *r) {
+  g_hup = 0;
+  int reopened = r->o->log && open_log(r) == 0;
+  int rc = ba_store_writer_sync(r->cs.w);
+  write_stats(r, 0);
+  if (!r->o->quiet)
+    say(r, "SIGHUP: %s, store %s, collecting goes on", reopened ? "log reopened" : "log flushed",
+        rc ? "sync failed" : "synced");
+  fflush(r->log);
+}
+
+static void on_signals(void) {
   struct sigaction sa;
   memset(&sa, 0, sizeof(sa));
   sa.sa_handler = on_signal;
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
-  ba_collector_stats_t st0;
-  ba_collector_get_stats(coll, &st0);
-  if (!quiet)
-    fprintf(stderr, "bitarc collect: listening on %s (receive buffer asked %u, kernel granted %u), store %s\n",
-            ba_collector_address(coll), co.rcvbuf_bytes, st0.rcvbuf_granted, store);
-  uint64_t t0 = now_ns(), last_rep = t0, last_sync = t0;
-  int status = 0;
+  sigaction(SIGHUP, &sa, NULL);
+}
+
+/* Receives until a signal, the duration or a store error; 0 or 2. */
+static int collect_loop(run_t *r) {
+  const copts_t *o = r->o;
+  uint64_t last_rep = r->t0, last_sync = r->t0, last_stats = r->t0;
   while (!g_stop) {
-    rc = ba_collector_poll(coll, 200, sink, &cs);
+    int rc = ba_collector_poll(r->coll, 200, sink, &r->cs);
     if (rc) {
-      ba_cli_err("collect", "store '%s' refused records: %s: %s", store, ba_strerror(rc),
-                 ba_store_writer_errmsg(cs.w));
-      status = 2;
-      break;
+      ba_cli_err("collect", "store '%s' refused records: %s: %s", o->store, ba_strerror(rc),
+                 ba_store_writer_errmsg(r->cs.w));
+      return 2;
     }
+    if (g_hup) on_hup(r);
     uint64_t now = now_ns();
-    if (sync_every && now - last_sync >= (uint64_t)sync_every * 1000000000ull) {
-      ba_store_writer_sync(cs.w);
+    if (o->sync_every && now - last_sync >= (uint64_t)o->sync_every * 1000000000ull) {
+      ba_store_writer_sync(r->cs.w);
       last_sync = now;
     }
-    if (!quiet && every && now - last_rep >= (uint64_t)every * 1000000000ull) {
-      report(stderr, coll, &cs, (double)(now - t0) / 1e9, 0);
+    if (!o->quiet && o->every && now - last_rep >= (uint64_t)o->every * 1000000000ull) {
+      status(r);
       last_rep = now;
     }
-    if (duration && now - t0 >= (uint64_t)duration * 1000000000ull) break;
+    if (o->stats && now - last_stats >= (uint64_t)o->stats_every * 1000000000ull) {
+      write_stats(r, 0);
+      last_stats = now;
+    }
+    if (o->duration && now - r->t0 >= (uint64_t)o->duration * 1000000000ull) break;
   }
-  rc = ba_collector_stop(coll, status ? NULL : sink, &cs);
-  if (rc && !status) {
-    ba_cli_err("collect", "store '%s' refused records: %s", store, ba_strerror(rc));
-    status = 2;
+  return 0;
+}
+
+int ba_cmd_collect(int argc, char **argv) {
+  copts_t o;
+  memset(&o, 0, sizeof(o));
+  ba_collector_opts_init(&o.co);
+  ba_store_opts_init(&o.so);
+  o.every = 10;
+  o.sync_every = 10;
+  o.stats_every = 5;
+  int prc = parse_args(argc, argv, &o);
+  if (prc) return prc == 1 ? 0 : 2;
+  run_t r;
+  memset(&r, 0, sizeof(r));
+  r.o = &o;
+  if (open_log(&r)) return 2;
+  int rc = ba_store_writer_open(o.store, &o.so, &r.cs.w);
+  if (rc) {
+    ba_cli_err("collect", "cannot open store '%s' for writing: %s%s%s", o.store, ba_strerror(rc), r.cs.w ? ": " : "",
+               r.cs.w ? ba_store_writer_errmsg(r.cs.w) : "");
+    if (r.log != stderr) fclose(r.log);
+    return 2;
   }
-  double secs = (double)(now_ns() - t0) / 1e9;
-  int crc = ba_store_writer_close(cs.w);
+  char err[256];
+  rc = ba_collector_start(&o.co, &r.coll, err, sizeof(err));
+  if (rc) {
+    ba_cli_err("collect", "%s", err[0] ? err : ba_strerror(rc));
+    ba_store_writer_close(r.cs.w);
+    if (r.log != stderr) fclose(r.log);
+    return 2;
+  }
+  on_signals();
+  r.t0 = now_ns();
+  announce(&r);
+  write_stats(&r, 0);
+  int status_rc = collect_loop(&r);
+  rc = ba_collector_stop(r.coll, status_rc ? NULL : sink, &r.cs);
+  if (rc && !status_rc) {
+    ba_cli_err("collect", "store '%s' refused records: %s", o.store, ba_strerror(rc));
+    status_rc = 2;
+  }
+  int crc = ba_store_writer_close(r.cs.w);
   if (crc) {
-    ba_cli_err("collect", "closing store '%s': %s", store, ba_strerror(crc));
-    status = 2;
+    ba_cli_err("collect", "closing store '%s': %s", o.store, ba_strerror(crc));
+    status_rc = 2;
   }
-  if (json) report_json(stdout, coll, &cs, secs);
-  else if (!quiet) report(stderr, coll, &cs, secs, 1);
-  ba_collector_free(coll);
-  return status;
+  ba_coll_snap_t s;
+  uint64_t p0 = 0;
+  double p1 = 0;
+  ba_coll_snap_take(r.coll, r.cs.stored, run_secs(&r), 1, &s, &p0, &p1); /* rate: the whole run's */
+  s.final = 1;
+  if (o.json) ba_coll_report_json(stdout, &s);
+  else if (!o.quiet) ba_coll_report_text(r.log, &s);
+  ba_coll_snap_clear(&s);
+  write_stats(&r, 1);
+  ba_collector_free(r.coll);
+  if (r.log != stderr) fclose(r.log);
+  return status_rc;
 }

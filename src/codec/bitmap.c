@@ -227,6 +227,41 @@ int ba_bitmap_set(ba_bitmap_t *bm, uint64_t row) {
   return bm_run(bm, 1, 1);
 }
 
+int ba_bitmap_append_groups(ba_bitmap_t *bm, const uint32_t *gaps, const uint64_t *lits, size_t n) {
+  BA_RETURN_IF(!bm || bm->finished || (n && (!gaps || !lits)), BA_ERR_INVALID);
+  const unsigned G = bm->ops->word_bytes * 8 - 1;
+  uint64_t add = 0;
+  for (size_t i = 0; i < n; i++) add += ((uint64_t)gaps[i] + 1) * G; /* < 2^32 * 64 * n */
+  BA_RETURN_IF(add > BA_BITMAP_MAX_ROWS - bm->rows, BA_ERR_OVERFLOW);
+  const uint64_t all = bm_mask(G);
+  if (bm->group != G || bm->pend_n) {
+    /* bit-run codecs, or rows not on a group boundary: the row-level path */
+    for (size_t i = 0; i < n; i++) {
+      BA_FORWARD(bm_run(bm, 0, (uint64_t)gaps[i] * G));
+      BA_FORWARD(bm_bits(bm, lits[i] & all, G));
+    }
+    return BA_OK;
+  }
+  /* whole groups straight to the encoder */
+  int (*put)(ba_wordvec_t *, ba_enc_state_t *, const ba_tok_t *) = bm->ops->put;
+  for (size_t i = 0; i < n; i++) {
+    ba_tok_t t;
+    if (gaps[i]) {
+      t.n = gaps[i];
+      t.lit = 0;
+      t.kind = BA_TOK_FILL0;
+      BA_FORWARD(put(&bm->vec, &bm->st, &t));
+    }
+    uint64_t g = lits[i] & all;
+    t.n = 1;
+    t.lit = g;
+    t.kind = g == 0 ? BA_TOK_FILL0 : g == all ? BA_TOK_FILL1 : BA_TOK_LIT;
+    BA_FORWARD(put(&bm->vec, &bm->st, &t));
+  }
+  bm->rows += add;
+  return BA_OK;
+}
+
 /* Pads to nrows (when short), closes the open group/run, flushes the encoder. */
 int ba_bm_close(ba_bitmap_t *bm, uint64_t nrows) {
   if (bm->rows < nrows) BA_FORWARD(bm_run(bm, 0, nrows - bm->rows));

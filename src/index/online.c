@@ -1,30 +1,55 @@
 /* Online (streaming) index builder: Lemire's chunk algorithm as generalised in
- * codecs.md §8. Rows arrive in order; each value present keeps a pending
- * literal of G rows (G = codec word bits - 1) and the chunk it belongs to. A
- * row in a later chunk flushes that literal and appends the gap as one zero
- * run, so a chunk touches only the values occurring in it and absent values
- * cost nothing but a map entry. */
+ * codecs.md §8, fed one row group at a time and built per attribute value.
+ *
+ * Each value present keeps a pending literal of G rows (G = codec word bits
+ * - 1) and the chunk it belongs to. A row in a later chunk flushes that
+ * literal and appends the gap as one zero run, so a chunk touches only the
+ * values occurring in it. Rows of one call are first sorted by value (IMC'13
+ * §3: (value, row) pairs, LSD radix sort on the value bits, stable so each
+ * value's rows stay ascending), then every value's rows are applied in one go:
+ * the value's state is loaded once per call instead of once per row, and the
+ * walk over values in ascending order lets the next values' state be
+ * prefetched. Each bitmap receives exactly the appends the row-at-a-time
+ * algorithm makes, so the words are the same. */
 #include <string.h>
 
 #include "common/common.h"
 #include "index/index.h"
 
+/* Chunks buffered per value before they are appended to its bitmap: the
+ * bitmap (its struct and word tail, two cache misses at high cardinality) is
+ * touched once per TOKBUF chunks instead of once per chunk. */
+#define TOKBUF 8
+/* Domains up to this size index slots by value (dense: a value's slot address
+ * needs no lookup); larger ones map value -> slot. */
+#define DENSE_MAX 65536u
+
+/* One value's state, 128 bytes. Its bitmap describes the chunks before the
+ * buffered ones; buffered chunk i is gap[i] zero chunks followed by the
+ * literal lit[i]; then come pgap zero chunks and the open literal `pending`
+ * of chunk last_group. */
 typedef struct slot {
-  int64_t last_group; /* chunk of `pending`, -1 before the first row */
+  ba_bitmap_t *bm;    /* NULL: value not seen */
+  int64_t last_group; /* chunk of `pending` */
   uint64_t pending;   /* MSB-first literal: row offset o is bit G-1-o */
-  ba_bitmap_t *bm;
+  uint64_t pgap;      /* zero chunks between the buffered chunks and `pending` */
+  uint32_t nbuf;
+  uint32_t gap[TOKBUF];
+  uint64_t lit[TOKBUF];
 } slot_t;
 
 struct ba_idx_online {
   ba_codec_t codec;
   unsigned G;
   uint32_t domain;
-  uint32_t *map; /* value -> slot index + 1; 0 = absent */
+  unsigned vbits; /* bits of the largest value (domain - 1), >= 1 */
+  int dense;      /* slots[v] is value v's slot */
+  uint32_t *map;  /* !dense: value -> slot index + 1; 0 = absent */
   slot_t *slots;
-  size_t nslots, cap;
+  size_t nslots, cap; /* values seen; allocated slots (!dense) */
   uint64_t rows;
-  uint64_t group;  /* chunk of row `rows` */
-  unsigned off;    /* offset of row `rows` in its chunk */
+  uint32_t *keys, *tmp; /* sort scratch: value << (32 - vbits) | row offset */
+  size_t kcap;
   int err;
 };
 
@@ -47,106 +72,249 @@ int ba_idx_online_create(ba_codec_t codec, uint32_t domain, ba_idx_online_t **ou
   BA_RETURN_IF(G == 0, BA_ERR_INVALID);
   ba_idx_online_t *b = ba_calloc(1, sizeof *b);
   BA_RETURN_IF(!b, BA_ERR_NOMEM);
-  b->map = ba_calloc(domain, sizeof *b->map);
-  if (!b->map) {
+  b->dense = domain <= DENSE_MAX;
+  /* calloc: pages of values never seen are never touched */
+  if (b->dense) b->slots = ba_calloc(domain, sizeof *b->slots);
+  else b->map = ba_calloc(domain, sizeof *b->map);
+  if (!b->slots && !b->map) {
     ba_free(b);
     return BA_ERR_NOMEM;
   }
   b->codec = codec;
   b->G = G;
   b->domain = domain;
+  b->vbits = 1;
+  while (b->vbits < 32 && ((domain - 1) >> b->vbits)) b->vbits++;
   *out = b;
   return BA_OK;
 }
 
 void ba_idx_online_free(ba_idx_online_t *b) {
   if (!b) return;
-  for (size_t i = 0; i < b->nslots; i++) ba_bitmap_free(b->slots[i].bm);
+  size_t n = b->dense ? b->domain : b->nslots;
+  for (size_t i = 0; i < n; i++) ba_bitmap_free(b->slots[i].bm);
   ba_free(b->slots);
   ba_free(b->map);
+  ba_free(b->keys);
+  ba_free(b->tmp);
   ba_free(b);
 }
 
 uint64_t ba_idx_online_rows(const ba_idx_online_t *b) { return b->rows; }
 size_t ba_idx_online_values(const ba_idx_online_t *b) { return b->nslots; }
 
-static int new_slot(ba_idx_online_t *b, uint32_t v, slot_t **out) {
-  if (b->nslots == b->cap) {
-    void *p = b->slots;
-    BA_FORWARD(ba_grow(&p, &b->cap, b->nslots + 1, sizeof(slot_t)));
-    b->slots = p;
+/* Appends the buffered chunks to the bitmap. */
+static int flush_buf(slot_t *s) {
+  BA_FORWARD(ba_bitmap_append_groups(s->bm, s->gap, s->lit, s->nbuf));
+  s->nbuf = 0;
+  return BA_OK;
+}
+
+/* Closes the open chunk of s (into the buffer) and opens chunk g > last_group. */
+static int advance(ba_idx_online_t *b, slot_t *s, uint64_t g) {
+  if (s->nbuf == TOKBUF || s->pgap > UINT32_MAX) BA_FORWARD(flush_buf(s));
+  if (s->pgap > UINT32_MAX) { /* a gap too long for the buffer: straight to the bitmap */
+    uint32_t none = 0;
+    BA_FORWARD(ba_bitmap_append_run(s->bm, 0, s->pgap * b->G));
+    BA_FORWARD(ba_bitmap_append_groups(s->bm, &none, &s->pending, 1));
+  } else {
+    s->gap[s->nbuf] = (uint32_t)s->pgap;
+    s->lit[s->nbuf++] = s->pending;
   }
-  slot_t *s = &b->slots[b->nslots];
-  BA_FORWARD(ba_bitmap_create(b->codec, &s->bm));
-  s->last_group = -1;
+  s->pgap = g - (uint64_t)s->last_group - 1;
+  s->last_group = (int64_t)g;
   s->pending = 0;
-  b->map[v] = (uint32_t)++b->nslots;
+  return BA_OK;
+}
+
+/* Value v's slot, set up on first sight with chunk g open. */
+static int slot_of(ba_idx_online_t *b, uint32_t v, uint64_t g, slot_t **out) {
+  slot_t *s;
+  if (b->dense) {
+    s = &b->slots[v];
+    if (BA_LIKELY(s->bm != NULL)) {
+      *out = s;
+      return BA_OK;
+    }
+  } else {
+    uint32_t k = b->map[v];
+    if (BA_LIKELY(k != 0)) {
+      *out = &b->slots[k - 1];
+      return BA_OK;
+    }
+    if (b->nslots == b->cap) {
+      void *p = b->slots;
+      BA_FORWARD(ba_grow(&p, &b->cap, b->nslots + 1, sizeof(slot_t)));
+      b->slots = p;
+    }
+    s = &b->slots[b->nslots];
+    memset(s, 0, sizeof *s);
+  }
+  BA_FORWARD(ba_bitmap_create(b->codec, &s->bm));
+  s->last_group = (int64_t)g;
+  s->pgap = g;
+  s->pending = 0;
+  s->nbuf = 0;
+  if (!b->dense) b->map[v] = (uint32_t)b->nslots + 1;
+  b->nslots++;
   *out = s;
   return BA_OK;
 }
 
-/* Flushes s's pending literal and zero-fills up to the start of chunk g. */
-static int advance(ba_idx_online_t *b, slot_t *s, uint64_t g) {
-  uint64_t done = 0; /* chunks fully described so far */
-  if (s->last_group >= 0) {
-    BA_FORWARD(ba_bitmap_append_bits(s->bm, s->pending, b->G));
-    done = (uint64_t)s->last_group + 1;
+/* Keys of the rows with a value: value in the high vbits, row offset below.
+ * Returns how many, or BA_ERR_INVALID for a value outside the domain. */
+static long make_keys(const ba_idx_online_t *b, const uint32_t *vals, size_t n, uint32_t *keys) {
+  const unsigned sh = 32 - b->vbits;
+  const uint32_t dom = b->domain;
+  size_t m = 0;
+  for (size_t i = 0; i < n; i++) {
+    uint32_t v = vals[i];
+    if (v == BA_IDX_NONE) continue;
+    if (BA_UNLIKELY(v >= dom)) return BA_ERR_INVALID;
+    keys[m++] = v << sh | (uint32_t)i;
   }
-  if (g > done) BA_FORWARD(ba_bitmap_append_run(s->bm, 0, (g - done) * b->G));
-  s->pending = 0;
-  s->last_group = (int64_t)g;
+  return (long)m;
+}
+
+/* Stable LSD radix sort of keys[0..m) on their top vbits bits, 8-bit digits
+ * (the row offsets below stay in order). The result is in keys, or in tmp
+ * when *swapped is set. */
+static void sort_keys(unsigned vbits, uint32_t *keys, uint32_t *tmp, size_t m, int *swapped) {
+  unsigned lo = 32 - vbits;
+  uint32_t *src = keys, *dst = tmp;
+  *swapped = 0;
+  while (lo < 32) {
+    unsigned w = 32 - lo < 8 ? 32 - lo : 8;
+    uint32_t cnt[256] = {0};
+    uint32_t mask = (1u << w) - 1;
+    for (size_t i = 0; i < m; i++) cnt[(src[i] >> lo) & mask]++;
+    uint32_t sum = 0;
+    for (unsigned d = 0; d <= mask; d++) {
+      uint32_t c = cnt[d];
+      cnt[d] = sum;
+      sum += c;
+    }
+    for (size_t i = 0; i < m; i++) dst[cnt[(src[i] >> lo) & mask]++] = src[i];
+    uint32_t *t = src;
+    src = dst;
+    dst = t;
+    *swapped = !*swapped;
+    lo += w;
+  }
+}
+
+/* Where value v's slot is (or will be), for prefetching. */
+static inline const slot_t *slot_addr(const ba_idx_online_t *b, uint32_t v) {
+  if (b->dense) return &b->slots[v];
+  uint32_t k = b->map[v];
+  return k ? &b->slots[k - 1] : NULL;
+}
+
+/* Prefetches the state of the value of key i (far ahead: its slot, or its map
+ * entry; nearer: the slot after its map entry, the bitmap of a full buffer). */
+static inline void prefetch_far(const ba_idx_online_t *b, uint32_t v) {
+  if (b->dense) {
+    const char *p = (const char *)&b->slots[v];
+    __builtin_prefetch(p);
+    __builtin_prefetch(p + 64);
+  } else {
+    __builtin_prefetch(&b->map[v]);
+  }
+}
+static inline void prefetch_near(const ba_idx_online_t *b, uint32_t v) {
+  const slot_t *p = slot_addr(b, v);
+  if (p && !b->dense) {
+    __builtin_prefetch(p);
+    __builtin_prefetch((const char *)p + 64);
+  } else if (p && p->nbuf == TOKBUF && p->bm) {
+    __builtin_prefetch(p->bm);
+    __builtin_prefetch((const char *)p->bm + 64);
+  }
+}
+
+/* Applies sorted keys of rows base + offset; G and far are constants at each
+ * call (far: the values' state does not fit the cache, prefetch it). */
+__attribute__((always_inline)) static inline int apply_t(ba_idx_online_t *b, const uint32_t *keys, size_t m, uint64_t base, const unsigned G,
+                          const int far) {
+  const unsigned sh = 32 - b->vbits;
+  const uint32_t omask = (1u << sh) - 1, base_r = (uint32_t)(base % G);
+  const uint64_t base_g = base / G;
+  size_t i = 0;
+  while (i < m) {
+    if (far && i + 32 < m) prefetch_far(b, keys[i + 32] >> sh);
+    if (far && i + 16 < m) prefetch_near(b, keys[i + 16] >> sh);
+    const uint32_t v = keys[i] >> sh;
+    uint32_t t = base_r + (keys[i] & omask); /* row - base_g * G */
+    slot_t *s;
+    BA_FORWARD(slot_of(b, v, base_g + t / G, &s));
+    uint64_t lg = (uint64_t)s->last_group, pend = s->pending;
+    do {
+      t = base_r + (keys[i] & omask);
+      uint64_t g = base_g + t / G;
+      if (g != lg) {
+        s->pending = pend;
+        if (BA_LIKELY(s->nbuf < TOKBUF && s->pgap <= UINT32_MAX)) {
+          s->gap[s->nbuf] = (uint32_t)s->pgap;
+          s->lit[s->nbuf++] = pend;
+          s->pgap = g - lg - 1;
+          s->last_group = (int64_t)g;
+        } else {
+          BA_FORWARD(advance(b, s, g));
+        }
+        lg = g;
+        pend = 0;
+      }
+      pend |= 1ull << (G - 1 - t % G);
+    } while (++i < m && (keys[i] >> sh) == v);
+    s->pending = pend;
+  }
+  return BA_OK;
+}
+
+static int apply(ba_idx_online_t *b, const uint32_t *keys, size_t m, uint64_t base) {
+  const int far = b->domain > 4096;
+  if (b->G == 31) return far ? apply_t(b, keys, m, base, 31, 1) : apply_t(b, keys, m, base, 31, 0);
+  return far ? apply_t(b, keys, m, base, 63, 1) : apply_t(b, keys, m, base, 63, 0);
+}
+
+static int reserve_keys(ba_idx_online_t *b, size_t n) {
+  if (n <= b->kcap) return BA_OK;
+  uint32_t *k = ba_malloc(n * sizeof *k), *t = ba_malloc(n * sizeof *t);
+  if (!k || !t) {
+    ba_free(k);
+    ba_free(t);
+    return BA_ERR_NOMEM;
+  }
+  ba_free(b->keys);
+  ba_free(b->tmp);
+  b->keys = k;
+  b->tmp = t;
+  b->kcap = n;
   return BA_OK;
 }
 
 int ba_idx_online_add(ba_idx_online_t *b, const uint32_t *vals, size_t n) {
   BA_RETURN_IF(!b || (n && !vals), BA_ERR_INVALID);
   BA_RETURN_IF(b->err, b->err);
-  const unsigned G = b->G;
-  uint64_t g = b->group;
-  unsigned off = b->off;
-  const uint32_t dom = b->domain;
-  for (size_t i = 0; i < n; i++) {
-    /* Large domains (ports) miss the cache on map -> slot -> bitmap, one
-     * dependent load after the other: prefetch each link a few rows ahead. */
-    if (i + 16 < n && vals[i + 16] < dom) __builtin_prefetch(&b->map[vals[i + 16]]);
-    if (i + 8 < n && vals[i + 8] < dom) {
-      uint32_t k8 = b->map[vals[i + 8]];
-      if (k8) __builtin_prefetch(&b->slots[k8 - 1]);
+  /* Row offsets must fit below the value bits: pieces of 2^(32 - vbits)
+   * rows (65,536 or more for domains up to 65,536, 256 at the largest). */
+  const size_t piece = (size_t)1 << (32 - b->vbits < 24 ? 32 - b->vbits : 24);
+  int rc = reserve_keys(b, n < piece ? n : piece);
+  for (size_t off = 0; rc == BA_OK && off < n; off += piece) {
+    size_t k = n - off < piece ? n - off : piece;
+    long m = make_keys(b, vals + off, k, b->keys);
+    if (m < 0) {
+      rc = (int)m;
+      break;
     }
-    if (i + 4 < n && vals[i + 4] < dom) {
-      uint32_t k4 = b->map[vals[i + 4]];
-      if (k4 && (uint64_t)b->slots[k4 - 1].last_group != g) {
-        const char *bp = (const char *)b->slots[k4 - 1].bm;
-        __builtin_prefetch(bp);
-        __builtin_prefetch(bp + 64);
-        __builtin_prefetch(bp + 128);
-      }
-    }
-    uint32_t v = vals[i];
-    if (v != BA_IDX_NONE) {
-      if (BA_UNLIKELY(v >= b->domain)) {
-        b->err = BA_ERR_INVALID;
-        return b->err;
-      }
-      uint32_t k = b->map[v];
-      slot_t *s;
-      int rc = BA_OK;
-      if (BA_UNLIKELY(k == 0)) rc = new_slot(b, v, &s);
-      else s = &b->slots[k - 1];
-      if (rc == BA_OK && (uint64_t)s->last_group != g) rc = advance(b, s, g);
-      if (BA_UNLIKELY(rc < 0)) {
-        b->err = rc;
-        return rc;
-      }
-      s->pending |= 1ull << (G - 1 - off);
-    }
-    if (++off == G) {
-      off = 0;
-      g++;
-    }
+    int swapped;
+    sort_keys(b->vbits, b->keys, b->tmp, (size_t)m, &swapped);
+    rc = apply(b, swapped ? b->tmp : b->keys, (size_t)m, b->rows + off);
   }
-  b->group = g;
-  b->off = off;
+  if (rc < 0) {
+    b->err = rc;
+    return rc;
+  }
   b->rows += n;
   return BA_OK;
 }
@@ -165,13 +333,15 @@ int ba_idx_online_finish(ba_idx_online_t *b, ba_idx_attr_t *out) {
       goto fail;
     }
   }
-  /* Ascending values by walking the map. */
+  /* Ascending values. */
   for (uint32_t v = 0; v < b->domain && k < n; v++) {
-    if (!b->map[v]) continue;
-    slot_t *s = &b->slots[b->map[v] - 1];
+    slot_t *s = b->dense ? &b->slots[v] : b->map[v] ? &b->slots[b->map[v] - 1] : NULL;
+    if (!s || !s->bm) continue;
     uint64_t start = (uint64_t)s->last_group * b->G;
     uint64_t left = b->rows - start; /* >= 1: the chunk holds a set row */
     unsigned keep = left < b->G ? (unsigned)left : b->G;
+    if ((rc = flush_buf(s)) < 0) goto fail;
+    if (s->pgap && (rc = ba_bitmap_append_run(s->bm, 0, s->pgap * b->G)) < 0) goto fail;
     if ((rc = ba_bitmap_append_bits(s->bm, s->pending >> (b->G - keep), keep)) < 0) goto fail;
     if ((rc = ba_bitmap_finish(s->bm, b->rows)) < 0) goto fail;
     out->values[k] = v;

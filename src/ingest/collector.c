@@ -1,24 +1,27 @@
-/* UDP collector: a receive thread drains the socket (recvmmsg) into a bounded
- * byte ring; the caller's thread decodes from the ring and feeds its sink.
- * The ring region between the read and write positions belongs to the
- * consumer, so decoding happens without holding the lock. */
-#include <arpa/inet.h>
-#include <errno.h>
-#include <netdb.h>
+/* UDP collector: one receive thread per socket drains it (recvmmsg batches)
+ * into that socket's bounded byte queue; the caller's thread decodes from
+ * every queue and feeds its sink.
+ *
+ * Each queue is a single-producer single-consumer ring without locks: the
+ * receive thread owns `wr`, the polling thread owns `rd`, each publishes its
+ * position with a release store and reads the other's with an acquire load.
+ * Entries are [u32 length][16-byte exporter][datagram], 8-byte aligned; an
+ * entry never wraps (a WRAP_MARK sends the reader back to offset 0). The
+ * mutex and condition variable only wake a sleeping poller. */
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
-#include <stdatomic.h>
+#include <signal.h>
 #include <stdio.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "bitarc/ingest.h"
 #include "common/common.h"
+#include "ingest/collector_internal.h"
 
 #define RX_BATCH 32
 #define RX_MAX 65536
@@ -27,112 +30,135 @@
 #define WAKE_BYTES (256u << 10)
 #define WAKE_MS 20
 #define RX_NAP_US 500
+#define RING_MIN ((uint64_t)2 * (RX_MAX + ENT_HDR + 8))
 
-struct ba_collector {
-  int fd;
-  int family;
-  char addr[96];
-  ino_t inode;
-  uint32_t rcvbuf;
+typedef struct rx {
+  struct ba_collector *c;
+  ba_rx_sock_t s;
+  const char *listen;
   pthread_t th;
   int started;
+  uint8_t *ring;
+  uint64_t cap;
+  char pad0[64];
+  _Atomic uint64_t wr; /* bytes ever queued; position = wr % cap (receive thread) */
+  char pad1[64];
+  _Atomic uint64_t rd; /* bytes ever consumed (polling thread) */
+  char pad2[64];
+  /* written by the receive thread only */
+  _Atomic uint64_t received, received_bytes, dropped, dropped_bytes, peak;
+  ba_rx_exporters_t exp;
+  uint8_t *rxbuf;
+} rx_t;
+
+struct ba_collector {
+  rx_t *rx[BA_COLLECTOR_MAX_SOCKETS];
+  size_t nrx;
+  char listen[BA_COLLECTOR_MAX_LISTEN][128];
+  uint32_t rcvbuf_asked;
   _Atomic int stop;
+  _Atomic int sleeping;
   pthread_mutex_t mu;
   pthread_cond_t cv;
-  uint8_t *ring;
-  uint64_t cap, rd, wr; /* rd/wr grow forever; position = value % cap */
-  uint64_t received, received_bytes, queue_dropped;
+  uint64_t peak; /* polling thread */
   ba_flow_decoder_t *dec;
-  uint8_t *rxbuf;
 };
 
 void ba_collector_opts_init(ba_collector_opts_t *o) {
   memset(o, 0, sizeof(*o));
   o->listen = "127.0.0.1:2055";
-  o->rcvbuf_bytes = 64u << 20;
-  o->queue_bytes = 64u << 20;
+  o->sockets = 1;
+  o->rcvbuf_bytes = BA_COLLECTOR_DEFAULT_RCVBUF;
+  o->queue_bytes = BA_COLLECTOR_DEFAULT_QUEUE;
   ba_flow_decoder_opts_init(&o->decoder);
 }
 
-static int parse_listen(const char *s, struct sockaddr_storage *ss, socklen_t *sl, char *err, size_t errlen) {
-  char host[80] = "127.0.0.1";
-  const char *port = NULL;
-  if (s[0] == '[') {
-    const char *e = strchr(s, ']');
-    if (!e || (size_t)(e - s - 1) >= sizeof(host) || e[1] != ':') goto bad;
-    memcpy(host, s + 1, (size_t)(e - s - 1));
-    host[e - s - 1] = 0;
-    port = e + 2;
-  } else {
-    const char *c = strrchr(s, ':');
-    if (!c) {
-      port = s; /* just a port: loopback */
-    } else {
-      if ((size_t)(c - s) >= sizeof(host)) goto bad;
-      if (c != s) {
-        memcpy(host, s, (size_t)(c - s));
-        host[c - s] = 0;
-      }
-      port = c + 1;
-    }
-  }
-  char *end;
-  long pn = strtol(port, &end, 10);
-  if (!*port || *end || pn < 0 || pn > 65535) goto bad;
-  struct addrinfo hints, *ai = NULL;
-  memset(&hints, 0, sizeof(hints));
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_DGRAM;
-  hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV | AI_PASSIVE;
-  if (getaddrinfo(host, port, &hints, &ai) != 0 || !ai) goto bad;
-  memcpy(ss, ai->ai_addr, ai->ai_addrlen);
-  *sl = ai->ai_addrlen;
-  freeaddrinfo(ai);
-  return 0;
-bad:
-  snprintf(err, errlen, "listen address '%s' is not ADDR:PORT (e.g. 127.0.0.1:2055 or [::1]:2055)", s);
-  return BA_ERR_SYNTAX;
-}
+/* ---------- receive side ---------- */
 
-static void sa_to_addr16(const struct sockaddr_storage *ss, uint8_t out[16]) {
-  memset(out, 0, 16);
-  if (ss->ss_family == AF_INET) {
-    const struct sockaddr_in *a = (const struct sockaddr_in *)ss;
-    ba_addr_set_v4(out, ntohl(a->sin_addr.s_addr));
-  } else if (ss->ss_family == AF_INET6) {
-    memcpy(out, &((const struct sockaddr_in6 *)ss)->sin6_addr, 16);
-  }
-}
-
-/* Appends one datagram to the ring (lock held). Returns 0 or -1 when full. */
-static int ring_push(ba_collector_t *c, const uint8_t ex[16], const uint8_t *p, uint32_t len) {
+/* Appends one datagram at *wr (rd: the consumer's position as last seen).
+ * Returns 0, or -1 when the queue has no room for it. */
+static int ring_push(rx_t *r, uint64_t *wr, uint64_t rd, const uint8_t ex[16], const uint8_t *p, uint32_t len) {
   uint64_t e = (ENT_HDR + (uint64_t)len + 7) & ~7ull;
-  uint64_t pos = c->wr % c->cap, tail = c->cap - pos;
+  uint64_t pos = *wr % r->cap, tail = r->cap - pos;
   uint64_t need = e <= tail ? e : tail + e;
-  if (need > c->cap - (c->wr - c->rd)) return -1;
+  if (need > r->cap - (*wr - rd)) return -1;
   if (e > tail) {
-    ba_store_le32(c->ring + pos, WRAP_MARK);
-    c->wr += tail;
+    ba_store_le32(r->ring + pos, WRAP_MARK);
+    *wr += tail;
     pos = 0;
   }
-  ba_store_le32(c->ring + pos, len);
-  memcpy(c->ring + pos + 4, ex, 16);
-  memcpy(c->ring + pos + ENT_HDR, p, len);
-  c->wr += e;
+  ba_store_le32(r->ring + pos, len);
+  memcpy(r->ring + pos + 4, ex, 16);
+  memcpy(r->ring + pos + ENT_HDR, p, len);
+  *wr += e;
   return 0;
+}
+
+/* Queues a batch of received datagrams, counting each for its exporter. */
+static void rx_queue(rx_t *r, struct mmsghdr *msgs, const struct sockaddr_storage *from, int n) {
+  uint64_t wr = atomic_load_explicit(&r->wr, memory_order_relaxed);
+  uint64_t rd = atomic_load_explicit(&r->rd, memory_order_acquire);
+  /* An empty queue past its middle restarts at offset 0, so the memory
+   * touched (the RSS) is about half the bound plus the largest backlog, not
+   * the whole bound. (The skipped tail counts as used until the poller passes
+   * the mark: restarting earlier would leave too little room.) */
+  if (wr == rd && wr % r->cap >= r->cap / 2) {
+    ba_store_le32(r->ring + wr % r->cap, WRAP_MARK);
+    wr += r->cap - wr % r->cap;
+  }
+  uint64_t bytes = 0, drop = 0, drop_bytes = 0;
+  for (int i = 0; i < n; i++) {
+    uint8_t ex[16];
+    ba_rx_addr16(&from[i], ex);
+    ba_rx_exp_t *e = ba_rx_exporters_get(&r->exp, ex);
+    uint32_t len = msgs[i].msg_len;
+    const uint8_t *p = msgs[i].msg_hdr.msg_iov->iov_base;
+    ba_rx_add(&e->datagrams, 1);
+    ba_rx_add(&e->bytes, len);
+    bytes += len;
+    if (ring_push(r, &wr, rd, ex, p, len) != 0) {
+      rd = atomic_load_explicit(&r->rd, memory_order_acquire);
+      if (ring_push(r, &wr, rd, ex, p, len) != 0) {
+        ba_rx_add(&e->queue_full, 1);
+        drop++;
+        drop_bytes += len;
+      }
+    }
+  }
+  atomic_store_explicit(&r->wr, wr, memory_order_release);
+  ba_rx_add(&r->received, (uint64_t)n);
+  ba_rx_add(&r->received_bytes, bytes);
+  if (drop) {
+    ba_rx_add(&r->dropped, drop);
+    ba_rx_add(&r->dropped_bytes, drop_bytes);
+  }
+  uint64_t fill = wr - rd;
+  if (fill > atomic_load_explicit(&r->peak, memory_order_relaxed))
+    atomic_store_explicit(&r->peak, fill, memory_order_relaxed);
+  /* Wake a sleeping poller only for a worthwhile amount; it also wakes by
+   * itself every WAKE_MS, so a trickle is decoded with at most that delay. */
+  if (fill >= WAKE_BYTES && atomic_load(&r->c->sleeping)) {
+    pthread_mutex_lock(&r->c->mu);
+    pthread_cond_signal(&r->c->cv);
+    pthread_mutex_unlock(&r->c->mu);
+  }
 }
 
 static void *rx_main(void *arg) {
-  ba_collector_t *c = arg;
+  rx_t *r = arg;
+  /* This thread only moves datagrams from the socket into the queue: when the
+   * CPU is short, let it run before the decoder and the writer, so a burst
+   * waits in the bounded queue (counted if it overflows) instead of
+   * overflowing the socket buffer. Best effort (needs CAP_SYS_NICE). */
+  setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), -10);
   struct mmsghdr msgs[RX_BATCH];
   struct iovec iov[RX_BATCH];
   struct sockaddr_storage from[RX_BATCH];
-  while (!c->stop) {
-    struct pollfd pf = {c->fd, POLLIN, 0};
-    int pr = poll(&pf, 1, 100);
-    if (pr <= 0) continue;
+  while (!atomic_load(&r->c->stop)) {
+    struct pollfd pf = {r->s.fd, POLLIN, 0};
+    if (poll(&pf, 1, 100) <= 0) continue;
     for (int i = 0; i < RX_BATCH; i++) {
-      iov[i].iov_base = c->rxbuf + (size_t)i * RX_MAX;
+      iov[i].iov_base = r->rxbuf + (size_t)i * RX_MAX;
       iov[i].iov_len = RX_MAX;
       memset(&msgs[i], 0, sizeof(msgs[i]));
       msgs[i].msg_hdr.msg_iov = &iov[i];
@@ -140,28 +166,116 @@ static void *rx_main(void *arg) {
       msgs[i].msg_hdr.msg_name = &from[i];
       msgs[i].msg_hdr.msg_namelen = sizeof(from[i]);
     }
-    int n = recvmmsg(c->fd, msgs, RX_BATCH, MSG_DONTWAIT, NULL);
+    int n = recvmmsg(r->s.fd, msgs, RX_BATCH, MSG_DONTWAIT, NULL);
     if (n <= 0) continue;
-    pthread_mutex_lock(&c->mu);
-    for (int i = 0; i < n; i++) {
-      uint8_t ex[16];
-      sa_to_addr16(&from[i], ex);
-      c->received++;
-      c->received_bytes += msgs[i].msg_len;
-      if (ring_push(c, ex, iov[i].iov_base, msgs[i].msg_len)) c->queue_dropped++;
-    }
-    /* Wake the decoder only for a worthwhile amount; it also wakes by itself
-     * every WAKE_MS, so a trickle is decoded with at most that delay. */
-    if (c->wr - c->rd >= WAKE_BYTES) pthread_cond_signal(&c->cv);
-    pthread_mutex_unlock(&c->mu);
+    rx_queue(r, msgs, from, n);
     if (n < RX_BATCH / 2) {
       /* Few datagrams waiting: let the kernel buffer collect a batch instead of
-       * waking per datagram (SO_RCVBUF holds far more than RX_NAP_US of traffic). */
+       * waking per datagram (the socket buffer holds far more than RX_NAP_US). */
       struct timespec nap = {0, RX_NAP_US * 1000L};
       nanosleep(&nap, NULL);
     }
   }
   return NULL;
+}
+
+/* ---------- set-up ---------- */
+
+static void rx_free(rx_t *r) {
+  if (!r) return;
+  if (r->s.fd >= 0) close(r->s.fd);
+  ba_rx_exporters_free(&r->exp);
+  ba_free(r->ring);
+  ba_free(r->rxbuf);
+  ba_free(r);
+}
+
+static int rx_new(ba_collector_t *c, const char *listen, uint64_t cap, rx_t **out) {
+  rx_t *r = ba_calloc(1, sizeof(*r));
+  BA_RETURN_IF(!r, BA_ERR_NOMEM);
+  r->c = c;
+  r->s.fd = -1;
+  r->listen = listen;
+  r->cap = cap;
+  ba_rx_exporters_init(&r->exp);
+  r->ring = ba_malloc(cap);
+  r->rxbuf = ba_malloc((size_t)RX_BATCH * RX_MAX);
+  if (!r->ring || !r->rxbuf) {
+    rx_free(r);
+    return BA_ERR_NOMEM;
+  }
+  *out = r;
+  return BA_OK;
+}
+
+static int same_addr(const struct sockaddr_storage *a, const struct sockaddr_storage *b) {
+  if (a->ss_family != b->ss_family) return 0;
+  if (a->ss_family == AF_INET) {
+    const struct sockaddr_in *x = (const void *)a, *y = (const void *)b;
+    return x->sin_port && x->sin_port == y->sin_port && x->sin_addr.s_addr == y->sin_addr.s_addr;
+  }
+  const struct sockaddr_in6 *x = (const void *)a, *y = (const void *)b;
+  return x->sin6_port && x->sin6_port == y->sin6_port && !memcmp(&x->sin6_addr, &y->sin6_addr, 16);
+}
+
+static void set_port(struct sockaddr_storage *ss, int port) {
+  if (ss->ss_family == AF_INET) ((struct sockaddr_in *)ss)->sin_port = htons((uint16_t)port);
+  else ((struct sockaddr_in6 *)ss)->sin6_port = htons((uint16_t)port);
+}
+
+/* Parses every listen address (all before binding any) into ss[]. */
+static int parse_all(const ba_collector_opts_t *o, ba_collector_t *c, struct sockaddr_storage *ss, socklen_t *sl,
+                     size_t *n, char *err, size_t errlen) {
+  *n = o->nlisten ? o->nlisten : 1;
+  if (*n > BA_COLLECTOR_MAX_LISTEN) {
+    snprintf(err, errlen, "%zu listen addresses: at most %d", *n, BA_COLLECTOR_MAX_LISTEN);
+    return BA_ERR_INVALID;
+  }
+  for (size_t i = 0; i < *n; i++) {
+    const char *s = o->nlisten ? o->listens[i] : (o->listen ? o->listen : "127.0.0.1:2055");
+    if (!s || strlen(s) >= sizeof(c->listen[i])) {
+      snprintf(err, errlen, "listen address %zu is missing or too long", i + 1);
+      return BA_ERR_INVALID;
+    }
+    strcpy(c->listen[i], s);
+    BA_FORWARD(ba_rx_parse_listen(s, &ss[i], &sl[i], err, errlen));
+    for (size_t j = 0; j < i; j++)
+      if (same_addr(&ss[i], &ss[j])) {
+        snprintf(err, errlen, "listen address '%s' is given twice ('%s')", s, c->listen[j]);
+        return BA_ERR_INVALID;
+      }
+  }
+  return BA_OK;
+}
+
+/* Opens the sockets of one address (the first fixes the port when it is 0). */
+static int open_listen(ba_collector_t *c, const char *listen, struct sockaddr_storage *ss, socklen_t sl,
+                       unsigned k, uint64_t cap, uint32_t rcvbuf, char *err, size_t errlen) {
+  for (unsigned j = 0; j < k; j++) {
+    rx_t *r;
+    BA_FORWARD(rx_new(c, listen, cap, &r));
+    c->rx[c->nrx++] = r;
+    BA_FORWARD(ba_rx_sock_open(ss, sl, k > 1, rcvbuf, &r->s, err, errlen));
+    if (j == 0 && k > 1) set_port(ss, ba_rx_sock_port(&r->s));
+  }
+  return BA_OK;
+}
+
+static int start_threads(ba_collector_t *c, char *err, size_t errlen) {
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old); /* signals go to the caller's threads */
+  int rc = BA_OK;
+  for (size_t i = 0; i < c->nrx && rc == BA_OK; i++) {
+    if (pthread_create(&c->rx[i]->th, NULL, rx_main, c->rx[i]) != 0) {
+      snprintf(err, errlen, "cannot start receive thread %zu", i + 1);
+      rc = BA_ERR_NOMEM;
+    } else {
+      c->rx[i]->started = 1;
+    }
+  }
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  return rc;
 }
 
 int ba_collector_start(const ba_collector_opts_t *opts, ba_collector_t **out, char *err, size_t errlen) {
@@ -173,188 +287,230 @@ int ba_collector_start(const ba_collector_opts_t *opts, ba_collector_t **out, ch
   err[0] = 0;
   BA_RETURN_IF(!opts || !out, BA_ERR_INVALID);
   *out = NULL;
-  struct sockaddr_storage ss;
-  socklen_t sl;
-  int rc = parse_listen(opts->listen ? opts->listen : "127.0.0.1:2055", &ss, &sl, err, errlen);
-  if (rc) return rc;
   ba_collector_t *c = ba_calloc(1, sizeof(*c));
   BA_RETURN_IF(!c, BA_ERR_NOMEM);
-  c->fd = -1;
   pthread_mutex_init(&c->mu, NULL);
   pthread_cond_init(&c->cv, NULL);
-  c->cap = opts->queue_bytes ? opts->queue_bytes : (64u << 20);
-  c->cap = (c->cap + 7) & ~7ull;
-  if (c->cap < 2 * (RX_MAX + ENT_HDR + 8)) c->cap = 2 * (RX_MAX + ENT_HDR + 8);
-  c->ring = ba_malloc(c->cap);
-  c->rxbuf = ba_malloc((size_t)RX_BATCH * RX_MAX);
-  if (!c->ring || !c->rxbuf) {
-    rc = BA_ERR_NOMEM;
-    goto fail;
-  }
-  rc = ba_flow_decoder_create(&opts->decoder, &c->dec);
+  struct sockaddr_storage ss[BA_COLLECTOR_MAX_LISTEN];
+  socklen_t sl[BA_COLLECTOR_MAX_LISTEN];
+  size_t nl = 0;
+  unsigned k = opts->sockets ? opts->sockets : 1;
+  uint64_t qb = opts->queue_bytes ? opts->queue_bytes : BA_COLLECTOR_DEFAULT_QUEUE;
+  c->rcvbuf_asked = opts->rcvbuf_bytes ? opts->rcvbuf_bytes : BA_COLLECTOR_DEFAULT_RCVBUF;
+  int rc = parse_all(opts, c, ss, sl, &nl, err, errlen);
   if (rc) goto fail;
-  c->family = ss.ss_family;
-  c->fd = socket(ss.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (c->fd < 0) {
-    snprintf(err, errlen, "socket: %s", strerror(errno));
-    rc = BA_ERR_IO;
+  rc = BA_ERR_INVALID;
+  if (k > BA_COLLECTOR_MAX_SOCKETS || nl * k > BA_COLLECTOR_MAX_SOCKETS) {
+    snprintf(err, errlen, "%zu addresses x %u sockets: at most %d sockets", nl, k, BA_COLLECTOR_MAX_SOCKETS);
     goto fail;
   }
-  if (ss.ss_family == AF_INET6) {
-    int off = 0; /* "[::]:port" also receives IPv4 exporters */
-    setsockopt(c->fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof(off));
-  }
-  int want = (int)(opts->rcvbuf_bytes ? opts->rcvbuf_bytes : (64u << 20));
-  if (setsockopt(c->fd, SOL_SOCKET, SO_RCVBUFFORCE, &want, sizeof(want)) != 0)
-    setsockopt(c->fd, SOL_SOCKET, SO_RCVBUF, &want, sizeof(want));
-  int got = 0;
-  socklen_t gl = sizeof(got);
-  if (getsockopt(c->fd, SOL_SOCKET, SO_RCVBUF, &got, &gl) == 0) c->rcvbuf = (uint32_t)got;
-  if (bind(c->fd, (struct sockaddr *)&ss, sl) != 0) {
-    snprintf(err, errlen, "cannot bind %s: %s", opts->listen, strerror(errno));
-    rc = BA_ERR_IO;
+  uint64_t cap = qb / (nl * k) & ~7ull;
+  if (cap < RING_MIN) {
+    snprintf(err, errlen, "a receive queue of %llu bytes is too small for %zu socket(s): each needs %llu",
+             (unsigned long long)qb, nl * k, (unsigned long long)RING_MIN);
     goto fail;
   }
-  struct sockaddr_storage bound;
-  socklen_t bl = sizeof(bound);
-  char host[INET6_ADDRSTRLEN] = "?";
-  if (getsockname(c->fd, (struct sockaddr *)&bound, &bl) == 0) {
-    if (bound.ss_family == AF_INET) {
-      struct sockaddr_in *a = (struct sockaddr_in *)&bound;
-      inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
-      snprintf(c->addr, sizeof(c->addr), "%s:%u", host, ntohs(a->sin_port));
-    } else {
-      struct sockaddr_in6 *a = (struct sockaddr_in6 *)&bound;
-      inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof(host));
-      snprintf(c->addr, sizeof(c->addr), "[%s]:%u", host, ntohs(a->sin6_port));
-    }
-  }
-  struct stat st;
-  if (fstat(c->fd, &st) == 0) c->inode = st.st_ino;
-  if (pthread_create(&c->th, NULL, rx_main, c) != 0) {
-    snprintf(err, errlen, "cannot start the receive thread");
-    rc = BA_ERR_NOMEM;
-    goto fail;
-  }
-  c->started = 1;
+  if ((rc = ba_flow_decoder_create(&opts->decoder, &c->dec)) < 0) goto fail;
+  for (size_t i = 0; i < nl; i++)
+    if ((rc = open_listen(c, c->listen[i], &ss[i], sl[i], k, cap, c->rcvbuf_asked, err, errlen)) < 0) goto fail;
+  if ((rc = start_threads(c, err, errlen)) < 0) goto fail;
   *out = c;
   return BA_OK;
 fail:
+  if (rc == BA_ERR_NOMEM && !err[0]) snprintf(err, errlen, "out of memory for the receive queues");
   ba_collector_free(c);
   return rc;
 }
 
-static int drain(ba_collector_t *c, uint64_t upto, ba_record_sink_fn fn, void *ctx) {
+/* ---------- polling side ---------- */
+
+static int drain(ba_collector_t *c, rx_t *r, ba_record_sink_fn fn, void *ctx) {
+  uint64_t upto = atomic_load_explicit(&r->wr, memory_order_acquire);
+  uint64_t rd = atomic_load_explicit(&r->rd, memory_order_relaxed);
   int rc = 0;
-  uint64_t rd = c->rd;
-  while (rd < upto) {
-    uint64_t pos = rd % c->cap;
-    uint32_t len = ba_load_le32(c->ring + pos);
+  while (rd < upto && !rc) {
+    uint64_t pos = rd % r->cap;
+    uint32_t len = ba_load_le32(r->ring + pos);
     if (len == WRAP_MARK) {
-      rd += c->cap - pos;
+      rd += r->cap - pos;
       continue;
     }
-    int r = ba_flow_decode(c->dec, c->ring + pos + 4, c->ring + pos + ENT_HDR, len, fn, ctx);
-    if (r && !rc) rc = r;
+    if (fn) rc = ba_flow_decode(c->dec, r->ring + pos + 4, r->ring + pos + ENT_HDR, len, fn, ctx);
     rd += (ENT_HDR + (uint64_t)len + 7) & ~7ull;
-    if (rc) break;
+    atomic_store_explicit(&r->rd, rd, memory_order_release); /* room for the receiver at once */
+  }
+  return rc;
+}
+
+static uint64_t queued(const ba_collector_t *c) {
+  uint64_t s = 0;
+  for (size_t i = 0; i < c->nrx; i++)
+    s += atomic_load_explicit(&c->rx[i]->wr, memory_order_acquire) -
+         atomic_load_explicit(&c->rx[i]->rd, memory_order_relaxed);
+  return s;
+}
+
+static void wait_for_data(ba_collector_t *c, int timeout_ms) {
+  if (timeout_ms > WAKE_MS) timeout_ms = WAKE_MS;
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  ts.tv_nsec += (long)timeout_ms * 1000000L;
+  if (ts.tv_nsec >= 1000000000L) {
+    ts.tv_sec++;
+    ts.tv_nsec -= 1000000000L;
   }
   pthread_mutex_lock(&c->mu);
-  c->rd = rd;
+  atomic_store(&c->sleeping, 1);
+  if (queued(c) < WAKE_BYTES) pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+  atomic_store(&c->sleeping, 0);
   pthread_mutex_unlock(&c->mu);
-  return rc;
 }
 
 int ba_collector_poll(ba_collector_t *c, int timeout_ms, ba_record_sink_fn fn, void *ctx) {
   BA_RETURN_IF(!c, BA_ERR_INVALID);
-  pthread_mutex_lock(&c->mu);
-  if (c->wr - c->rd < WAKE_BYTES && timeout_ms > 0) {
-    if (timeout_ms > WAKE_MS) timeout_ms = WAKE_MS;
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_sec += timeout_ms / 1000;
-    ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-      ts.tv_sec++;
-      ts.tv_nsec -= 1000000000L;
-    }
-    pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+  uint64_t q = queued(c);
+  if (q > c->peak) c->peak = q;
+  if (q < WAKE_BYTES && timeout_ms > 0) wait_for_data(c, timeout_ms);
+  for (size_t i = 0; i < c->nrx; i++) {
+    int rc = drain(c, c->rx[i], fn, ctx);
+    if (rc) return rc;
   }
-  uint64_t upto = c->wr;
-  pthread_mutex_unlock(&c->mu);
-  return drain(c, upto, fn, ctx);
+  return BA_OK;
+}
+
+static void join_all(ba_collector_t *c) {
+  atomic_store(&c->stop, 1);
+  for (size_t i = 0; i < c->nrx; i++)
+    if (c->rx[i]->started) {
+      pthread_join(c->rx[i]->th, NULL);
+      c->rx[i]->started = 0;
+    }
 }
 
 int ba_collector_stop(ba_collector_t *c, ba_record_sink_fn fn, void *ctx) {
   BA_RETURN_IF(!c, BA_ERR_INVALID);
-  if (c->started) {
-    c->stop = 1;
-    pthread_join(c->th, NULL);
-    c->started = 0;
-  }
-  pthread_mutex_lock(&c->mu);
-  uint64_t upto = c->wr;
-  pthread_mutex_unlock(&c->mu);
-  int rc = drain(c, upto, fn, ctx);
+  join_all(c);
+  int rc = 0;
+  for (size_t i = 0; i < c->nrx && !rc; i++) rc = drain(c, c->rx[i], fn, ctx);
   ba_flow_decoder_finish(c->dec);
   return rc;
 }
 
-static int64_t kernel_drops(const ba_collector_t *c) {
-  const char *files[2] = {"/proc/net/udp", "/proc/net/udp6"};
-  for (int f = 0; f < 2; f++) {
-    FILE *fp = fopen(files[f], "r");
-    if (!fp) continue;
-    char line[512];
-    while (fgets(line, sizeof(line), fp)) {
-      unsigned long long inode = 0, drops = 0;
-      char *tok[16];
-      int nt = 0;
-      char *save = NULL;
-      for (char *t = strtok_r(line, " \t\n", &save); t && nt < 16; t = strtok_r(NULL, " \t\n", &save))
-        tok[nt++] = t;
-      if (nt < 13) continue;
-      inode = strtoull(tok[9], NULL, 10);
-      if (inode != (unsigned long long)c->inode) continue;
-      drops = strtoull(tok[12], NULL, 10);
-      fclose(fp);
-      return (int64_t)drops;
-    }
-    fclose(fp);
+void ba_collector_free(ba_collector_t *c) {
+  if (!c) return;
+  join_all(c);
+  for (size_t i = 0; i < c->nrx; i++) rx_free(c->rx[i]);
+  ba_flow_decoder_free(c->dec);
+  pthread_mutex_destroy(&c->mu);
+  pthread_cond_destroy(&c->cv);
+  ba_free(c);
+}
+
+const char *ba_collector_address(const ba_collector_t *c) { return c && c->nrx ? c->rx[0]->s.addr : ""; }
+
+/* ---------- counters ---------- */
+
+static uint64_t ld(const _Atomic uint64_t *x) { return atomic_load_explicit(x, memory_order_relaxed); }
+
+static void kernel_drops(const ba_collector_t *c, int64_t *drops) {
+  uint64_t inodes[BA_COLLECTOR_MAX_SOCKETS];
+  for (size_t i = 0; i < c->nrx; i++) inodes[i] = c->rx[i]->s.inode;
+  ba_rx_kernel_drops(inodes, c->nrx, drops);
+}
+
+size_t ba_collector_sockets(ba_collector_t *c, ba_collector_socket_t *out, size_t cap) {
+  if (!c) return 0;
+  int64_t drops[BA_COLLECTOR_MAX_SOCKETS];
+  if (cap) kernel_drops(c, drops);
+  for (size_t i = 0; i < c->nrx && i < cap; i++) {
+    const rx_t *r = c->rx[i];
+    ba_collector_socket_t *o = &out[i];
+    memset(o, 0, sizeof(*o));
+    snprintf(o->address, sizeof(o->address), "%s", r->s.addr);
+    o->listen = r->listen;
+    o->rcvbuf_asked = c->rcvbuf_asked;
+    o->rcvbuf_granted = r->s.rcvbuf_granted;
+    o->rcvbuf_forced = r->s.rcvbuf_forced;
+    o->kernel_drops = drops[i];
+    o->received = ld(&r->received);
+    o->received_bytes = ld(&r->received_bytes);
+    o->queue_dropped = ld(&r->dropped);
+    o->queue_bytes = atomic_load(&r->wr) - atomic_load(&r->rd);
+    o->queue_capacity = r->cap;
+    o->queue_peak = ld(&r->peak);
   }
-  return -1;
+  return c->nrx;
 }
 
 void ba_collector_get_stats(ba_collector_t *c, ba_collector_stats_t *st) {
   memset(st, 0, sizeof(*st));
-  pthread_mutex_lock(&c->mu);
-  st->received = c->received;
-  st->received_bytes = c->received_bytes;
-  st->queue_dropped = c->queue_dropped;
-  pthread_mutex_unlock(&c->mu);
-  st->rcvbuf_granted = c->rcvbuf;
-  st->kernel_drops = c->fd >= 0 ? kernel_drops(c) : -1;
+  if (!c) return;
+  ba_collector_socket_t so[BA_COLLECTOR_MAX_SOCKETS];
+  size_t n = ba_collector_sockets(c, so, BA_COLLECTOR_MAX_SOCKETS);
+  st->kernel_drops = -1;
+  for (size_t i = 0; i < n; i++) {
+    st->received += so[i].received;
+    st->received_bytes += so[i].received_bytes;
+    st->queue_dropped += so[i].queue_dropped;
+    st->queue_dropped_bytes += ld(&c->rx[i]->dropped_bytes);
+    st->queue_bytes += so[i].queue_bytes;
+    st->queue_capacity += so[i].queue_capacity;
+    if (so[i].kernel_drops >= 0) st->kernel_drops = (st->kernel_drops < 0 ? 0 : st->kernel_drops) + so[i].kernel_drops;
+    if (i == 0 || so[i].rcvbuf_granted < st->rcvbuf_granted) st->rcvbuf_granted = so[i].rcvbuf_granted;
+  }
+  st->queue_peak = c->peak > st->queue_bytes ? c->peak : st->queue_bytes;
   ba_flow_decoder_counts(c->dec, &st->counts);
   st->counts.dropped[BA_DROP_QUEUE_FULL] += st->queue_dropped;
 }
 
-const char *ba_collector_address(const ba_collector_t *c) { return c ? c->addr : ""; }
-
-size_t ba_collector_sources(ba_collector_t *c, ba_flow_source_t *out, size_t cap) {
-  return c && c->dec ? ba_flow_decoder_sources(c->dec, out, cap) : 0;
+static int exp_cmp(const void *a, const void *b) {
+  return memcmp(((const ba_collector_exporter_t *)a)->addr, ((const ba_collector_exporter_t *)b)->addr, 16);
 }
 
-void ba_collector_free(ba_collector_t *c) {
-  if (!c) return;
-  if (c->started) {
-    c->stop = 1;
-    pthread_join(c->th, NULL);
+/* Adds one receive-side entry to the list being gathered. */
+static void exp_put_rx(ba_collector_exporter_t *e, const ba_rx_exp_t *x) {
+  memset(e, 0, sizeof(*e));
+  memcpy(e->addr, x->addr, 16);
+  e->received = ld(&x->datagrams);
+  e->received_bytes = ld(&x->bytes);
+  e->counts.dropped[BA_DROP_QUEUE_FULL] = ld(&x->queue_full);
+}
+
+size_t ba_collector_exporters(ba_collector_t *c, ba_collector_exporter_t *out, size_t cap) {
+  if (!c) return 0;
+  size_t nd = ba_flow_decoder_sources(c->dec, NULL, 0), total = nd;
+  for (size_t i = 0; i < c->nrx; i++) total += ba_rx_exporters_count(&c->rx[i]->exp) + 1;
+  ba_flow_source_t *src = ba_malloc((nd ? nd : 1) * sizeof(*src));
+  ba_collector_exporter_t *all = ba_malloc((total ? total : 1) * sizeof(*all));
+  size_t m = 0;
+  if (!src || !all) goto done;
+  nd = ba_flow_decoder_sources(c->dec, src, nd); /* the polling thread: no change since */
+  for (size_t i = 0; i < nd; i++) {
+    memset(&all[m], 0, sizeof(all[m]));
+    memcpy(all[m].addr, src[i].addr, 16);
+    all[m++].counts = src[i].counts;
   }
-  if (c->fd >= 0) close(c->fd);
-  ba_flow_decoder_free(c->dec);
-  pthread_mutex_destroy(&c->mu);
-  pthread_cond_destroy(&c->cv);
-  ba_free(c->ring);
-  ba_free(c->rxbuf);
-  ba_free(c);
+  for (size_t i = 0; i < c->nrx; i++) {
+    const ba_rx_exporters_t *t = &c->rx[i]->exp;
+    size_t n = ba_rx_exporters_count(t);
+    for (size_t j = 0; j < n && m < total; j++) exp_put_rx(&all[m++], ba_rx_exporters_at(t, j));
+    if (ld(&t->overflow.datagrams) && m < total) exp_put_rx(&all[m++], &t->overflow);
+  }
+  qsort(all, m, sizeof(*all), exp_cmp);
+  size_t k = 0; /* merge entries of the same address */
+  for (size_t i = 0; i < m; i++) {
+    if (k && !memcmp(all[k - 1].addr, all[i].addr, 16)) {
+      all[k - 1].received += all[i].received;
+      all[k - 1].received_bytes += all[i].received_bytes;
+      ba_ingest_counts_add(&all[k - 1].counts, &all[i].counts);
+    } else {
+      all[k++] = all[i];
+    }
+  }
+  for (size_t i = 0; i < k && i < cap; i++) out[i] = all[i];
+  m = k;
+done:
+  ba_free(src);
+  ba_free(all);
+  return m;
 }

@@ -1,0 +1,236 @@
+/* The online index builder (row groups sorted by value, chunks buffered per
+ * value) against a naive reference: one bitmap per value built with
+ * ba_bitmap_set row by row. Words must be identical, for every codec, on
+ * random (uniform, Zipf, runs, long absences, rows without a value) and real
+ * data (ports and address bytes of the CTU-13 flows), whatever the sizes of
+ * the added pieces. Also ba_bitmap_append_groups against row-level appends. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bitarc/bitmap.h"
+#include "index/index.h"
+#include "testsupport.h"
+
+/* Reference: every present value's bitmap by ba_bitmap_set, ascending values. */
+static void reference(ba_codec_t codec, uint32_t dom, const uint32_t *v, size_t n, ba_idx_attr_t *out) {
+  ba_bitmap_t **bms = calloc(dom, sizeof *bms);
+  assert_non_null(bms);
+  memset(out, 0, sizeof *out);
+  for (size_t i = 0; i < n; i++) {
+    if (v[i] == BA_IDX_NONE) continue;
+    if (!bms[v[i]]) {
+      assert_int_equal(ba_bitmap_create(codec, &bms[v[i]]), BA_OK);
+      out->n++;
+    }
+    assert_int_equal(ba_bitmap_set(bms[v[i]], i), BA_OK);
+  }
+  out->values = malloc((out->n + 1) * sizeof *out->values);
+  out->bms = malloc((out->n + 1) * sizeof *out->bms);
+  size_t k = 0;
+  for (uint32_t x = 0; x < dom; x++) {
+    if (!bms[x]) continue;
+    assert_int_equal(ba_bitmap_finish(bms[x], n), BA_OK);
+    out->values[k] = x;
+    out->bms[k++] = bms[x];
+  }
+  free(bms);
+}
+
+/* Online build, fed in pieces of random sizes up to max_piece. */
+static void online(ba_codec_t codec, uint32_t dom, const uint32_t *v, size_t n, size_t max_piece, ba_rng_t *rng,
+                   ba_idx_attr_t *out) {
+  ba_idx_online_t *b;
+  assert_int_equal(ba_idx_online_create(codec, dom, &b), BA_OK);
+  for (size_t i = 0; i < n;) {
+    size_t k = (size_t)ba_rng_below(rng, max_piece + 1); /* 0 too */
+    if (k > n - i) k = n - i;
+    assert_int_equal(ba_idx_online_add(b, v + i, k), BA_OK);
+    i += k;
+  }
+  assert_int_equal(ba_idx_online_rows(b), n);
+  assert_int_equal(ba_idx_online_finish(b, out), BA_OK);
+  ba_idx_online_free(b);
+}
+
+static void same(const ba_idx_attr_t *a, const ba_idx_attr_t *b, const char *what) {
+  if (a->n != b->n) fail_msg("%s: %zu values, reference %zu", what, a->n, b->n);
+  for (size_t k = 0; k < a->n; k++) {
+    assert_int_equal(a->values[k], b->values[k]);
+    size_t la = ba_bitmap_serialized_size(a->bms[k]), lb = ba_bitmap_serialized_size(b->bms[k]);
+    uint8_t *x = malloc(la), *y = malloc(lb);
+    size_t xa, xb;
+    assert_int_equal(ba_bitmap_serialize(a->bms[k], x, la, &xa), BA_OK);
+    assert_int_equal(ba_bitmap_serialize(b->bms[k], y, lb, &xb), BA_OK);
+    if (la != lb || memcmp(x, y, la)) fail_msg("%s: value %u: bitmap differs from the reference", what, a->values[k]);
+    free(x);
+    free(y);
+  }
+}
+
+static void check(ba_codec_t codec, uint32_t dom, const uint32_t *v, size_t n, size_t max_piece, ba_rng_t *rng,
+                  const char *what) {
+  ba_idx_attr_t got, ref;
+  online(codec, dom, v, n, max_piece, rng, &got);
+  reference(codec, dom, v, n, &ref);
+  char w[160];
+  snprintf(w, sizeof w, "%s, %s, domain %u, %zu rows", what, ba_codec_name(codec), dom, n);
+  same(&got, &ref, w);
+  ba_idx_attr_clear(&got);
+  ba_idx_attr_clear(&ref);
+}
+
+/* Random columns of several shapes. */
+static void fill(ba_rng_t *rng, int shape, uint32_t dom, uint32_t *v, size_t n) {
+  uint32_t cur = 0;
+  for (size_t i = 0; i < n; i++) {
+    switch (shape) {
+    case 0: v[i] = (uint32_t)ba_rng_below(rng, dom); break;                  /* uniform */
+    case 1: v[i] = (uint32_t)ba_rng_zipf(rng, dom, 1.1); break;              /* skewed */
+    case 2:                                                                  /* runs: whole groups of 1s */
+      if (ba_rng_below(rng, 150) == 0) cur = (uint32_t)ba_rng_below(rng, dom);
+      v[i] = cur;
+      break;
+    default: /* a few values, each absent for long stretches, many rows without one */
+      v[i] = ba_rng_below(rng, 3) ? BA_IDX_NONE : (uint32_t)(dom - 1 - ba_rng_below(rng, dom < 4 ? dom : 4));
+      if ((i / 5000) % 3 == 1) v[i] = BA_IDX_NONE;
+    }
+    if (shape < 2 && ba_rng_below(rng, 20) == 0) v[i] = BA_IDX_NONE;
+  }
+}
+
+static void test_random(void **state) {
+  (void)state;
+  static const uint32_t doms[] = {1, 3, 256, 4097, 65536, 70000, 1u << 24};
+  ba_rng_t rng;
+  ba_rng_seed(&rng, 14);
+  size_t cap = 40000;
+  uint32_t *v = malloc(cap * sizeof *v);
+  for (int codec = BA_CODEC_MIN; codec <= BA_CODEC_MAX; codec++)
+    for (size_t d = 0; d < sizeof doms / sizeof doms[0]; d++)
+      for (int shape = 0; shape < 4; shape++) {
+        if (doms[d] > 70000 && (shape == 1 || shape == 2)) continue; /* the largest domain: a few cases */
+        size_t n = (size_t)ba_rng_below(&rng, cap) + 1;
+        fill(&rng, shape, doms[d], v, n);
+        size_t piece = shape == 3 ? 9000 : ba_rng_below(&rng, 2) ? 4000 : 70;
+        check((ba_codec_t)codec, doms[d], v, n, piece, &rng, shape == 0 ? "uniform" : shape == 1 ? "zipf" : "runs");
+      }
+  free(v);
+}
+
+/* Ports and address bytes of real flows (CTU-13 scenario 6, Argus CSV). */
+static void test_real(void **state) {
+  (void)state;
+  const char *path = ba_test_shared("flows/ctu13-s6/ctu13-s6.binetflow.xz");
+  char cmd[1200];
+  FILE *p = NULL;
+  if (path) {
+    snprintf(cmd, sizeof cmd, "xz -dc '%s' 2>/dev/null | head -n 200001", path);
+    p = popen(cmd, "r");
+  }
+  if (!p) {
+    skip();
+    return;
+  }
+  size_t cap = 200000, n = 0;
+  uint32_t *sport = malloc(cap * 4), *dport = malloc(cap * 4), *sa3 = malloc(cap * 4), *da2 = malloc(cap * 4);
+  char line[1024];
+  while (fgets(line, sizeof line, p) && n < cap) {
+    char *f[16];
+    int nf = 0;
+    for (char *s = line, *t; nf < 16 && (t = strsep(&s, ",")); ) f[nf++] = t;
+    if (nf < 15 || !strcmp(f[0], "StartTime")) continue;
+    char *end;
+    unsigned long sp = strtoul(f[4], &end, 0), dp = strtoul(f[7], NULL, 0);
+    sport[n] = *f[4] && sp < 65536 ? (uint32_t)sp : BA_IDX_NONE;
+    dport[n] = *f[7] && dp < 65536 ? (uint32_t)dp : BA_IDX_NONE;
+    unsigned a, b, c, d;
+    sa3[n] = sscanf(f[3], "%u.%u.%u.%u", &a, &b, &c, &d) == 4 && d < 256 ? d : BA_IDX_NONE;
+    da2[n] = sscanf(f[6], "%u.%u.%u.%u", &a, &b, &c, &d) == 4 && c < 256 ? c : BA_IDX_NONE;
+    n++;
+  }
+  pclose(p);
+  assert_int_equal(n, cap);
+  ba_rng_t rng;
+  ba_rng_seed(&rng, 15);
+  for (int codec = BA_CODEC_MIN; codec <= BA_CODEC_MAX; codec++) {
+    check((ba_codec_t)codec, 65536, sport, n, 4000, &rng, "real src ports");
+    check((ba_codec_t)codec, 65536, dport, n, 4000, &rng, "real dst ports");
+    check((ba_codec_t)codec, 256, sa3, n, 4000, &rng, "real src address byte 3");
+    check((ba_codec_t)codec, 256, da2, n, 4000, &rng, "real dst address byte 2");
+  }
+  free(sport);
+  free(dport);
+  free(sa3);
+  free(da2);
+}
+
+static void test_bad_value(void **state) {
+  (void)state;
+  ba_idx_online_t *b;
+  assert_int_equal(ba_idx_online_create(BA_CODEC_PLWAH, 100, &b), BA_OK);
+  uint32_t v[3] = {5, 100, 7};
+  assert_int_equal(ba_idx_online_add(b, v, 3), BA_ERR_INVALID);
+  assert_int_equal(ba_idx_online_add(b, v, 1), BA_ERR_INVALID); /* stays failed */
+  ba_idx_attr_t a;
+  assert_int_equal(ba_idx_online_finish(b, &a), BA_ERR_INVALID);
+  ba_idx_online_free(b);
+  assert_int_equal(ba_idx_online_create(BA_CODEC_PLWAH, 0, &b), BA_ERR_INVALID);
+  assert_int_equal(ba_idx_online_create(BA_CODEC_PLWAH, BA_IDX_MAX_DOMAIN + 1, &b), BA_ERR_INVALID);
+}
+
+/* ba_bitmap_append_groups = the same rows through append_run / append_bits,
+ * starting on a group boundary or not. */
+static void test_append_groups(void **state) {
+  (void)state;
+  ba_rng_t rng;
+  ba_rng_seed(&rng, 16);
+  for (int it = 0; it < 600; it++) {
+    ba_codec_t codec = (ba_codec_t)(BA_CODEC_MIN + it % 6);
+    unsigned G = ba_codec_word_bits(codec) - 1;
+    ba_bitmap_t *a, *b;
+    assert_int_equal(ba_bitmap_create(codec, &a), BA_OK);
+    assert_int_equal(ba_bitmap_create(codec, &b), BA_OK);
+    uint64_t lead = it % 4 == 0 ? ba_rng_below(&rng, 200) : (it % 4) * G * ba_rng_below(&rng, 3);
+    for (uint64_t r = 0; r < lead; r++) {
+      int bit = (int)ba_rng_below(&rng, 2);
+      assert_int_equal(ba_bitmap_append_run(a, bit, 1), BA_OK);
+      assert_int_equal(ba_bitmap_append_run(b, bit, 1), BA_OK);
+    }
+    uint32_t gaps[40];
+    uint64_t lits[40];
+    size_t n = (size_t)ba_rng_below(&rng, 40);
+    const uint64_t all = G == 63 ? ~0ull >> 1 : (1ull << G) - 1;
+    for (size_t i = 0; i < n; i++) {
+      gaps[i] = ba_rng_below(&rng, 3) ? 0 : (uint32_t)ba_rng_below(&rng, 5000);
+      uint64_t r = ba_rng_next(&rng);
+      int k = (int)ba_rng_below(&rng, 4);
+      lits[i] = k == 0 ? 0 : k == 1 ? all | (r << G) : k == 2 ? 1ull << ba_rng_below(&rng, G) : r; /* bits above G too */
+      assert_int_equal(ba_bitmap_append_run(a, 0, (uint64_t)gaps[i] * G), BA_OK);
+      assert_int_equal(ba_bitmap_append_bits(a, lits[i] & all, G), BA_OK);
+    }
+    assert_int_equal(ba_bitmap_append_groups(b, gaps, lits, n), BA_OK);
+    assert_int_equal(ba_bitmap_rows(a), ba_bitmap_rows(b));
+    uint64_t rows = ba_bitmap_rows(a) + ba_rng_below(&rng, 100);
+    assert_int_equal(ba_bitmap_finish(a, rows), BA_OK);
+    assert_int_equal(ba_bitmap_finish(b, rows), BA_OK);
+    size_t na, nb;
+    const void *wa = ba_bitmap_words(a, &na), *wb = ba_bitmap_words(b, &nb);
+    assert_int_equal(na, nb);
+    if (na) assert_memory_equal(wa, wb, na * ba_codec_word_bits(codec) / 8);
+    assert_int_equal(ba_bitmap_append_groups(b, gaps, lits, n), BA_ERR_INVALID); /* finished */
+    ba_bitmap_free(a);
+    ba_bitmap_free(b);
+  }
+  assert_int_equal(ba_bitmap_append_groups(NULL, NULL, NULL, 0), BA_ERR_INVALID);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_random),
+    cmocka_unit_test(test_real),
+    cmocka_unit_test(test_bad_value),
+    cmocka_unit_test(test_append_groups),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
