@@ -56,6 +56,28 @@ typedef enum ba_compress { BA_COMPRESS_LZO = 1, BA_COMPRESS_LZ4 = 2, BA_COMPRESS
   BA_COMPRESS_NONE = 4 } ba_compress_t;
 typedef enum ba_reorder { BA_REORDER_NONE = 0, BA_REORDER_OLSH = 1 } ba_reorder_t;
 
+typedef struct ba_store_opts {
+  ba_codec_t codec;
+  ba_compress_t compress;
+  uint32_t block_rows;
+  uint32_t slice_seconds;
+  uint32_t time_bin_seconds;
+  ba_reorder_t reorder;
+  uint32_t olsh_mem_records;
+  int threads;
+} ba_store_opts_t;
+void ba_store_opts_init(ba_store_opts_t *o);
+typedef struct ba_store_writer ba_store_writer_t;
+typedef struct ba_store_writer_stats {
+  uint64_t records_in, records_stored, records_dropped;
+  uint64_t segments_written, bytes_archive, bytes_index;
+} ba_store_writer_stats_t;
+int ba_store_writer_open(const char *dir, const ba_store_opts_t *opts, ba_store_writer_t **out);
+int ba_store_writer_append(ba_store_writer_t *w, const ba_record_t *recs, size_t n);
+int ba_store_writer_close(ba_store_writer_t *w);
+void ba_store_writer_get_stats(const ba_store_writer_t *w, ba_store_writer_stats_t *st);
+const char *ba_store_writer_errmsg(const ba_store_writer_t *w);
+
 typedef struct ba_store ba_store_t;
 typedef struct ba_segment ba_segment_t;
 typedef struct ba_segment_info {
@@ -151,7 +173,7 @@ int ba_query_agg_result(ba_query_agg_t *a, ba_agg_order_t order, const ba_query_
 """
 
 # Structs whose layout the test checks against the C headers.
-CHECKED_STRUCTS = ("ba_record_t", "ba_segment_info_t", "ba_query_exec_opts_t", "ba_query_stats_t",
+CHECKED_STRUCTS = ("ba_record_t", "ba_store_opts_t", "ba_store_writer_stats_t", "ba_segment_info_t", "ba_query_exec_opts_t", "ba_query_stats_t",
                    "ba_query_agg_row_t")
 
 ffi = cffi.FFI()

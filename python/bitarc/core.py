@@ -267,6 +267,59 @@ class Store:
         return Groups(mask, agg.groups()), Result(np.empty(0, RECORD), stats, warnings)
 
 
+class StoreWriter:
+    """Writes records (RECORD arrays, any time order) into a store directory,
+    as ingest/collect do: one writer per store; close() finishes the open
+    slices and returns the writer's counters as they were just before (records
+    of the slices still open then are in records_in, not yet in
+    records_stored)."""
+
+    WRITER_STATS = ("records_in", "records_stored", "records_dropped", "segments_written", "bytes_archive",
+                    "bytes_index")
+
+    def __init__(self, path, *, slice_seconds=0, block_rows=0, threads=0):
+        L = lib()
+        self.path = str(path)
+        o = ffi.new("ba_store_opts_t *")
+        L.ba_store_opts_init(o)
+        if slice_seconds:
+            o.slice_seconds = slice_seconds
+        if block_rows:
+            o.block_rows = block_rows
+        if threads:
+            o.threads = threads
+        p = ffi.new("ba_store_writer_t **")
+        rc = L.ba_store_writer_open(self.path.encode(), o, p)
+        if rc < 0:
+            raise Error(f"cannot open store '{self.path}' for writing", rc)
+        self._w = p[0]
+
+    def append(self, rows):
+        ptr, keep = as_c_records(rows)
+        if len(keep) and (keep["frame"] != 0).any():
+            raise ValueError("records with frame pointers cannot be written from Python")
+        rc = lib().ba_store_writer_append(self._w, ptr, len(keep))
+        if rc < 0:
+            raise Error(f"cannot write to store '{self.path}'", rc, _str(lib().ba_store_writer_errmsg(self._w)))
+
+    def close(self):
+        if self._w is None:
+            return None
+        st = ffi.new("ba_store_writer_stats_t *")
+        lib().ba_store_writer_get_stats(self._w, st)
+        rc = lib().ba_store_writer_close(self._w)
+        self._w = None
+        if rc < 0:
+            raise Error(f"cannot finish store '{self.path}'", rc)
+        return {k: getattr(st, k) for k in self.WRITER_STATS}
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
 class Aggregator:
     """ba_query_agg: groups records by a BA_AGG_* mask."""
 

@@ -79,6 +79,10 @@ def row_key(r):
             int(r["packets"]), int(r["bytes"]))
 
 
+def segs_file(d):
+    return next(f for f in sorted(os.listdir(d)) if f.endswith(".bitarc"))
+
+
 class OnAStore(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -175,6 +179,22 @@ class OnAStore(unittest.TestCase):
             w[2] += f[10]
         got = {int(r["key"]["dst_port"]): [int(r["flows"]), int(r["packets"]), int(r["bytes"])] for r in g.rows}
         self.assertEqual(got, want)
+
+    def test_writer_round_trip(self):
+        rows = self.st.query("any").rows
+        d = os.path.join(self.tmp.name, "copy")
+        w = bitarc.StoreWriter(d)
+        w.append(rows[:2500])
+        w.append(rows[2500:])
+        st = w.close()
+        self.assertEqual((st["records_in"], st["records_dropped"]), (len(rows), 0))
+        with Store(d) as c:
+            self.assertEqual(c.query("any").rows.tobytes(), rows.tobytes())
+        for args in (["-o", "csv", "any"], ["-s", "dstip/bytes", "proto tcp"]):
+            self.assertEqual(support.bitarc("query", "-r", d, "-q", *args)[1],
+                             support.bitarc("query", "-r", self.dir, "-q", *args)[1], args)
+        with self.assertRaises(bitarc.Error):
+            bitarc.StoreWriter(os.path.join(self.dir, segs_file(self.dir), "x"))
 
     def test_errors(self):
         with self.assertRaises(bitarc.FilterError) as cm:

@@ -164,10 +164,11 @@ def _answer(cq, a, out, limit, have_limit, mask, order, fmt):
         out.write(fmt.records(batch))
 
 
-def query_main(argv, client=None, out=None):
+def query_main(argv, client=None, out=None, keep=None):
     """Runs `query ARGS`; with a client, on it (the scheduler option is then
     only checked), else on a new connection to --scheduler. Returns the exit
-    status; records go to `out` (default: stdout, as bytes)."""
+    status; records go to `out` (default: stdout, as bytes); the ClusterQuery
+    is appended to the list `keep` if given (its stats, plan, task times)."""
     a = _parser().parse_args(argv)
     try:
         text = _read_filter(a)
@@ -175,7 +176,7 @@ def query_main(argv, client=None, out=None):
     except ValueError as e:
         err(str(e))
         return 2
-    from .execute import ClusterQuery
+    from .execute import ClusterError, ClusterQuery
     try:
         cq = ClusterQuery(None, text, window=a.window, local=a.tz == "local", grace=a.grace,
                           chunk_rows=max(1, a.chunk_rows))
@@ -186,6 +187,8 @@ def query_main(argv, client=None, out=None):
     except ValueError as e:
         err(str(e))
         return 2
+    if keep is not None:
+        keep.append(cq)
     own = client is None
     if own:
         from distributed import Client
@@ -200,7 +203,7 @@ def query_main(argv, client=None, out=None):
     try:
         _answer(cq, a, out, limit, have_limit, mask, order, fmt)
         out.flush()
-    except Error as e:
+    except (Error, ClusterError) as e:
         err(f"query failed: {e}")
         return 2
     finally:

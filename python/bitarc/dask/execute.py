@@ -16,6 +16,7 @@ store for `grace` seconds, the store's share is given up and the answer is
 marked partial, naming the worker and its stores. Never silently short."""
 
 import asyncio
+import threading
 import time
 import uuid
 from collections import deque
@@ -60,6 +61,7 @@ class ClusterQuery:
         self.tasks = 0           # tasks sent
         self.rows_moved = 0      # rows that came back from workers
         self.warnings = []
+        self.task_seconds = {}   # store -> seconds its tasks ran on the worker (the library's own time)
         self.stats = dict.fromkeys(STAT_FIELDS, 0)
         self._futures = []
 
@@ -69,6 +71,9 @@ class ClusterQuery:
         """Plans the query: live stores, time pruning, chunks (no task yet)."""
         self._reset()
         view = cluster_view(self.client, self.stores)
+        if not view:
+            raise ClusterError("no worker of the cluster holds a bitarc store (dask-worker --preload "
+                               "bitarc.dask.worker --bitarc-store NAME=DIR)")
         if self.stores is not None:
             for name in sorted(self.stores - set(view)):
                 self._give_up(name, [("no worker", "-")])
@@ -99,25 +104,33 @@ class ClusterQuery:
     def _result(self, fut, sp):
         """The task's result, or None when the store's share is lost (no
         worker holds the store for `grace` seconds, or Dask gave the task up
-        after its workers died). Waits in steps of `poll` seconds: a result
-        held by a worker that dies before it is fetched goes back to pending."""
-        lost_since = None
+        after its workers died). Waits for completion in steps of `poll`
+        seconds, then fetches the data (with a timeout that doubles: a result
+        held by a worker that dies before it is fetched goes back to pending
+        and is waited for again)."""
+        lost_since, fetch_timeout = None, 5.0
+        done = threading.Event()
+        fut.add_done_callback(lambda _f: done.set())
         while True:
-            try:
-                r = fut.result(timeout=self.poll)
-                if r is not None:  # None: the result was lost while being fetched (its worker died)
+            if not fut.done():
+                done.wait(self.poll)
+                done.clear()
+            if fut.done():
+                try:
+                    r = fut.result(timeout=fetch_timeout)
+                except (TimeoutError, asyncio.TimeoutError):
+                    fetch_timeout *= 2
+                    r = None
+                except (KilledWorker, CancelledError, asyncio.CancelledError):
+                    self._give_up(sp.name, sp.holders)
+                    return None
+                except Exception as exc:
+                    who = ", ".join(f"{n} ({a})" for a, n in sp.holders)
+                    raise ClusterError(f"store '{sp.name}' on {who}: {type(exc).__name__}: {exc}") from exc
+                if r is not None:  # None: the fetch was cut because the worker holding the result died
                     break
-            except (TimeoutError, asyncio.TimeoutError):
-                pass
-            except KilledWorker:
-                self._give_up(sp.name, sp.holders)
-                return None
-            except (CancelledError, asyncio.CancelledError):
-                self._give_up(sp.name, sp.holders)
-                return None
-            except Exception as exc:
-                who = ", ".join(f"{n} ({a})" for a, n in sp.holders)
-                raise ClusterError(f"store '{sp.name}' on {who}: {type(exc).__name__}: {exc}") from exc
+                if fut.done():
+                    continue
             if live_holders(self.client, [sp.name])[sp.name]:
                 lost_since = None
                 continue
@@ -127,6 +140,7 @@ class ClusterQuery:
                 self._give_up(sp.name, sp.holders)
                 return None
         self._add_stats(r["stats"])
+        self.task_seconds[sp.name] = self.task_seconds.get(sp.name, 0.0) + r.get("seconds", 0.0)
         self.warnings.extend(f"{sp.name}: {w}" for w in r.get("warnings", ()))
         return r
 

@@ -20,6 +20,7 @@ Three ways to attach stores to workers:
 import asyncio
 import logging
 import threading
+import time
 
 import click
 from distributed.core import Status
@@ -73,20 +74,24 @@ def _store(name):
 # ---------- tasks (run on the worker holding the store) ----------
 
 def task_rows(store, text, now, start_ns, end_ns, limit, columns=COL_ALL):
-    """Matching records of one time window of a store, in store order."""
+    """Matching records of one time window of a store, in store order (and,
+    as every task, the run's stats and its time on the worker)."""
+    t0 = time.perf_counter()
     res = _store(store).query(Query(text, now), start_ns=start_ns, end_ns=end_ns, limit=limit, columns=columns)
-    return {"rows": res.rows, "stats": res.stats, "warnings": res.warnings}
+    return {"rows": res.rows, "stats": res.stats, "warnings": res.warnings, "seconds": time.perf_counter() - t0}
 
 
 def task_count(store, text, now, start_ns, end_ns):
+    t0 = time.perf_counter()
     res = _store(store).count(Query(text, now), start_ns=start_ns, end_ns=end_ns)
-    return {"stats": res.stats, "warnings": res.warnings}
+    return {"stats": res.stats, "warnings": res.warnings, "seconds": time.perf_counter() - t0}
 
 
 def task_aggregate(store, text, now, start_ns, end_ns, mask):
     """Every group of the store (a partial aggregate, never a top N)."""
+    t0 = time.perf_counter()
     groups, res = _store(store).aggregate(Query(text, now), mask, start_ns=start_ns, end_ns=end_ns)
-    return {"groups": groups.rows, "stats": res.stats, "warnings": res.warnings}
+    return {"groups": groups.rows, "stats": res.stats, "warnings": res.warnings, "seconds": time.perf_counter() - t0}
 
 
 # ---------- announcing ----------
