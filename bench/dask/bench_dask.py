@@ -54,13 +54,23 @@ def cluster(client, args, keep):
     return wall, out.getvalue()
 
 
+def _noop():
+    return 0
+
+
+def _timed(fn):
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
 def med(xs):
     return statistics.median(xs)
 
 
 def run_k(k, stores, all_store, reps, results):
     from distributed import Client, LocalCluster
-    from bitarc.dask import attach, wait_for_stores
+    from bitarc.dask import attach, cluster_view, wait_for_stores
     with LocalCluster(n_workers=k, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address="127.0.0.1:0",
                       worker_dashboard_address="127.0.0.1:0") as lc, Client(lc) as client:
         client.wait_for_workers(k)
@@ -68,6 +78,13 @@ def run_k(k, stores, all_store, reps, results):
         names = [f"site{j}" for j in range(k)]
         attach(client, {addrs[j]: {names[j]: stores[j]} for j in range(k)})
         wait_for_stores(client, names, timeout=300)
+        # Dask's own floor on this machine: an empty task's round trip, and the planner's scheduler call
+        client.submit(_noop, pure=False).result()
+        rt = med([_timed(lambda: client.submit(_noop, pure=False).result()) for _ in range(20)])
+        vw = med([_timed(lambda: cluster_view(client)) for _ in range(20)])
+        results.append({"query": "empty dask task", "workers": k, "roundtrip_s": rt, "cluster_view_s": vw})
+        print(f"{k} workers | empty Dask task round trip {rt * 1e3:.1f} ms | planner's scheduler call {vw * 1e3:.1f} ms",
+              flush=True)
         for qname, args in QUERIES:
             cluster(client, args, [])  # warm: store handles opened, code paths loaded
             lt, lo = zip(*[local(all_store, args) for _ in range(reps)])

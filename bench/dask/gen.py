@@ -70,15 +70,17 @@ def flows(n, seed=1, hours=24, start_s=BASE_S):
 
 
 def write_stores(recs, dirs, batch=1 << 20):
-    """Writes recs split round-robin over len(dirs) stores (site i % k, the
-    exporter 192.0.2.(site+1)); returns the writers' counters."""
+    """Writes recs split round-robin over len(dirs) stores (flow i to store
+    i % k; its exporter is 192.0.2.(i % 4 + 1) whatever k, so every layout
+    holds the same records); returns the writers' counters."""
     k = len(dirs)
     writers = [bitarc.StoreWriter(d) for d in dirs]
     try:
         for lo in range(0, len(recs), batch):
             part = recs[lo:lo + batch].copy()
-            site = (np.arange(lo, lo + len(part)) % k)
-            _v4(part["exporter"], (0xC0000201 + site).astype(np.uint64))
+            idx = np.arange(lo, lo + len(part))
+            _v4(part["exporter"], (0xC0000201 + idx % 4).astype(np.uint64))
+            site = idx % k
             for j, w in enumerate(writers):
                 w.append(part[site == j])
     finally:
