@@ -189,7 +189,11 @@ class ClusterQuery:
         """Matching records of all stores as RECORD batches in first_ns order
         (ties: store name order, then each store's order), at most `limit` in
         all (0 = all). Each store's chunks are asked for `prefetch` ahead, with
-        the limit left, so a limited query reads little from each store."""
+        the limit left, so a limited query reads little from each store.
+        Stores written in time order (what collect and ingest of a time-ordered
+        source give) yield exactly the local CLI's records and order; a store
+        whose rows are out of time order inside a slice has them sorted here,
+        and with a limit its share is its first rows in store order."""
         plans = self.plan()
         streams = [_Stream(self, sp, limit, columns) for sp in plans]
         for s in streams:
