@@ -1,0 +1,209 @@
+"""The C declarations of libbitarc's public API that the binding uses, and the
+library loaded with cffi in ABI mode (no compiler needed at import time).
+
+The declarations follow include/bitarc/{errors,record,store,query}.h; the test
+tests/python/test_binding.py compiles a C program against those headers and
+checks that every struct size and field offset declared here is the same.
+
+Which library: $BITARC_LIBRARY (a path) if set, else the one `cmake --install`
+put beside this package (bitarc/_config.py), else libbitarc.so.0 from the
+dynamic loader's search path."""
+
+import os
+
+import cffi
+
+CDEF = r"""
+typedef enum ba_status {
+  BA_OK = 0, BA_ERR_NOMEM = -1, BA_ERR_INVALID = -2, BA_ERR_CORRUPT = -3, BA_ERR_CHECKSUM = -4,
+  BA_ERR_NOT_OURS = -5, BA_ERR_VERSION = -6, BA_ERR_IO = -7, BA_ERR_TRUNCATED = -8,
+  BA_ERR_UNSUPPORTED = -9, BA_ERR_NOT_FOUND = -10, BA_ERR_SYNTAX = -11, BA_ERR_OVERFLOW = -12,
+  BA_ERR_NODEVICE = -13, BA_ERR_EXISTS = -14, BA_ERR_BUSY = -15
+} ba_status;
+const char *ba_strerror(int status);
+
+typedef enum ba_codec { BA_CODEC_WAH32 = 1, BA_CODEC_WAH64 = 2, BA_CODEC_PLWAH = 3, BA_CODEC_COMPAX = 4,
+  BA_CODEC_MASC = 5, BA_CODEC_MASC_QT = 6 } ba_codec_t;
+typedef struct ba_bitmap ba_bitmap_t;
+
+typedef struct ba_record {
+  uint64_t first_ns;
+  uint64_t last_ns;
+  uint8_t src[16];
+  uint8_t dst[16];
+  uint8_t exporter[16];
+  uint64_t packets;
+  uint64_t bytes;
+  uint32_t src_as, dst_as;
+  uint32_t in_if, out_if;
+  uint32_t caplen;
+  uint32_t wirelen;
+  uint16_t src_port, dst_port;
+  uint16_t vlan;
+  uint16_t linktype;
+  uint8_t ipver;
+  uint8_t proto;
+  uint8_t tcp_flags;
+  uint8_t tos;
+  uint8_t kind;
+  uint8_t icmp_type, icmp_code;
+  uint8_t pad_;
+  const uint8_t *frame;
+} ba_record_t;
+typedef int (*ba_record_sink_fn)(void *ctx, const ba_record_t *recs, size_t n);
+
+typedef enum ba_compress { BA_COMPRESS_LZO = 1, BA_COMPRESS_LZ4 = 2, BA_COMPRESS_ZSTD = 3,
+  BA_COMPRESS_NONE = 4 } ba_compress_t;
+typedef enum ba_reorder { BA_REORDER_NONE = 0, BA_REORDER_OLSH = 1 } ba_reorder_t;
+
+typedef struct ba_store_opts {
+  ba_codec_t codec;
+  ba_compress_t compress;
+  uint32_t block_rows;
+  uint32_t slice_seconds;
+  uint32_t time_bin_seconds;
+  ba_reorder_t reorder;
+  uint32_t olsh_mem_records;
+  int threads;
+} ba_store_opts_t;
+void ba_store_opts_init(ba_store_opts_t *o);
+typedef struct ba_store_writer ba_store_writer_t;
+typedef struct ba_store_writer_stats {
+  uint64_t records_in, records_stored, records_dropped;
+  uint64_t segments_written, bytes_archive, bytes_index;
+} ba_store_writer_stats_t;
+int ba_store_writer_open(const char *dir, const ba_store_opts_t *opts, ba_store_writer_t **out);
+int ba_store_writer_append(ba_store_writer_t *w, const ba_record_t *recs, size_t n);
+int ba_store_writer_close(ba_store_writer_t *w);
+void ba_store_writer_get_stats(const ba_store_writer_t *w, ba_store_writer_stats_t *st);
+const char *ba_store_writer_errmsg(const ba_store_writer_t *w);
+
+typedef struct ba_store ba_store_t;
+typedef struct ba_segment ba_segment_t;
+typedef struct ba_segment_info {
+  const char *name;
+  uint64_t start_ns, end_ns;
+  uint64_t min_first_ns, max_first_ns;
+  uint64_t rows;
+  uint32_t block_rows, nblocks, time_bin_seconds;
+  ba_codec_t codec;
+  ba_compress_t compress;
+  ba_reorder_t reorder;
+  uint8_t kind;
+  uint64_t bytes_archive, bytes_index, bytes_file;
+  uint64_t bytes_index_attr[14];
+} ba_segment_info_t;
+int ba_store_open(const char *dir, ba_store_t **out);
+int ba_store_refresh(ba_store_t *s);
+void ba_store_close(ba_store_t *s);
+const char *ba_store_errmsg(const ba_store_t *s);
+size_t ba_store_segment_count(const ba_store_t *s);
+int ba_store_segment(ba_store_t *s, size_t i, ba_segment_t **out);
+const char *ba_store_segment_name(const ba_store_t *s, size_t i);
+int ba_segment_info(const ba_segment_t *seg, ba_segment_info_t *out);
+void ba_segment_release(ba_segment_t *seg);
+
+typedef struct ba_query ba_query_t;
+int ba_query_create(ba_query_t **out);
+void ba_query_free(ba_query_t *q);
+void ba_query_set_now(ba_query_t *q, uint64_t now_ns);
+int ba_query_compile(ba_query_t *q, const char *text);
+const char *ba_query_errmsg(const ba_query_t *q);
+size_t ba_query_errcol(const ba_query_t *q);
+int ba_query_dump(const ba_query_t *q, char *buf, size_t cap, size_t *len);
+uint32_t ba_query_columns(const ba_query_t *q);
+
+typedef enum ba_range_strategy { BA_RANGE_ITERATIVE = 0, BA_RANGE_REDUCTION = 1, BA_RANGE_BITSET = 2,
+  BA_RANGE_AUTO = 3 } ba_range_strategy_t;
+typedef void (*ba_query_explain_fn)(void *ctx, const char *line);
+typedef struct ba_query_exec_opts {
+  uint64_t start_ns, end_ns;
+  uint32_t out_cols;
+  int threads;
+  ba_range_strategy_t strategy;
+  int force_scan;
+  uint64_t limit;
+  ba_query_explain_fn explain;
+  void *explain_ctx;
+  int explain_only;
+  int count_only;
+  int (*range_or)(void *ctx, const ba_bitmap_t *const *bms, size_t n, uint64_t rows,
+                  ba_codec_t codec, ba_bitmap_t **out);
+  void *range_ctx;
+  void (*warn)(void *ctx, const char *msg);
+  void *warn_ctx;
+} ba_query_exec_opts_t;
+void ba_query_exec_opts_init(ba_query_exec_opts_t *o);
+typedef struct ba_query_stats {
+  uint64_t segments_total, segments_used;
+  uint64_t rows_total;
+  uint64_t rows_candidate;
+  uint64_t rows_matched;
+  uint64_t blocks_read;
+  uint64_t rows_damaged;
+  uint64_t bitmap_ops;
+  uint64_t first_ns, last_ns;
+  uint64_t packets, bytes;
+  uint64_t segments_damaged;
+} ba_query_stats_t;
+int ba_query_run(ba_query_t *q, ba_store_t *s, const ba_query_exec_opts_t *opts,
+                 ba_record_sink_fn fn, void *ctx, ba_query_stats_t *stats);
+int ba_query_parse_window(const char *text, uint64_t now_ns, int local, uint64_t *start_ns,
+                          uint64_t *end_ns);
+
+typedef struct ba_query_format ba_query_format_t;
+int ba_query_format_create(const char *spec, int local, ba_query_format_t **out, char *err, size_t errcap);
+void ba_query_format_free(ba_query_format_t *f);
+int ba_query_format_header(const ba_query_format_t *f, char *buf, size_t cap, size_t *len);
+int ba_query_format_record(const ba_query_format_t *f, const ba_record_t *r, uint64_t flows, char *buf,
+                           size_t cap, size_t *len);
+uint32_t ba_query_format_columns(const ba_query_format_t *f);
+
+typedef enum ba_agg_order { BA_ORDER_FLOWS = 0, BA_ORDER_PACKETS, BA_ORDER_BYTES } ba_agg_order_t;
+typedef struct ba_query_agg_row {
+  ba_record_t key;
+  uint64_t flows, packets, bytes;
+} ba_query_agg_row_t;
+typedef struct ba_query_agg ba_query_agg_t;
+int ba_query_agg_parse(const char *fields, uint32_t *out);
+int ba_query_agg_create(uint32_t fields, ba_query_agg_t **out);
+void ba_query_agg_free(ba_query_agg_t *a);
+int ba_query_agg_add(ba_query_agg_t *a, const ba_record_t *recs, size_t n);
+int ba_query_agg_result(ba_query_agg_t *a, ba_agg_order_t order, const ba_query_agg_row_t **rows, size_t *n);
+"""
+
+# Structs whose layout the test checks against the C headers.
+CHECKED_STRUCTS = ("ba_record_t", "ba_store_opts_t", "ba_store_writer_stats_t", "ba_segment_info_t", "ba_query_exec_opts_t", "ba_query_stats_t",
+                   "ba_query_agg_row_t")
+
+ffi = cffi.FFI()
+ffi.cdef(CDEF)
+
+_lib = None
+
+
+def library_path():
+    """The file or soname the binding loads."""
+    if os.environ.get("BITARC_LIBRARY"):
+        return os.environ["BITARC_LIBRARY"]
+    try:
+        from ._config import LIBRARY
+        if os.path.exists(LIBRARY):
+            return LIBRARY
+    except ImportError:  # running from the source tree
+        pass
+    return "libbitarc.so.0"
+
+
+def lib():
+    """libbitarc, loaded on first use (once per process)."""
+    global _lib
+    if _lib is None:
+        path = library_path()
+        try:
+            _lib = ffi.dlopen(path)
+        except OSError as e:
+            raise ImportError(
+                f"cannot load libbitarc ({path}): {e}; install bitarc or set BITARC_LIBRARY "
+                "to the path of libbitarc.so") from e
+    return _lib

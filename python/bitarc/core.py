@@ -1,0 +1,400 @@
+"""Stores, queries, output formats and aggregates of libbitarc, for Python.
+
+    import bitarc
+    with bitarc.Store("st") as st:
+        res = st.query("src ip 10.4.*.* and dst port 445", limit=100)
+        res.rows["dst_port"]        # numpy structured array of bitarc.RECORD
+        res.stats["rows_matched"]
+        st.count("proto udp")       # from the bitmap index where it can
+        st.aggregate("any", "srcip").top("bytes", 10)
+
+A Store handle, like the C one, is for one thread at a time."""
+
+import time
+
+import numpy as np
+
+from ._ffi import ffi, lib
+from .records import AGG_ROW, RECORD, as_c_records, records_from_c
+
+# ba_col_t
+COL_FIRST, COL_LAST, COL_SRC, COL_DST = 1 << 0, 1 << 1, 1 << 2, 1 << 3
+COL_PORTS, COL_PROTO, COL_FLAGS, COL_TOS = 1 << 4, 1 << 5, 1 << 6, 1 << 7
+COL_AS, COL_IF, COL_PACKETS, COL_BYTES = 1 << 8, 1 << 9, 1 << 10, 1 << 11
+COL_EXPORTER, COL_VLAN, COL_ICMP, COL_FRAME = 1 << 12, 1 << 13, 1 << 14, 1 << 15
+COL_ALL = 0xFFFF & ~COL_FRAME
+#: what an aggregate reads (as the CLI)
+COL_AGG = COL_SRC | COL_DST | COL_PORTS | COL_PROTO | COL_PACKETS | COL_BYTES | COL_FIRST | COL_LAST
+
+ORDERS = {"flows": 0, "packets": 1, "bytes": 2}
+
+STAT_FIELDS = ("segments_total", "segments_used", "rows_total", "rows_candidate", "rows_matched",
+               "blocks_read", "rows_damaged", "bitmap_ops", "first_ns", "last_ns", "packets", "bytes",
+               "segments_damaged")
+
+
+class Error(Exception):
+    """A libbitarc call failed: .status is the ba_status code, .detail the
+    handle's message (which file, segment or block)."""
+
+    def __init__(self, what, status, detail=""):
+        self.status = status
+        self.detail = detail
+        msg = f"{what}: {_str(lib().ba_strerror(status))}"
+        super().__init__(msg + (f": {detail}" if detail else ""))
+
+
+class FilterError(ValueError):
+    """The filter does not parse: .column is the 0-based byte column of the
+    offending token, .reason the library's message."""
+
+    def __init__(self, text, reason, column):
+        self.text, self.reason, self.column = text, reason, column
+        super().__init__(f"bad filter: {reason} (column {column + 1})")
+
+
+def _str(p):
+    return ffi.string(p).decode("utf-8", "replace") if p != ffi.NULL else ""
+
+
+def now_ns():
+    return time.time_ns()
+
+
+def parse_window(text, now=None, local=False):
+    """nfdump's -t window (or "3h") as [start_ns, end_ns)."""
+    a, b = ffi.new("uint64_t *"), ffi.new("uint64_t *")
+    rc = lib().ba_query_parse_window(text.encode(), now_ns() if now is None else now, int(local), a, b)
+    if rc < 0:
+        raise ValueError(f"bad time window '{text}' (want YYYY/MM/dd.hh:mm[:ss][-YYYY/MM/dd.hh:mm[:ss]] or 3h)")
+    return a[0], b[0]
+
+
+def parse_agg_fields(text):
+    """'srcip,dstport' etc. into the BA_AGG_* bit mask."""
+    out = ffi.new("uint32_t *")
+    if lib().ba_query_agg_parse(text.encode(), out) < 0:
+        raise ValueError(f"bad aggregation fields '{text}'")
+    return out[0]
+
+
+class Query:
+    """A compiled filter. `now` (ns) fixes what relative times mean."""
+
+    def __init__(self, text, now=None):
+        L = lib()
+        p = ffi.new("ba_query_t **")
+        rc = L.ba_query_create(p)
+        if rc < 0:
+            raise Error("query", rc)
+        self._q = ffi.gc(p[0], L.ba_query_free)
+        self.text = text
+        self.now = now_ns() if now is None else now
+        L.ba_query_set_now(self._q, self.now)
+        rc = L.ba_query_compile(self._q, text.encode())
+        if rc == L.BA_ERR_SYNTAX:
+            raise FilterError(text, _str(L.ba_query_errmsg(self._q)), L.ba_query_errcol(self._q))
+        if rc < 0:
+            raise Error("cannot compile the filter", rc)
+
+    def dump(self):
+        """The compiled tree as canonical text."""
+        n = ffi.new("size_t *")
+        buf = ffi.new("char[]", 4096)
+        lib().ba_query_dump(self._q, buf, 4096, n)
+        if n[0] >= 4096:
+            buf = ffi.new("char[]", n[0] + 1)
+            lib().ba_query_dump(self._q, buf, n[0] + 1, n)
+        return _str(buf)
+
+    def columns(self):
+        return lib().ba_query_columns(self._q)
+
+
+class Result:
+    """Rows (RECORD array; empty for counts and aggregates) and the run's stats."""
+
+    def __init__(self, rows, stats, warnings):
+        self.rows, self.stats, self.warnings = rows, stats, warnings
+
+    @property
+    def count(self):
+        return self.stats["rows_matched"]
+
+
+class Groups:
+    """Aggregated groups (AGG_ROW array, any order) of one or many runs."""
+
+    def __init__(self, fields, rows):
+        self.fields, self.rows = fields, rows
+
+    def top(self, order="flows", n=None):
+        """Groups sorted as the CLI sorts them: the counter descending, ties by
+        key (source, destination, ports, protocol); the first n."""
+        from .aggregate import sort_groups
+        s = sort_groups(self.rows, ORDERS[order] if isinstance(order, str) else order)
+        return s if n is None else s[:n]
+
+
+class Store:
+    """A store directory opened for reading."""
+
+    def __init__(self, path):
+        L = lib()
+        self.path = str(path)
+        p = ffi.new("ba_store_t **")
+        rc = L.ba_store_open(self.path.encode(), p)
+        if rc < 0:
+            detail = _str(L.ba_store_errmsg(p[0])) if p[0] != ffi.NULL else ""
+            if p[0] != ffi.NULL:
+                L.ba_store_close(p[0])
+            raise Error(f"cannot open store '{self.path}'", rc, detail)
+        self._s = p[0]
+
+    def close(self):
+        if self._s is not None:
+            lib().ba_store_close(self._s)
+            self._s = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # interpreter shutdown
+            pass
+
+    def _handle(self):
+        if self._s is None:
+            raise ValueError(f"store '{self.path}' is closed")
+        return self._s
+
+    def refresh(self):
+        """Picks up segments completed since open."""
+        rc = lib().ba_store_refresh(self._handle())
+        if rc < 0:
+            raise Error(f"cannot refresh store '{self.path}'", rc, _str(lib().ba_store_errmsg(self._s)))
+
+    def segments(self):
+        """One dict per segment (ordered by start): name, start_ns, end_ns (the
+        slice), min_first_ns, max_first_ns, rows, kind. A segment that cannot be
+        opened is listed with error set and no times."""
+        L, s = lib(), self._handle()
+        out = []
+        seg = ffi.new("ba_segment_t **")
+        info = ffi.new("ba_segment_info_t *")
+        for i in range(L.ba_store_segment_count(s)):
+            rc = L.ba_store_segment(s, i, seg)
+            if rc < 0 or L.ba_segment_info(seg[0], info) < 0:
+                out.append({"name": _str(L.ba_store_segment_name(s, i)), "error": _str(L.ba_strerror(rc))})
+                continue
+            out.append({"name": _str(info.name), "start_ns": info.start_ns, "end_ns": info.end_ns,
+                        "min_first_ns": info.min_first_ns, "max_first_ns": info.max_first_ns,
+                        "rows": info.rows, "kind": info.kind})
+            L.ba_segment_release(seg[0])
+        return out
+
+    def _run(self, query, sink, ctx, *, start_ns, end_ns, limit, columns, count_only, threads, scan):
+        L = lib()
+        q = query if isinstance(query, Query) else Query(query)
+        o = ffi.new("ba_query_exec_opts_t *")
+        L.ba_query_exec_opts_init(o)
+        o.start_ns, o.end_ns = start_ns, end_ns
+        o.out_cols = columns
+        o.threads = threads
+        o.limit = limit
+        o.count_only = int(count_only)
+        o.force_scan = int(scan)
+        warnings = []
+
+        @ffi.callback("void(void *, const char *)")
+        def warn(_ctx, msg):
+            warnings.append(_str(msg))
+
+        o.warn = warn
+        st = ffi.new("ba_query_stats_t *")
+        rc = L.ba_query_run(q._q, self._handle(), o, sink, ctx, st)
+        if rc < 0:
+            raise Error("query failed", rc, _str(L.ba_store_errmsg(self._s)))
+        stats = {k: getattr(st, k) for k in STAT_FIELDS}
+        return rc, stats, warnings
+
+    def query(self, query, *, start_ns=0, end_ns=0, limit=0, columns=COL_ALL, threads=1, scan=False):
+        """Matching records in store order as a RECORD array (fields outside
+        `columns` and the filter's own columns are zero). [start_ns, end_ns) is
+        a window on first_ns (0, 0 = all; end 0 = no end); limit 0 = all."""
+        chunks, err = [], []
+
+        @ffi.callback("ba_record_sink_fn")
+        def sink(_ctx, recs, n):
+            try:
+                chunks.append(records_from_c(recs, n))
+                return 0
+            except BaseException as e:  # stop the run, re-raise below
+                err.append(e)
+                return 1
+
+        rc, stats, warnings = self._run(query, sink, ffi.NULL, start_ns=start_ns, end_ns=end_ns, limit=limit,
+                                        columns=columns, count_only=False, threads=threads, scan=scan)
+        if err:
+            raise err[0]
+        if rc:
+            raise Error("query stopped", rc)
+        rows = np.concatenate(chunks) if len(chunks) > 1 else (chunks[0] if chunks else np.empty(0, RECORD))
+        return Result(rows, stats, warnings)
+
+    def count(self, query, *, start_ns=0, end_ns=0, threads=1):
+        """The number of matching records (from the bitmaps where the index
+        answers exactly); the Result has no rows."""
+        noop = ffi.callback("ba_record_sink_fn", lambda _c, _r, _n: 0)
+        _, stats, warnings = self._run(query, noop, ffi.NULL, start_ns=start_ns, end_ns=end_ns, limit=0,
+                                       columns=0, count_only=True, threads=threads, scan=False)
+        return Result(np.empty(0, RECORD), stats, warnings)
+
+    def aggregate(self, query, fields, *, start_ns=0, end_ns=0, threads=1):
+        """Groups of the matching records by `fields` ("srcip,dstport", "ip",
+        ...): every group, unsorted (Groups.top sorts). Returns (Groups, Result)."""
+        mask = parse_agg_fields(fields) if isinstance(fields, str) else fields
+        agg = Aggregator(mask)
+        # the library's own ba_query_agg_add is the sink: no Python per batch
+        sink = ffi.cast("ba_record_sink_fn", lib().ba_query_agg_add)
+        _, stats, warnings = self._run(query, sink, ffi.cast("void *", agg._a), start_ns=start_ns, end_ns=end_ns,
+                                       limit=0, columns=COL_AGG, count_only=False, threads=threads, scan=False)
+        return Groups(mask, agg.groups()), Result(np.empty(0, RECORD), stats, warnings)
+
+
+class StoreWriter:
+    """Writes records (RECORD arrays, any time order) into a store directory,
+    as ingest/collect do: one writer per store; close() finishes the open
+    slices and returns the writer's counters as they were just before (records
+    of the slices still open then are in records_in, not yet in
+    records_stored)."""
+
+    WRITER_STATS = ("records_in", "records_stored", "records_dropped", "segments_written", "bytes_archive",
+                    "bytes_index")
+
+    def __init__(self, path, *, slice_seconds=0, block_rows=0, threads=0):
+        L = lib()
+        self.path = str(path)
+        o = ffi.new("ba_store_opts_t *")
+        L.ba_store_opts_init(o)
+        if slice_seconds:
+            o.slice_seconds = slice_seconds
+        if block_rows:
+            o.block_rows = block_rows
+        if threads:
+            o.threads = threads
+        p = ffi.new("ba_store_writer_t **")
+        rc = L.ba_store_writer_open(self.path.encode(), o, p)
+        if rc < 0:
+            raise Error(f"cannot open store '{self.path}' for writing", rc)
+        self._w = p[0]
+
+    def append(self, rows):
+        ptr, keep = as_c_records(rows)
+        if len(keep) and (keep["frame"] != 0).any():
+            raise ValueError("records with frame pointers cannot be written from Python")
+        rc = lib().ba_store_writer_append(self._w, ptr, len(keep))
+        if rc < 0:
+            raise Error(f"cannot write to store '{self.path}'", rc, _str(lib().ba_store_writer_errmsg(self._w)))
+
+    def close(self):
+        if self._w is None:
+            return None
+        st = ffi.new("ba_store_writer_stats_t *")
+        lib().ba_store_writer_get_stats(self._w, st)
+        rc = lib().ba_store_writer_close(self._w)
+        self._w = None
+        if rc < 0:
+            raise Error(f"cannot finish store '{self.path}'", rc)
+        return {k: getattr(st, k) for k in self.WRITER_STATS}
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class Aggregator:
+    """ba_query_agg: groups records by a BA_AGG_* mask."""
+
+    def __init__(self, mask):
+        L = lib()
+        p = ffi.new("ba_query_agg_t **")
+        rc = L.ba_query_agg_create(mask, p)
+        if rc < 0:
+            raise Error("aggregate", rc)
+        self._a = ffi.gc(p[0], L.ba_query_agg_free)
+        self.mask = mask
+
+    def add(self, rows):
+        ptr, keep = as_c_records(rows)
+        rc = lib().ba_query_agg_add(self._a, ptr, len(keep))
+        if rc < 0:
+            raise Error("aggregate", rc)
+
+    def groups(self, order=0):
+        """Every group as an AGG_ROW array (a copy), sorted by the order."""
+        rows = ffi.new("ba_query_agg_row_t **")
+        n = ffi.new("size_t *")
+        rc = lib().ba_query_agg_result(self._a, order, rows, n)
+        if rc < 0:
+            raise Error("aggregate", rc)
+        if n[0] == 0:
+            return np.empty(0, AGG_ROW)
+        a = np.frombuffer(ffi.buffer(rows[0], n[0] * AGG_ROW.itemsize), AGG_ROW).copy()
+        a["key"]["frame"] = 0
+        return a
+
+
+class Formatter:
+    """An output format of `bitarc query -o` (line, long, csv, ndjson, fmt:...)."""
+
+    def __init__(self, spec="line", local=False):
+        L = lib()
+        p = ffi.new("ba_query_format_t **")
+        err = ffi.new("char[]", 256)
+        rc = L.ba_query_format_create(spec.encode(), int(local), p, err, 256)
+        if rc < 0:
+            raise ValueError(f"-o {spec}: {_str(err)}")
+        self._f = ffi.gc(p[0], L.ba_query_format_free)
+        self._cap = 1024
+        self._buf = ffi.new("char[]", self._cap)
+        self._len = ffi.new("size_t *")
+        self.spec = spec
+
+    def columns(self):
+        return lib().ba_query_format_columns(self._f)
+
+    def header(self):
+        """The header line (b'' if the format has none)."""
+        buf = ffi.new("char[]", 4096)
+        rc = lib().ba_query_format_header(self._f, buf, 4096, self._len)
+        if rc < 0:
+            raise Error("format header", rc)
+        return ffi.buffer(buf, self._len[0])[:]
+
+    def _one(self, ptr, flows):
+        fn = lib().ba_query_format_record
+        rc = fn(self._f, ptr, flows, self._buf, self._cap, self._len)
+        if rc == lib().BA_ERR_OVERFLOW:
+            self._cap = self._len[0] + 1
+            self._buf = ffi.new("char[]", self._cap)
+            rc = fn(self._f, ptr, flows, self._buf, self._cap, self._len)
+        if rc < 0:
+            raise Error("format", rc)
+        return ffi.buffer(self._buf, self._len[0])[:]
+
+    def records(self, rows, flows=None):
+        """The lines of a RECORD array as bytes; flows[i] (default 1) is what
+        %fl prints."""
+        ptr, keep = as_c_records(rows)
+        one = self._one
+        if flows is None:
+            return b"".join([one(ptr + i, 1) for i in range(len(keep))])
+        return b"".join([one(ptr + i, int(flows[i])) for i in range(len(keep))])

@@ -1,0 +1,64 @@
+"""numpy dtypes laid out exactly as the C structs, so an array of records can be
+handed to libbitarc (ffi.from_buffer) and a C buffer viewed as an array
+without converting field by field."""
+
+import numpy as np
+
+from ._ffi import ffi
+
+_SCALARS = {
+    "uint8_t": "u1", "uint16_t": "<u2", "uint32_t": "<u4", "uint64_t": "<u8",
+}
+
+
+def _dtype_of(ctype_name):
+    ct = ffi.typeof(ctype_name)
+    names, formats, offsets = [], [], []
+    for name, field in ct.fields:
+        t = field.type
+        if t.kind == "primitive" or t.kind == "enum":
+            fmt = _SCALARS.get(t.cname, "<i4" if t.kind == "enum" else None)
+        elif t.kind == "array":
+            fmt = (_SCALARS[t.item.cname], t.length)
+        elif t.kind == "pointer":
+            fmt = "<u8"  # a borrowed pointer: meaningless outside the call, zeroed when copied
+        elif t.kind == "struct":
+            fmt = _dtype_of(t.cname)
+        else:
+            raise TypeError(f"{ctype_name}.{name}: no numpy type for {t.cname}")
+        if fmt is None:
+            raise TypeError(f"{ctype_name}.{name}: no numpy type for {t.cname}")
+        names.append(name)
+        formats.append(fmt)
+        offsets.append(field.offset)
+    return np.dtype({"names": names, "formats": formats, "offsets": offsets,
+                     "itemsize": ffi.sizeof(ct)})
+
+
+#: one ba_record_t (flow or packet record; addresses are 16 bytes, IPv4-mapped)
+RECORD = _dtype_of("ba_record_t")
+#: one ba_query_agg_row_t: the group key record and its counters
+AGG_ROW = _dtype_of("ba_query_agg_row_t")
+
+
+def records_from_c(ptr, n):
+    """A copy of n C records at ptr as a RECORD array (frame pointers zeroed)."""
+    if n == 0:
+        return np.empty(0, RECORD)
+    a = np.frombuffer(ffi.buffer(ptr, n * RECORD.itemsize), RECORD).copy()
+    a["frame"] = 0
+    return a
+
+
+def as_c_records(arr):
+    """A zero-copy `const ba_record_t *` view of a contiguous RECORD array
+    (the array must stay alive while the pointer is used)."""
+    arr = np.ascontiguousarray(arr, RECORD)
+    return ffi.from_buffer("ba_record_t[]", arr), arr
+
+
+def ipv4(arr_addr):
+    """The IPv4 address (host order uint32) of 16-byte IPv4-mapped addresses."""
+    b = np.asarray(arr_addr, np.uint8)
+    return (b[..., 12].astype(np.uint32) << 24) | (b[..., 13].astype(np.uint32) << 16) | \
+        (b[..., 14].astype(np.uint32) << 8) | b[..., 15].astype(np.uint32)
