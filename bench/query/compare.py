@@ -88,6 +88,10 @@ def parse_args():
     ap.add_argument("--hours", type=int, default=0, help="time span (default 1 h up to 10 M flows, else 24 h)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--pps", type=int, default=5000, help="v5 datagrams/s (30 flows each) to both collectors")
+    ap.add_argument("--bitarc-in", choices=("auto", "collect", "writer"), default="auto",
+                    help="how generated flows reach bitarc: collect (v5 over loopback, like nfcapd), writer "
+                    "(bench_query_gen --store, the store writer API, as run_bench.sh) or auto (collect; writer "
+                    "if collect still loses flows at a quarter of --pps)")
     ap.add_argument("--reps", type=int, default=5, help="warm repetitions (median)")
     ap.add_argument("--no-cold", action="store_true", help="skip the cold-cache runs")
     ap.add_argument("--no-clickhouse", action="store_true")
@@ -149,15 +153,17 @@ class Bench:
         a = self.a
         hours = a.hours or (1 if n <= 10000000 else 24)
         tag = "gen-%d" % n
-        col = qb_data.Collectors(self.bitarc, a.work, tag)
         marker = os.path.join(a.work, tag + ".done.json")
         want = {"flows": n, "hours": hours, "seed": a.seed}
         t0 = time.time()
-        if not (a.reuse and os.path.exists(marker) and json.load(open(marker)) == want):
-            self._send(col, n, lambda ports, pps: qb_data.gen_send(self.gen, n, hours, a.seed, pps, ports,
-                                                                   os.path.join(a.work, tag + ".gen.log")))
-            json.dump(want, open(marker, "w"))
-        self.log("%s: %d flows in bitarc and nfdump (%.0f s)" % (tag, n, time.time() - t0))
+        if a.reuse and os.path.exists(marker) and {k: v for k, v in json.load(open(marker)).items()
+                                                   if k != "bitarc_in"} == want:
+            via = json.load(open(marker))["bitarc_in"]
+            col = qb_data.Collectors(self.bitarc, a.work, tag, via == "writer")
+        else:
+            col, via = self._load_gen_stores(tag, n, hours)
+            json.dump(dict(want, bitarc_in=via), open(marker, "w"))
+        self.log("%s: %d flows in bitarc (%s) and nfdump (%.0f s)" % (tag, n, via, time.time() - t0))
         if self.ch:
             self.ch.create("gen")
             p = qb_data.gen_tsv_proc(self.gen, n, hours, a.seed)
@@ -171,7 +177,25 @@ class Bench:
         if a.queries == "all":
             qs += RUN_BENCH
         return {"name": "generated %s" % fmt_n(n), "flows": n, "col": col, "table": "gen", "queries": qs,
-                "hours": hours}
+                "hours": hours, "bitarc_in": via}
+
+    def _load_gen_stores(self, tag, n, hours):
+        a = self.a
+        log = os.path.join(a.work, tag + ".gen.log")
+        if a.bitarc_in != "writer":
+            col = qb_data.Collectors(self.bitarc, a.work, tag)
+            try:
+                self._send(col, n, lambda ports, pps: qb_data.gen_send(self.gen, n, hours, a.seed, pps, ports, log),
+                           2 if a.bitarc_in == "auto" else 3)
+                return col, "bitarc collect"
+            except qb_data.LoadError as e:
+                if a.bitarc_in == "collect" or "lost" not in str(e):
+                    raise
+                self.log("%s; bitarc gets the flows through the store writer API instead" % e)
+        col = qb_data.Collectors(self.bitarc, a.work, tag, via_writer=True)
+        self._send(col, n, lambda ports, pps: qb_data.gen_send(self.gen, n, hours, a.seed, pps, ports, log,
+                                                               col.store))
+        return col, "store writer"
 
     def load_ctu(self):
         a = self.a
@@ -192,14 +216,14 @@ class Bench:
         return {"name": "CTU-13 s6 (real)", "flows": len(flows), "col": col, "table": "ctu", "queries": qs,
                 "skipped": dict(skipped)}
 
-    def _send(self, col, n, send):
+    def _send(self, col, n, send, tries=3):
         pps = self.a.pps
-        for attempt in range(3):
+        for attempt in range(tries):
             try:
                 qb_data.send_to_collectors(col, n, lambda ports: send(ports, pps))
                 return
             except qb_data.LoadError as e:
-                if attempt == 2 or "lost" not in str(e):
+                if attempt == tries - 1 or "lost" not in str(e):
                     raise
                 self.log("%s; again at %d datagrams/s" % (e, pps // 2))
                 pps //= 2
@@ -338,7 +362,7 @@ class Bench:
                                                                    secs))
 
     def run_dataset(self, ds, meta):
-        meta["datasets"].append({k: ds[k] for k in ("name", "flows", "hours") if k in ds})
+        meta["datasets"].append({k: ds[k] for k in ("name", "flows", "hours", "bitarc_in") if k in ds})
         with open(os.path.join(self.a.work, "meta.json"), "w") as f:
             json.dump(meta, f)
         self.store_sizes(ds)
@@ -396,12 +420,12 @@ def main():
                                                              info["clickhouse"]))
         meta = {"command": cmd, "started": started, "info": info, "reps": a.reps, "no_cold": a.no_cold,
                 "datasets": []}
-        if not a.no_ctu:
-            ds = b.load_ctu()
-            datasets.append(ds)
-            b.run_dataset(ds, meta)
         for n in a.flows:
             ds = b.load_generated(n)
+            datasets.append(ds)
+            b.run_dataset(ds, meta)
+        if not a.no_ctu:
+            ds = b.load_ctu()
             datasets.append(ds)
             b.run_dataset(ds, meta)
     finally:

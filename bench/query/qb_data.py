@@ -11,6 +11,7 @@ tos packets bytes in_if out_if src_as dst_as."""
 
 import calendar
 import collections
+import json
 import lzma
 import os
 import shutil
@@ -36,10 +37,13 @@ def free_udp_port():
 
 
 class Collectors:
-    """bitarc collect and nfcapd -y (LZ4), both on 127.0.0.1."""
+    """bitarc collect and nfcapd -y (LZ4), both on 127.0.0.1. With
+    via_writer, bitarc collect is not started: the sender (bench_query_gen
+    --store) writes the same flows through the store writer API."""
 
-    def __init__(self, bitarc, work, tag):
+    def __init__(self, bitarc, work, tag, via_writer=False):
         self.bitarc = bitarc
+        self.via_writer = via_writer
         self.store = os.path.join(work, "bitarc-" + tag)
         self.nf_lz4 = os.path.join(work, "nfdump-lz4-" + tag)
         self.nf_raw = os.path.join(work, "nfdump-raw-" + tag)
@@ -56,6 +60,10 @@ class Collectors:
             ["nfcapd", "-p", str(self.nf_port), "-b", "127.0.0.1", "-w", self.nf_lz4, "-t", "86400", "-y",
              "-B", "33554432"], stdout=nf_log, stderr=subprocess.STDOUT)
         self.report = self.log + ".bitarc.json"
+        if self.via_writer:
+            self.collect = None
+            time.sleep(1.5)
+            return [self.nf_port]
         self.collect = subprocess.Popen(
             [self.bitarc, "collect", "--store", self.store, "--listen", "127.0.0.1:%d" % self.ba_port,
              "--report", "json", "--report-every", "0"],
@@ -69,15 +77,17 @@ class Collectors:
     def stop(self, flows):
         # both drain their sockets; give them time proportional to the load
         time.sleep(2 + flows / 2e6)
-        self.collect.send_signal(signal.SIGINT)
+        procs = [self.nfcapd] + ([self.collect] if self.collect else [])
+        if self.collect:
+            self.collect.send_signal(signal.SIGINT)
         self.nfcapd.send_signal(signal.SIGTERM)
-        for p in (self.collect, self.nfcapd):
+        for p in procs:
             try:
                 p.wait(timeout=600)
             except subprocess.TimeoutExpired:
                 p.kill()
                 raise LoadError("a collector did not stop within 10 min (logs %s.*)" % self.log)
-        if self.collect.returncode != 0:
+        if self.collect and self.collect.returncode != 0:
             raise LoadError("bitarc collect exited with %d (see %s.bitarc.err)" % (self.collect.returncode, self.log))
 
     def counts(self):
@@ -114,14 +124,25 @@ def send_to_collectors(col, flows, send):
         col.stop(flows)
     ba, nf = col.counts()
     if ba != flows or nf != flows:
-        raise LoadError("flows lost on loopback: sent %d, bitarc holds %s, nfdump %s (lower --pps)" % (flows, ba, nf))
+        why = ""
+        try:
+            with open(col.report) as f:
+                r = json.load(f)
+            why = " (bitarc collect: %s datagrams dropped from its queue, %s by the kernel)" % (
+                r.get("queue_dropped"), r.get("kernel_drops"))
+        except (OSError, ValueError):
+            pass
+        raise LoadError("flows lost on loopback: sent %d, bitarc holds %s, nfdump %s%s (lower --pps)" %
+                        (flows, ba, nf, why))
     col.make_raw_copy()
 
 
 # ---------- generated flows ----------
 
-def gen_send(gen, flows, hours, seed, pps, ports, log):
+def gen_send(gen, flows, hours, seed, pps, ports, log, store=None):
     cmd = [gen, "--flows", str(flows), "--hours", str(hours), "--seed", str(seed), "--pps", str(pps)]
+    if store:
+        cmd += ["--store", store]
     for p in ports:
         cmd += ["--nf-port", str(p)]
     with open(log, "w") as f:
@@ -223,14 +244,16 @@ def read_ctu13(path):
             if proto == 1:  # Argus: Sport holds the ICMP type/code, kept in dst_port as nfdump does
                 sp, dp = 0, sp
             elif proto not in (6, 17, 132):
-                sp = dp = 0
+                sp = dp = 0  # Argus puts other things there (the ESP SPI)
+            if sp > 0xFFFF or dp > 0xFFFF:
+                raise LoadError("%s:%d: port out of range in %r" % (path, lineno, line[:120]))
             flags = 0
             if proto == 6:
                 for ch in c[ix["State"]]:
                     flags |= FLAG_BITS.get(ch, 0)
             first_ms = first_us // 1000
             last_ms = (first_us + dur_us) // 1000
-            out.append((first_ms, last_ms, sa, da, sp & 0xFFFF, dp & 0xFFFF, proto, flags, tos & 255,
+            out.append((first_ms, last_ms, sa, da, sp, dp, proto, flags, tos & 255,
                         min(pkts, 0xFFFFFFFF), min(byts, 0xFFFFFFFF), 0, 0, 0, 0))
     return out, skipped
 

@@ -123,6 +123,8 @@ def render(cmd, started, info, datasets, results, sizes, mismatches, a):
             t = query_table(ds, results, cache, have_ch)
             if t:
                 extra = ", %d h of flows" % ds["hours"] if "hours" in ds else ""
+                if "bitarc_in" in ds:
+                    extra += ", bitarc loaded by %s" % ds["bitarc_in"]
                 out += ["", "### %s flows%s, %s cache" % (ds["name"], extra, cache), ""] + t
     if mismatches:
         out += ["", "### Mismatches", ""] + ["- " + m for m in mismatches]
