@@ -4,7 +4,15 @@
  * millisecond times, 16-bit AS/interfaces and 32-bit counters, so both sides
  * hold identical field values.
  *
- *   bench_query_gen --flows N --store DIR [--hours H] [--nf-port P] [--pps R] [--seed S]
+ *   bench_query_gen --flows N [--store DIR] [--hours H] [--nf-port P]... [--pps R] [--seed S] [--tsv FILE]
+ *
+ * --nf-port may be given up to four times: every datagram goes to each port
+ * (bitarc collect and nfcapd receive the same datagrams). --tsv FILE (or -
+ * for stdout) writes each flow as one tab-separated line with the values a
+ * NetFlow v5 record carries, for loading into another database:
+ *   first_ms last_ms src dst src_port dst_port proto tcp_flags tos packets
+ *   bytes in_if out_if src_as dst_as   (addresses as 32-bit integers)
+ * The same --seed gives the same flows on every run.
  *
  * Skew: 60% of sources in 10.4.0.0/16 (Zipf), 20% in 192.168.0.0/20, the rest
  * random; destinations Zipf; service ports Zipf over a short list, else
@@ -84,32 +92,61 @@ static void gen(ba_record_t *x, uint64_t i, uint64_t n, uint64_t base_ms, uint64
   x->out_if = (uint32_t)(rnd() % 16);
 }
 
+/* One line per flow, the values a v5 record carries (see the header). */
+static void write_tsv(FILE *f, const ba_record_t *r, size_t m) {
+  for (size_t j = 0; j < m; j++, r++)
+    fprintf(f, "%llu\t%llu\t%u\t%u\t%u\t%u\t%u\t%u\t%u\t%u\t%u\t%u\t%u\t%u\t%u\n",
+            (unsigned long long)(r->first_ns / 1000000ull), (unsigned long long)(r->last_ns / 1000000ull),
+            (unsigned)ba_addr_get_v4(r->src), (unsigned)ba_addr_get_v4(r->dst), r->src_port, r->dst_port, r->proto,
+            r->tcp_flags, r->tos, (unsigned)r->packets, (unsigned)r->bytes, (unsigned)(uint16_t)r->in_if,
+            (unsigned)(uint16_t)r->out_if, (unsigned)(uint16_t)r->src_as, (unsigned)(uint16_t)r->dst_as);
+}
+
 static void be16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)(v >> 8); p[1] = (uint8_t)v; }
 static void be32(uint8_t *p, uint32_t v) { be16(p, (uint16_t)(v >> 16)); be16(p + 2, (uint16_t)v); }
 
 int main(int argc, char **argv) {
   uint64_t n = 10000000, hours = 24, pps = 20000;
-  const char *dir = NULL;
-  int port = 0;
+  const char *dir = NULL, *tsv = NULL;
+  enum { MAXPORTS = 4 };
+  int ports[MAXPORTS], nports = 0;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--flows") && i + 1 < argc) n = strtoull(argv[++i], NULL, 10);
     else if (!strcmp(argv[i], "--store") && i + 1 < argc) dir = argv[++i];
     else if (!strcmp(argv[i], "--hours") && i + 1 < argc) hours = strtoull(argv[++i], NULL, 10);
-    else if (!strcmp(argv[i], "--nf-port") && i + 1 < argc) port = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--nf-port") && i + 1 < argc && nports < MAXPORTS) {
+      ports[nports] = atoi(argv[++i]);
+      if (ports[nports] <= 0 || ports[nports] > 65535) {
+        fprintf(stderr, "--nf-port %s: expected a UDP port 1..65535\n", argv[i]);
+        return 2;
+      }
+      nports++;
+    } else if (!strcmp(argv[i], "--tsv") && i + 1 < argc) tsv = argv[++i];
     else if (!strcmp(argv[i], "--pps") && i + 1 < argc) pps = strtoull(argv[++i], NULL, 10);
     else if (!strcmp(argv[i], "--seed") && i + 1 < argc) s_rng = strtoull(argv[++i], NULL, 10);
     else {
-      fprintf(stderr, "usage: %s --flows N --store DIR [--hours H] [--nf-port P] [--pps R] [--seed S]\n", argv[0]);
+      fprintf(stderr,
+              "usage: %s --flows N [--store DIR] [--hours H] [--nf-port P]... [--pps R] [--seed S] [--tsv FILE]\n",
+              argv[0]);
       return 2;
     }
   }
-  if (!dir && !port) {
-    fprintf(stderr, "need --store and/or --nf-port\n");
+  if (!dir && !nports && !tsv) {
+    fprintf(stderr, "need --store, --nf-port and/or --tsv\n");
     return 2;
   }
-  printf("command:");
-  for (int i = 0; i < argc; i++) printf(" %s", argv[i]);
-  printf("\n");
+  FILE *tf = NULL;
+  if (tsv) {
+    tf = strcmp(tsv, "-") ? fopen(tsv, "w") : stdout;
+    if (!tf) {
+      fprintf(stderr, "--tsv %s: cannot create the file\n", tsv);
+      return 1;
+    }
+  }
+  FILE *info = tf == stdout ? stderr : stdout;
+  fprintf(info, "command:");
+  for (int i = 0; i < argc; i++) fprintf(info, " %s", argv[i]);
+  fprintf(info, "\n");
   const uint64_t base_ms = 1720656000000ull; /* 2024-07-11T00:00:00Z */
   const uint64_t boot_ms = base_ms - 1000;
   ba_store_writer_t *w = NULL;
@@ -123,13 +160,19 @@ int main(int argc, char **argv) {
     }
   }
   int sock = -1;
-  struct sockaddr_in to;
-  if (port) {
+  struct sockaddr_in to[MAXPORTS];
+  if (nports) {
     sock = socket(AF_INET, SOCK_DGRAM, 0);
-    memset(&to, 0, sizeof(to));
-    to.sin_family = AF_INET;
-    to.sin_port = htons((uint16_t)port);
-    to.sin_addr.s_addr = htonl(0x7F000001);
+    if (sock < 0) {
+      perror("socket");
+      return 1;
+    }
+    for (int k = 0; k < nports; k++) {
+      memset(&to[k], 0, sizeof(to[k]));
+      to[k].sin_family = AF_INET;
+      to[k].sin_port = htons((uint16_t)ports[k]);
+      to[k].sin_addr.s_addr = htonl(0x7F000001);
+    }
   }
   enum { BATCH = 30 };
   ba_record_t recs[BATCH];
@@ -185,7 +228,7 @@ int main(int argc, char **argv) {
         be16(r + 40, (uint16_t)x->src_as);
         be16(r + 42, (uint16_t)x->dst_as);
       }
-      sendto(sock, pkt, 24 + 48 * m, 0, (struct sockaddr *)&to, sizeof(to));
+      for (int k = 0; k < nports; k++) sendto(sock, pkt, 24 + 48 * m, 0, (struct sockaddr *)&to[k], sizeof(to[k]));
       sent++;
       /* pace: at most pps datagrams per second */
       uint64_t due = t0 + sent * 1000000000ull / pps;
@@ -195,6 +238,7 @@ int main(int argc, char **argv) {
         nanosleep(&ts, NULL);
       }
     }
+    if (tf) write_tsv(tf, recs, m);
     if (i % 10000020 == 0 && i) fprintf(stderr, "\r%llu flows", (unsigned long long)i);
   }
   if (w) {
@@ -206,8 +250,12 @@ int main(int argc, char **argv) {
       return 1;
     }
   }
+  if (tf && (fflush(tf) != 0 || ferror(tf) || (tf != stdout && fclose(tf) != 0))) {
+    fprintf(stderr, "--tsv %s: write error\n", tsv);
+    return 1;
+  }
   double secs = (double)(mono_ns() - t0) / 1e9;
-  printf("flows %llu, datagrams %llu, total %.1f s, bitarc writer %.1f s (%.2f M flows/s)\n", (unsigned long long)n,
+  fprintf(info, "flows %llu, datagrams %llu, total %.1f s, bitarc writer %.1f s (%.2f M flows/s)\n", (unsigned long long)n,
          (unsigned long long)sent, secs, t_write / 1e9, t_write ? n / (t_write / 1e9) / 1e6 : 0.0);
   if (sock >= 0) close(sock);
   return 0;
