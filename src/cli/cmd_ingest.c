@@ -65,6 +65,7 @@ long ba_cli_parse_seconds(const char *s) {
   else if (!strcmp(end, "m")) m = 60;
   else if (!strcmp(end, "h")) m = 3600;
   else if (!strcmp(end, "d")) m = 86400;
+  else if (!strcmp(end, "w")) m = 604800;
   else return -1;
   double r = v * m;
   if (r > 1e9) return -1;
