@@ -53,10 +53,16 @@ int ba_cli_parse_report(const char *cmd, const char *arg, int *json);
 /* "1200 s", "1h", "15m", "2d", "2w" -> seconds; -1 if not a duration. */
 long ba_cli_parse_seconds(const char *s);
 /* Counts as text ("records 12, dropped 3 (unknown-template 2 data sets, ...)"). */
-/* "500G", "20M", "1048576", "2TB" (K/M/G/T = powers of 1024) -> bytes; 0 or
- * -1 if not a size (defined in cmd_expire.c; for collect's retention options). */
+/* ---- option values (args.c): 0, or -1 if the text is not one ---- */
 #include <stdint.h>
+/* A decimal whole number, nothing else. */
+int ba_cli_parse_u64(const char *s, uint64_t *out);
+/* "500G", "20M", "1048576", "2TB" (K/M/G/T = powers of 1024) -> bytes (for
+ * expire's and collect's retention limits). */
 int ba_cli_parse_bytes(const char *s, uint64_t *out);
+/* --opt ARG as a whole number in [lo, hi]; 0, or 2 after an error naming
+ * the option and the value. */
+int ba_cli_opt_u64(const char *cmd, const char *opt, const char *arg, uint64_t lo, uint64_t hi, uint64_t *out);
 void ba_cli_print_counts(FILE *f, const struct ba_ingest_counts *c);
 /* Counts as a JSON object. */
 void ba_cli_json_counts(FILE *f, const struct ba_ingest_counts *c);

@@ -1,6 +1,5 @@
 /* bitarc expire: deletes a store's oldest segments beyond an age and a size
  * limit (nfexpire's job), never the slice a writer is filling. */
-#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -22,8 +21,8 @@ static void usage(FILE *f) {
           "options:\n"
           "  -s, --store DIR     the store (required)\n"
           "  --max-age DUR       e.g. 3600, 90m, 36h, 30d, 2w (default: no age limit)\n"
-          "  --max-size SIZE     bytes, or with K, M, G, T (powers of 1024), e.g. 500G\n"
-          "                      (default: no size limit)\n"
+          "  --max-size SIZE     e.g. 500G, 20M, 1048576 (default: no size limit);\n"
+          "                      K, M, G, T are powers of 1024\n"
           "  -n, --dry-run       list what would be deleted, delete nothing (default: off)\n"
           "  -o, --output FMT    text or json (default: text)\n"
           "  -q, --quiet         print only the summary line (default: off)\n"
@@ -31,28 +30,6 @@ static void usage(FILE *f) {
           "examples:\n"
           "  bitarc expire --store /var/lib/bitarc/edge --max-age 30d --max-size 500G\n"
           "  bitarc expire --store st --max-size 10G --dry-run\n");
-}
-
-int ba_cli_parse_bytes(const char *s, uint64_t *out) {
-  char *end;
-  if (!s || *s < '0' || *s > '9') return -1;
-  errno = 0;
-  unsigned long long v = strtoull(s, &end, 10);
-  if (errno || end == s) return -1;
-  unsigned shift = 0;
-  switch (*end) {
-  case 0: break;
-  case 'B': case 'b': end++; break;
-  case 'K': case 'k': shift = 10; end++; break;
-  case 'M': case 'm': shift = 20; end++; break;
-  case 'G': case 'g': shift = 30; end++; break;
-  case 'T': case 't': shift = 40; end++; break;
-  default: return -1;
-  }
-  if (shift && (*end == 'B' || *end == 'b')) end++; /* 500GB */
-  if (*end || v > (UINT64_MAX >> shift)) return -1;
-  *out = (uint64_t)v << shift;
-  return 0;
 }
 
 static void fmt_time(uint64_t ns, char *out, size_t cap) {
