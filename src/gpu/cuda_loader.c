@@ -73,10 +73,8 @@ static void load_once(void) {
     if (try_path(path, 0)) return;
   }
   if (try_path(BA_GPU_MODULE_NAME, 1) && g_rc == BA_OK) return;
-  snprintf(g_why, sizeof g_why,
-           "the CUDA module %s was not found (looked beside %s, in %s/%s and the library path; "
-           "set BITARC_GPU_MODULE to its file)",
-           BA_GPU_MODULE_NAME, dir[0] ? dir : "?", dir[0] ? dir : "?", BA_GPU_MODULE_FROM_BINDIR);
+  snprintf(g_why, sizeof g_why, "CUDA module %s not found in %s/%s (set BITARC_GPU_MODULE)",
+           BA_GPU_MODULE_NAME, dir[0] ? dir : "?", BA_GPU_MODULE_FROM_BINDIR);
 }
 
 int ba_gpu_cuda_backend(const ba_gpu_backend_t **out, char *why, size_t whycap) {

@@ -42,9 +42,9 @@ apt-get install -y -qq -o DPkg::Lock::Timeout=600 "$tmp"/bitarc_*.deb "$tmp"/lib
   "$tmp"/libbitarc-dev_*.deb >"$tmp/install.log" 2>&1 || { cat "$tmp/install.log"; fail "install"; }
 
 [ "$(/usr/bin/bitarc --version)" = "bitarc $version" ] || fail "bitarc --version: $(/usr/bin/bitarc --version)"
-MANPAGER=cat MANWIDTH=80 man bitarc 2>/dev/null | grep -q "bitarc-expire(1)" || fail "man bitarc"
+LC_ALL=C MANPAGER=cat MANWIDTH=80 man bitarc 2>/dev/null | grep -q "bitarc-expire(1)" || fail "man bitarc"
 for c in ingest collect query stat verify expire reindex bitmap bench; do
-  MANPAGER=cat man bitarc-$c 2>/dev/null | grep -q -- "--help" || fail "man bitarc-$c"
+  LC_ALL=C MANPAGER=cat man bitarc-$c 2>/dev/null | grep -q -- "^ *bitarc $c" || fail "man bitarc-$c"
 done
 flags=$(pkg-config --cflags --libs bitarc) || fail "pkg-config"
 echo "pkg-config --cflags --libs bitarc: $flags"
