@@ -54,7 +54,7 @@ grep -q -- "-lbitarc" <<<"$flags" || fail "pkg-config gives no -lbitarc"
 # the static link libpcap's own private libraries (dbus, systemd) are left out:
 # Debian ships no static libsystemd; ours (Libs.private) must be complete.
 cc -std=c11 -Wall -Wextra -Werror -o "$tmp/consumer" "$SRC/tests/package/consumer.c" $flags
-ldd "$tmp/consumer" | grep -q "libbitarc.so.0 => /usr/lib/" || fail "consumer does not use the installed libbitarc.so.0"
+ldd "$tmp/consumer" | grep -qE "libbitarc.so.0 => (/usr)?/lib/" || fail "consumer does not use the installed libbitarc.so.0"
 "$tmp/consumer" "$tmp/store" || fail "consumer (shared)"
 static=$(pkg-config --static --libs bitarc | tr ' ' '\n' | grep -v -e '^-ldbus-1$' -e '^-lsystemd$' | tr '\n' ' ')
 cc -std=c11 -o "$tmp/consumer_static" "$SRC/tests/package/consumer.c" $(pkg-config --cflags bitarc) \
