@@ -57,7 +57,7 @@ static void load_once(void) {
     try_path(env, 1);
     return;
   }
-  char dir[PATH_MAX] = "", path[PATH_MAX + 64];
+  char dir[PATH_MAX] = "", path[2 * PATH_MAX];
   Dl_info info;
   if (dladdr((void *)&ba_gpu_cuda_backend, &info) && info.dli_fname) {
     char real[PATH_MAX];
@@ -69,11 +69,11 @@ static void load_once(void) {
   }
   const char *rels[] = {".", BA_GPU_MODULE_FROM_BINDIR, "bitarc"};
   for (size_t i = 0; dir[0] && i < BA_ARRAY_LEN(rels); i++) {
-    snprintf(path, sizeof path, "%s/%s/%s", dir, rels[i], BA_GPU_MODULE_NAME);
-    if (try_path(path, 0)) return;
+    int k = snprintf(path, sizeof path, "%s/%s/%s", dir, rels[i], BA_GPU_MODULE_NAME);
+    if (k > 0 && (size_t)k < sizeof path && try_path(path, 0)) return;
   }
   if (try_path(BA_GPU_MODULE_NAME, 1) && g_rc == BA_OK) return;
-  snprintf(g_why, sizeof g_why, "CUDA module %s not found in %s/%s (set BITARC_GPU_MODULE)",
+  snprintf(g_why, sizeof g_why, "CUDA module %s not found in %.200s/%s (set BITARC_GPU_MODULE)",
            BA_GPU_MODULE_NAME, dir[0] ? dir : "?", BA_GPU_MODULE_FROM_BINDIR);
 }
 
