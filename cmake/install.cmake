@@ -12,12 +12,12 @@ foreach(d LIBDIR INCLUDEDIR)
 endforeach()
 # Static linking needs what the objects inside libbitarc.a use beyond the
 # Requires.private packages: the C++ runtime and OpenMP for the OMP device
-# pipelines, libdl for the GPU module loader, pthreads and libm.
+# pipelines, libdl for the CUDA module loader, pthreads and libm.
 set(BA_PC_LIBS_PRIVATE "")
 if(BA_HAVE_OMP_DEVICE)
   string(APPEND BA_PC_LIBS_PRIVATE " ${OpenMP_CXX_FLAGS}")
 endif()
-if(BA_HAVE_OMP_DEVICE OR BA_HAVE_CUDA)
+if(BA_HAVE_OMP_DEVICE)
   string(APPEND BA_PC_LIBS_PRIVATE " -lstdc++")
 endif()
 foreach(l ${CMAKE_DL_LIBS})
@@ -37,4 +37,21 @@ install(FILES ${CMAKE_BINARY_DIR}/install/bitarc.pc DESTINATION ${CMAKE_INSTALL_
 install(TARGETS bitarc_cli RUNTIME COMPONENT bin)
 install(TARGETS bitarc_shared LIBRARY COMPONENT lib NAMELINK_COMPONENT dev)
 install(TARGETS bitarc ARCHIVE COMPONENT dev)
+if(TARGET bitarc_cuda)
+  install(TARGETS bitarc_cuda LIBRARY DESTINATION ${BA_GPU_MODULE_DIR} COMPONENT gpu)
+endif()
 install(DIRECTORY include/bitarc DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT dev)
+
+# Collector service and retention timer (systemd), their config example, the
+# service user (sysusers.d), bash completion.
+foreach(u bitarc-collect@.service bitarc-expire@.service)
+  configure_file(${CMAKE_SOURCE_DIR}/dist/systemd/${u}.in ${CMAKE_BINARY_DIR}/dist/${u} @ONLY)
+endforeach()
+set(BA_SYSTEMD_UNITDIR lib/systemd/system CACHE STRING "systemd unit folder, relative to the prefix or absolute")
+install(FILES ${CMAKE_BINARY_DIR}/dist/bitarc-collect@.service ${CMAKE_BINARY_DIR}/dist/bitarc-expire@.service
+  ${CMAKE_SOURCE_DIR}/dist/systemd/bitarc-expire@.timer DESTINATION ${BA_SYSTEMD_UNITDIR} COMPONENT bin)
+install(FILES ${CMAKE_SOURCE_DIR}/dist/sysusers-bitarc.conf DESTINATION lib/sysusers.d RENAME bitarc.conf
+  COMPONENT bin)
+install(FILES ${CMAKE_SOURCE_DIR}/dist/collect.conf.example DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT bin)
+install(FILES ${CMAKE_SOURCE_DIR}/dist/bitarc.bash-completion DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions
+  RENAME bitarc COMPONENT bin)

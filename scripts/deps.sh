@@ -5,7 +5,8 @@ set -euo pipefail
 PKGS=(build-essential cmake pkg-config clang
       liblzo2-dev liblz4-dev libzstd-dev libpcap-dev libroaring-dev libcmocka-dev
       softflowd nfdump tshark gnuplot-nox
-      python3-cffi python3-numpy python3-dask python3-distributed)
+      python3-cffi python3-numpy python3-dask python3-distributed
+      help2man debhelper dpkg-dev)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -203,6 +203,42 @@ int ba_store_reindex(const char *dir, ba_codec_t codec, const char *device, int 
  * lock (BA_ERR_BUSY while a writer runs). A damaged segment is left as it is
  * (error in errbuf). *nsegs (may be NULL) counts upgraded segments. */
 int ba_store_upgrade(const char *dir, int threads, size_t *nsegs, char *errbuf, size_t errcap);
+/* ---------- retention (nfexpire's job) ---------- */
+typedef enum ba_expire_reason { BA_EXPIRE_AGE = 1, BA_EXPIRE_SIZE = 2 } ba_expire_reason_t;
+typedef struct ba_expire_item {
+  const char *name;          /* segment file name inside the store */
+  uint64_t start_ns, end_ns; /* its slice; end = start when the header cannot be read */
+  uint64_t bytes;            /* file size */
+  ba_expire_reason_t reason; /* the age limit, else the size limit */
+} ba_expire_item_t;
+typedef struct ba_expire_opts {
+  uint64_t max_age_ns; /* delete segments whose slice ended at or before now - max_age; 0 = none */
+  uint64_t max_bytes;  /* then delete oldest segments until segments + journals <= this; 0 = none */
+  uint64_t now_ns;     /* 0 = the real-time clock */
+  int dry_run;         /* report what would be deleted, delete nothing */
+  void (*report)(void *ctx, const ba_expire_item_t *it); /* each segment deleted, oldest first */
+  void *report_ctx;
+} ba_expire_opts_t;
+typedef struct ba_expire_stats {
+  uint64_t segments, bytes;                  /* complete segments before */
+  uint64_t journals, journal_bytes;          /* *.open journals (never deleted, counted in size) */
+  uint64_t segments_deleted, bytes_deleted;  /* (or that would be, in a dry run) */
+  uint64_t bytes_after;                      /* segments + journals left */
+  int size_unmet;                            /* max_bytes still exceeded (journals alone exceed it) */
+} ba_expire_stats_t;
+void ba_expire_opts_init(ba_expire_opts_t *o);
+/* Deletes a store's oldest complete segments (by slice start) beyond the age
+ * and size limits. Only files named like segments (seg-<time>[-n].bitarc,
+ * regular files) are ever deleted: never a journal (*.open, the slice a
+ * writer is filling), the lock or temp files. Safe beside a running writer
+ * (it never touches its journals; it does not need DIR/.lock) and readers (an
+ * unlinked segment stays readable through open descriptors). Two expires on
+ * one store are serialised by DIR/.expire.lock (BA_ERR_BUSY). A collector
+ * may call this between slices with its own limits. Detail of a failure
+ * goes to err. */
+int ba_store_expire(const char *dir, const ba_expire_opts_t *o, ba_expire_stats_t *st, char *err,
+                    size_t errcap);
+
 /* Checks every block and index of a segment; returns 0 if clean, else the
  * first error, with detail in ba_store_errmsg. *nbad counts damaged blocks. */
 int ba_segment_verify(ba_segment_t *seg, uint64_t *nbad);

@@ -17,6 +17,7 @@ int ba_cmd_stat(int argc, char **argv);
 int ba_cmd_reindex(int argc, char **argv);
 int ba_cmd_verify(int argc, char **argv);
 int ba_cmd_bench(int argc, char **argv);
+int ba_cmd_expire(int argc, char **argv);
 
 /* printf-style error to stderr with the "bitarc <cmd>: " prefix. */
 void ba_cli_err(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -49,9 +50,19 @@ enum {
 int ba_cli_store_opt(const char *cmd, int opt, const char *arg, struct ba_store_opts *o);
 /* --report text|json: sets *json; 0, or 2 after an error naming cmd. */
 int ba_cli_parse_report(const char *cmd, const char *arg, int *json);
-/* "1200 s", "1h", "15m", "2d" -> seconds; -1 if not a duration. */
+/* "1200 s", "1h", "15m", "2d", "2w" -> seconds; -1 if not a duration. */
 long ba_cli_parse_seconds(const char *s);
 /* Counts as text ("records 12, dropped 3 (unknown-template 2 data sets, ...)"). */
+/* ---- option values (args.c): 0, or -1 if the text is not one ---- */
+#include <stdint.h>
+/* A decimal whole number, nothing else. */
+int ba_cli_parse_u64(const char *s, uint64_t *out);
+/* "500G", "20M", "1048576", "2TB" (K/M/G/T = powers of 1024) -> bytes (for
+ * expire's and collect's retention limits). */
+int ba_cli_parse_bytes(const char *s, uint64_t *out);
+/* --opt ARG as a whole number in [lo, hi]; 0, or 2 after an error naming
+ * the option and the value. */
+int ba_cli_opt_u64(const char *cmd, const char *opt, const char *arg, uint64_t lo, uint64_t hi, uint64_t *out);
 void ba_cli_print_counts(FILE *f, const struct ba_ingest_counts *c);
 /* Counts as a JSON object. */
 void ba_cli_json_counts(FILE *f, const struct ba_ingest_counts *c);

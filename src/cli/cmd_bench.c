@@ -66,12 +66,15 @@ static void build_usage(void) {
          "Index creation throughput vs cardinality on uniform values (IMC'13 Fig. 5), and the\n"
          "time of each pipeline step at the largest cardinality (Fig. 6). The CPU online\n"
          "builder (one thread, ba_bitmap_set per row) is always measured beside the device.\n"
-         "  --device D     device under test (default omp)\n"
+         "\noptions:\n"
+         "  --device D     device under test: cpu, omp or gpu (default omp)\n"
          "  --codecs LIST  comma list of wah32,wah64,plwah,masc,masc-qt (default wah32,plwah,masc)\n"
          "  --cards LIST   cardinalities (default 256,1024,4096,16384,65536)\n"
          "  --rows N       rows per batch (default 4000000)\n"
          "  --max-batch N  rows per device piece (default: as device memory allows)\n"
-         "  --png FILE     also write the Fig. 5 plot (FILE) and Fig. 6 (FILE with -steps.png)\n"
+         "  --repeat N     runs per point, the best is kept (default 1)\n"
+         "  --png FILE     also plot Fig. 5 to FILE, Fig. 6 to FILE-steps.png (default: none)\n"
+         "  -h, --help     this text\n\n"
          "examples:\n"
          "  bitarc bench build --device omp --png fig5.png\n"
          "  bitarc bench build --device gpu --rows 20000000 --png fig5-gpu.png\n");
@@ -89,6 +92,7 @@ static int bench_build(int argc, char **argv) {
   ba_codec_t codecs[MAXL] = {BA_CODEC_WAH32, BA_CODEC_PLWAH, BA_CODEC_MASC};
   const char *png = NULL;
   unsigned repeat = 1;
+  uint64_t u;
   int c;
   optind = 1;
   while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -101,7 +105,7 @@ static int bench_build(int argc, char **argv) {
       char *s = strdup(optarg);
       for (char *t = strtok(s, ","); t && ncodecs < MAXL; t = strtok(NULL, ","))
         if (ba_codec_from_name(t, &codecs[ncodecs++])) {
-          ba_cli_err("bench", "--codecs: unknown codec %s", t);
+          ba_cli_err("bench", "--codecs: unknown codec '%s'", t);
           free(s);
           return 2;
         }
@@ -110,13 +114,22 @@ static int bench_build(int argc, char **argv) {
     }
     case 'k':
       if (!(ncards = parse_list(optarg, cards, MAXL))) {
-        ba_cli_err("bench", "--cards %s: expected a comma list of numbers", optarg);
+        ba_cli_err("bench", "--cards '%s': expected a comma list of positive numbers", optarg);
         return 2;
       }
       break;
-    case 'n': rows = strtoull(optarg, NULL, 10); break;
-    case 'b': maxb = strtoull(optarg, NULL, 10); break;
-    case 'r': repeat = (unsigned)strtoul(optarg, NULL, 10); break;
+    case 'n':
+      if (ba_cli_opt_u64("bench", "rows", optarg, 1, (uint64_t)1 << 32, &u)) return 2;
+      rows = (size_t)u;
+      break;
+    case 'b':
+      if (ba_cli_opt_u64("bench", "max-batch", optarg, 1, UINT32_MAX, &u)) return 2;
+      maxb = (size_t)u;
+      break;
+    case 'r':
+      if (ba_cli_opt_u64("bench", "repeat", optarg, 1, 1000, &u)) return 2;
+      repeat = (unsigned)u;
+      break;
     case 'p': png = optarg; break;
     case 'h': build_usage(); return 0;
     default: build_usage(); return 2;
@@ -245,8 +258,14 @@ static void range_usage(void) {
          "Range queries (OR of m wah64 bins of a uniform column) by query size, as in Nelson et\n"
          "al.'s Fig. 13: the CPU iterative and reduction (or_many) methods beside the device's\n"
          "COA, ROA, hybrid and ideal hybrid strategies. Results are checked equal.\n"
-         "  --rows N      rows (default 4000000)   --bins B  bins of the column (default 128)\n"
+         "\noptions:\n"
+         "  --device D    device under test: cpu, omp or gpu (default omp)\n"
+         "  --rows N      rows (default 4000000)\n"
+         "  --bins B      bins of the column, 1..65536 (default 128)\n"
          "  --sizes LIST  query sizes (default 4,8,16,32,64)\n"
+         "  --repeat N    runs per point, the best is kept (default 3)\n"
+         "  --png FILE    also write the plot (default: no plot)\n"
+         "  -h, --help    this text\n\n"
          "example:\n"
          "  bitarc bench range --device omp --png range.png\n");
 }
@@ -261,6 +280,7 @@ static int bench_range(int argc, char **argv) {
   size_t nsizes = 5;
   unsigned repeat = 3;
   const char *png = NULL;
+  uint64_t u;
   int c;
   optind = 1;
   while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -268,15 +288,23 @@ static int bench_range(int argc, char **argv) {
     case 'd':
       if (ba_cli_device_name("bench", optarg, &dev)) return 2;
       break;
-    case 'n': rows = strtoull(optarg, NULL, 10); break;
-    case 'k': bins = strtoull(optarg, NULL, 10); break;
+    case 'n':
+      if (ba_cli_opt_u64("bench", "rows", optarg, 1, (uint64_t)1 << 32, &u)) return 2;
+      rows = (size_t)u;
+      break;
+    case 'k':
+      if (ba_cli_opt_u64("bench", "bins", optarg, 1, 65536, &bins)) return 2;
+      break;
     case 's':
       if (!(nsizes = parse_list(optarg, sizes, MAXL))) {
-        ba_cli_err("bench", "--sizes %s: expected a comma list of numbers", optarg);
+        ba_cli_err("bench", "--sizes '%s': expected a comma list of positive numbers", optarg);
         return 2;
       }
       break;
-    case 'r': repeat = (unsigned)strtoul(optarg, NULL, 10); break;
+    case 'r':
+      if (ba_cli_opt_u64("bench", "repeat", optarg, 1, 1000, &u)) return 2;
+      repeat = (unsigned)u;
+      break;
     case 'p': png = optarg; break;
     case 'h': range_usage(); return 0;
     default: range_usage(); return 2;

@@ -36,8 +36,8 @@ static void usage(FILE *f) {
     "           different lengths are zero-padded to the longer one.\n"
     "\n"
     "options:\n"
-    "  -c, --codec NAME      wah32, wah64, plwah, compax, masc or masc-qt\n"
-    "  -n, --rows N          number of rows described by the words (decode)\n"
+    "  -c, --codec NAME      wah32, wah64, plwah, compax, masc or masc-qt (required)\n"
+    "  -n, --rows N          rows the words describe (decode: required; no default)\n"
     "  -o, --out-codec NAME  codec of an op's result (op; default: --codec)\n"
     "  -h, --help            this text\n"
     "\n"
@@ -275,16 +275,6 @@ static int read_words(ba_codec_t codec, void **out, size_t *nout) {
   return 0;
 }
 
-static int parse_u64(const char *s, uint64_t *out) {
-  if (!s || !*s || *s == '-' || *s == '+') return -1;
-  char *end;
-  errno = 0;
-  unsigned long long v = strtoull(s, &end, 10);
-  if (errno || *end) return -1;
-  *out = (uint64_t)v;
-  return 0;
-}
-
 static int do_decode(ba_codec_t codec, uint64_t nrows) {
   void *words;
   size_t n;
@@ -423,7 +413,7 @@ int ba_cmd_bitmap(int argc, char **argv) {
       ba_cli_err(CMD, "decode needs --rows N, the number of rows the words describe");
       return 2;
     }
-    if (parse_u64(rows_s, &nrows) < 0) {
+    if (ba_cli_parse_u64(rows_s, &nrows) < 0) {
       ba_cli_err(CMD, "--rows '%s' is not a non-negative decimal number", rows_s);
       return 2;
     }

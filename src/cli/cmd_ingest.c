@@ -27,11 +27,12 @@ static void usage(FILE *f) {
           "file, the packet number and its offset.\n"
           "\n"
           "options:\n"
-          "  -w, --store DIR     the store to write (created if missing)\n"
+          "  -w, --store DIR     the store to write, created if missing (required unless -n)\n"
           "      --as WHAT       auto (default), packets or flows\n"
-          "  -n, --dry-run       decode and count only, write nothing (no --store needed)\n"
+          "  -n, --dry-run       decode and count only, write nothing (default: off)\n"
           "      --report FMT    summary as text (default, stderr) or json (stdout)\n"
-          "  -q, --quiet         no summary, no progress\n"
+          "  -q, --quiet         no summary, no progress (default: off)\n"
+          "  -h, --help          this text\n"
           "%s"
           "\n"
           "examples:\n"
@@ -65,6 +66,7 @@ long ba_cli_parse_seconds(const char *s) {
   else if (!strcmp(end, "m")) m = 60;
   else if (!strcmp(end, "h")) m = 3600;
   else if (!strcmp(end, "d")) m = 86400;
+  else if (!strcmp(end, "w")) m = 604800;
   else return -1;
   double r = v * m;
   if (r > 1e9) return -1;

@@ -14,14 +14,19 @@ static void usage(FILE *f) {
           "       bitarc reindex --store DIR --upgrade [--threads N]\n\n"
           "Rebuilds the bitmap index of every segment with the sort-based batch builder\n"
           "(IMC'13 §3) and replaces each segment atomically (temp file, fsync, rename).\n"
-          "The archived records are copied unchanged. Refused while a writer runs.\n"
-          "  --codec    wah32, wah64, plwah, compax, masc, masc-qt\n"
-          "  --threads  builder threads (default 2)\n"
-          "  --device   cpu (default; pthreads), omp (the GPU pipeline on OpenMP threads)\n"
-          "             or gpu (CUDA; needs an NVIDIA GPU). Every device writes the same bytes.\n"
-          "  --upgrade  rewrite every segment of format 1.0 or 2.0 in format 3.0 (the\n"
-          "             records in the same order, extended columns, port bins, each\n"
-          "             segment replaced atomically; 3.0 segments are left alone)\n\n"
+          "The archived records are copied unchanged. Refused while a writer runs.\n\n"
+          "options:\n"
+          "  -s, --store DIR     the store (required)\n"
+          "  -c, --codec C       wah32, wah64, plwah, compax, masc, masc-qt (required unless --upgrade)\n"
+          "  -t, --threads N     builder threads, 1..64 (default 2)\n"
+          "  -d, --device D      cpu (default; pthreads), omp (the GPU pipeline on OpenMP\n"
+          "                      threads) or gpu (CUDA module; needs an NVIDIA GPU).\n"
+          "                      Every device writes the same bytes.\n"
+          "      --upgrade       rewrite every segment of format 1.0 or 2.0 in format 3.0\n"
+          "                      (the records in the same order, extended columns, port\n"
+          "                      bins, each segment replaced atomically; 3.0 segments are\n"
+          "                      left alone; keeps each segment's codec)\n"
+          "  -h, --help          this text\n\n"
           "examples:\n"
           "  bitarc reindex --store st --codec plwah\n"
           "  bitarc reindex --store st --codec masc --threads 2 --device cpu\n"
@@ -77,8 +82,8 @@ int ba_cmd_reindex(int argc, char **argv) {
     return 2;
   }
   if (!dir || !codec_name || optind != argc) {
-    ba_cli_err("reindex", "%s", !dir ? "--store DIR is required"
-                                 : !codec_name ? "--codec C is required" : "unexpected argument");
+    if (!dir || !codec_name) ba_cli_err("reindex", "%s", !dir ? "--store DIR is required" : "--codec C is required");
+    else ba_cli_err("reindex", "unexpected argument '%s' (see --help)", argv[optind]);
     return 2;
   }
   ba_codec_t codec;

@@ -20,7 +20,12 @@ static void usage(FILE *f) {
           "usage: bitarc stat --store DIR [-o text|json]\n\n"
           "Shows every segment of a store (time slice, records, codec, compressor) and\n"
           "totals: time range, records, bytes per record for the archive and for the\n"
-          "index of each attribute. Segments that fail to open are listed as damaged.\n\n"
+          "index of each attribute. Segments that fail to open are listed as damaged\n"
+          "(exit 1).\n\n"
+          "options:\n"
+          "  -s, --store DIR     the store (required)\n"
+          "  -o, --output FMT    text or json (default: text)\n"
+          "  -h, --help          this text\n\n"
           "examples:\n"
           "  bitarc stat --store /var/lib/bitarc/st\n"
           "  bitarc stat --store st -o json | jq .records\n");
@@ -45,8 +50,16 @@ int ba_cmd_stat(int argc, char **argv) {
       return 2;
     }
   }
-  if (!dir || optind != argc || (strcmp(fmt, "text") && strcmp(fmt, "json"))) {
-    ba_cli_err("stat", "%s", !dir ? "--store DIR is required" : "bad arguments (see --help)");
+  if (!dir) {
+    ba_cli_err("stat", "--store DIR is required");
+    return 2;
+  }
+  if (strcmp(fmt, "text") && strcmp(fmt, "json")) {
+    ba_cli_err("stat", "-o '%s': expected text or json", fmt);
+    return 2;
+  }
+  if (optind != argc) {
+    ba_cli_err("stat", "unexpected argument '%s' (see --help)", argv[optind]);
     return 2;
   }
   int json = !strcmp(fmt, "json");

@@ -16,6 +16,11 @@ static void usage(FILE *f) {
           "bitmap. Damage is reported naming segment, block and offset; exit 1 if any.\n"
           "--recover first finishes the journals (*.open) a crashed writer left, as\n"
           "opening a writer would (refused while a writer runs).\n\n"
+          "options:\n"
+          "  -s, --store DIR     the store (required)\n"
+          "  -r, --recover       finish crashed journals first (default: off)\n"
+          "  -q, --quiet         print damage only (default: off)\n"
+          "  -h, --help          this text\n\n"
           "examples:\n"
           "  bitarc verify --store st\n"
           "  bitarc verify --store st --recover\n");
@@ -44,7 +49,8 @@ int ba_cmd_verify(int argc, char **argv) {
     }
   }
   if (!dir || optind != argc) {
-    ba_cli_err("verify", "%s", !dir ? "--store DIR is required" : "unexpected argument (see --help)");
+    if (!dir) ba_cli_err("verify", "--store DIR is required");
+    else ba_cli_err("verify", "unexpected argument '%s' (see --help)", argv[optind]);
     return 2;
   }
   if (recover) {

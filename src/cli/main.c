@@ -18,6 +18,7 @@ static const command_t g_commands[] = {
   {"query", ba_cmd_query, "find records with an nfdump-style filter, answered from the index"},
   {"stat", ba_cmd_stat, "show a store's segments, time range, records and index sizes"},
   {"verify", ba_cmd_verify, "check every block of every segment (CRC32C, lengths, structure)"},
+  {"expire", ba_cmd_expire, "delete the oldest segments beyond an age or size limit (nfexpire)"},
   {"reindex", ba_cmd_reindex, "rebuild a store's bitmap indexes (other codec or device)"},
   {"bitmap", ba_cmd_bitmap, "encode/decode one bitmap with a codec (wah32, plwah, masc, ...)"},
   {"bench", ba_cmd_bench, "built-in benchmarks (index build, range queries)"},

@@ -1,5 +1,6 @@
 /* The device pipelines on NVIDIA GPUs: pipeline.inl compiled by nvcc with the
- * Thrust CUDA system. Sorting uses CUB's radix sort over only the key bits
+ * Thrust CUDA system, as the loadable module libbitarc-cuda.so (the only file
+ * linked with the CUDA runtime; see gpu_internal.h). Sorting uses CUB's radix sort over only the key bits
  * the cardinality needs (8 passes' worth less work than IMC'13's 32-bit sort
  * at cardinality 256). */
 #include "bitarc_config.h"
@@ -41,6 +42,12 @@ extern "C" {
 
 #define BA_HD __host__ __device__
 #define BA_GPU_FN(x) ba_gpu_cuda_##x
+#define BA_GPU_LINKAGE static
+#define BA_GPU_ALLOC(n) ba_gpu_cuda_alloc(n)
+
+/* The host's allocator, set by the module entry. */
+static void *(*g_host_alloc)(size_t);
+static void *ba_gpu_cuda_alloc(size_t n) { return g_host_alloc(n); }
 #define BA_GPU_DEVNAME "cuda"
 #define BA_SYNC() ((void)cudaDeviceSynchronize())
 
@@ -95,7 +102,7 @@ static void sort_by_value(const ba_vec<std::uint32_t> &val, ba_vec<std::uint32_t
 
 #include "gpu/pipeline.inl"
 
-extern "C" int ba_gpu_cuda_probe(char *err, size_t errcap) {
+static int ba_gpu_cuda_probe(char *err, size_t errcap) {
   int n = 0;
   cudaError_t e = cudaGetDeviceCount(&n);
   if (e != cudaSuccess) {
@@ -111,8 +118,22 @@ extern "C" int ba_gpu_cuda_probe(char *err, size_t errcap) {
 
 /* Per-piece budget: free device memory. The pipeline needs about 40 bytes per
  * row at its peak (values, sorted pairs, keys + literals); gpu.c divides. */
-extern "C" size_t ba_gpu_cuda_mem_budget(void) {
+static size_t ba_gpu_cuda_mem_budget(void) {
   size_t fr = 0, tot = 0;
   if (cudaMemGetInfo(&fr, &tot) != cudaSuccess) return 0;
   return fr;
+}
+
+/* The module's only exported symbol (BA_GPU_MODULE_ENTRY). */
+extern "C" __attribute__((visibility("default"))) int
+ba_gpu_cuda_module_v1(int abi, size_t piece_size, size_t job_size, void *(*alloc)(size_t), ba_gpu_backend_t *out) {
+  if (abi != BA_GPU_MODULE_ABI || piece_size != sizeof(ba_gpu_piece_t) || job_size != sizeof(ba_gpu_rangejob_t) ||
+      !alloc || !out)
+    return BA_ERR_VERSION;
+  g_host_alloc = alloc;
+  out->probe = ba_gpu_cuda_probe;
+  out->build = ba_gpu_cuda_build;
+  out->range = ba_gpu_cuda_range;
+  out->mem_budget = ba_gpu_cuda_mem_budget;
+  return BA_OK;
 }

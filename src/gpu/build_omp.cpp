@@ -43,6 +43,8 @@ extern "C" {
 
 #define BA_HD
 #define BA_GPU_FN(x) ba_gpu_omp_##x
+#define BA_GPU_LINKAGE extern "C"
+#define BA_GPU_ALLOC(n) ba_malloc(n)
 #define BA_GPU_DEVNAME "omp"
 #define BA_SYNC() ((void)0)
 

@@ -12,6 +12,7 @@
 
 struct ba_gpu {
   ba_device_t dev;
+  const ba_gpu_backend_t *cuda; /* the loaded CUDA module (gpu device) */
   size_t max_batch;
   ba_gpu_times_t times;
   char err[BA_GPU_ERRMSG_LEN];
@@ -47,6 +48,7 @@ static void copy_why(char *why, size_t cap, const char *msg) {
 }
 
 int ba_gpu_open(ba_device_t dev, ba_gpu_t **out, char *why, size_t whycap) {
+  const ba_gpu_backend_t *cuda = NULL;
   if (!out) return BA_ERR_INVALID;
   *out = NULL;
   copy_why(why, whycap, "");
@@ -59,13 +61,9 @@ int ba_gpu_open(ba_device_t dev, ba_gpu_t **out, char *why, size_t whycap) {
 #endif
     break;
   case BA_DEVICE_GPU: {
-#if BA_HAVE_CUDA
-    int rc = ba_gpu_cuda_probe(why, whycap);
+    int rc = ba_gpu_cuda_backend(&cuda, why, whycap);
     if (rc < 0) return rc;
-#else
-    copy_why(why, whycap, "built without CUDA");
-    return BA_ERR_NODEVICE;
-#endif
+    if ((rc = cuda->probe(why, whycap)) < 0) return rc;
     break;
   }
   default: copy_why(why, whycap, "unknown device"); return BA_ERR_INVALID;
@@ -73,6 +71,7 @@ int ba_gpu_open(ba_device_t dev, ba_gpu_t **out, char *why, size_t whycap) {
   ba_gpu_t *g = ba_calloc(1, sizeof *g);
   if (!g) return BA_ERR_NOMEM;
   g->dev = dev;
+  g->cuda = cuda;
   *out = g;
   return BA_OK;
 }
@@ -370,21 +369,17 @@ static int joiner_to_index(joiner_t *jn, ba_codec_t c, ba_gpu_index_t *ix, size_
 static size_t piece_rows(const ba_gpu_t *g, ba_codec_t c, size_t n) {
   size_t lim = (size_t)1 << 31;
   if (g->max_batch) lim = BA_MIN(lim, g->max_batch);
-#if BA_HAVE_CUDA
-  if (g->dev == BA_DEVICE_GPU) {
-    size_t bud = ba_gpu_cuda_mem_budget();
+  if (g->cuda) {
+    size_t bud = g->cuda->mem_budget();
     if (bud) lim = BA_MIN(lim, BA_MAX(bud / 48, (size_t)1 << 16));
   }
-#endif
   if (n <= lim) return n;
   size_t G = codec_group(c);
   return BA_MAX(G, lim / G * G);
 }
 
 static int run_piece(ba_gpu_t *g, ba_gpu_piece_t *p) {
-#if BA_HAVE_CUDA
-  if (g->dev == BA_DEVICE_GPU) return ba_gpu_cuda_build(p, g->err, sizeof g->err);
-#endif
+  if (g->cuda) return g->cuda->build(p, g->err, sizeof g->err);
 #if BA_HAVE_OMP_DEVICE
   if (g->dev == BA_DEVICE_OMP) return ba_gpu_omp_build(p, g->err, sizeof g->err);
 #endif
@@ -641,9 +636,7 @@ int ba_gpu_range(ba_gpu_t *g, ba_op_t op, const ba_bitmap_t *const *bms, size_t 
   j.groups = groups;
   j.op = op == BA_OP_OR;
   j.alg = alg == BA_GPU_RANGE_AUTO ? BA_GPU_RANGE_IDEAL : alg;
-#if BA_HAVE_CUDA
-  if (g->dev == BA_DEVICE_GPU) rc = ba_gpu_cuda_range(&j, g->err, sizeof g->err);
-#endif
+  if (g->cuda) rc = g->cuda->range(&j, g->err, sizeof g->err);
 #if BA_HAVE_OMP_DEVICE
   if (g->dev == BA_DEVICE_OMP) rc = ba_gpu_omp_range(&j, g->err, sizeof g->err);
 #endif

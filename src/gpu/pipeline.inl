@@ -9,6 +9,8 @@
  *   ba_popc32/64, ba_clz32: bit counts usable in device code
  *   sort_by_value(): stable sort of row ids by value over key_bits bits
  *   BA_GPU_FN(x)   the C name of entry point x; BA_GPU_DEVNAME for messages
+ *   BA_GPU_LINKAGE the entry points' linkage (extern "C", or static in the module)
+ *   BA_GPU_ALLOC(n) the allocator of the output arrays the caller frees
  * and includes the Thrust headers listed below. Everything here is inside
  * BA_CCCL_NS::bagpu so each back end gets its own symbols.
  *
@@ -206,7 +208,7 @@ template <class T> static void set1(ba_vec<T> &v, size_t i, T x) {
 }
 
 template <class T> static T *host_alloc(size_t n) {
-  T *p = (T *)ba_malloc(n ? n * sizeof(T) : 1);
+  T *p = (T *)BA_GPU_ALLOC(n ? n * sizeof(T) : 1);
   if (!p) throw std::bad_alloc();
   return p;
 }
@@ -574,7 +576,7 @@ static int ba_gpu_fail(char *err, size_t cap, const char *what, int code) {
   return code;
 }
 
-extern "C" int BA_GPU_FN(build)(ba_gpu_piece_t *p, char *err, size_t errcap) {
+BA_GPU_LINKAGE int BA_GPU_FN(build)(ba_gpu_piece_t *p, char *err, size_t errcap) {
   try {
     BA_CCCL_NS::bagpu::build_piece(p);
     return BA_OK;
@@ -585,7 +587,7 @@ extern "C" int BA_GPU_FN(build)(ba_gpu_piece_t *p, char *err, size_t errcap) {
   }
 }
 
-extern "C" int BA_GPU_FN(range)(ba_gpu_rangejob_t *j, char *err, size_t errcap) {
+BA_GPU_LINKAGE int BA_GPU_FN(range)(ba_gpu_rangejob_t *j, char *err, size_t errcap) {
   try {
     BA_CCCL_NS::bagpu::range(j);
     return BA_OK;

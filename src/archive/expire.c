@@ -1,0 +1,227 @@
+/* Retention: delete a store's oldest complete segments beyond an age and a
+ * size limit (nfexpire's job). Journals (*.open) are never touched; see
+ * ba_store_expire in store.h for the rules beside writers and readers. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "archive/archive.h"
+#include "common/common.h"
+
+typedef struct seg_ent {
+  char *name;
+  uint64_t start_ns, end_ns, bytes;
+  unsigned seq;
+  int reason; /* 0 = kept */
+} seg_ent_t;
+
+typedef struct listing {
+  seg_ent_t *v;
+  size_t n, cap;
+  uint64_t journals, journal_bytes;
+} listing_t;
+
+static int eerr(char *err, size_t cap, int code, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static int eerr(char *err, size_t cap, int code, const char *fmt, ...) {
+  if (err && cap) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, cap, fmt, ap);
+    va_end(ap);
+  }
+  return code;
+}
+
+void ba_expire_opts_init(ba_expire_opts_t *o) { memset(o, 0, sizeof *o); }
+
+static int ends_with(const char *s, const char *suf) {
+  size_t a = strlen(s), b = strlen(suf);
+  return a >= b && !strcmp(s + a - b, suf);
+}
+
+/* seg-YYYYMMDDTHHMMSSZ[-N].bitarc (ba_seg_name) -> slice start and sequence. */
+static int parse_seg_name(const char *n, uint64_t *start_ns, unsigned *seq) {
+  unsigned y, mo, d, h, mi, s;
+  int used = 0;
+  if (strncmp(n, "seg-", 4) || !ends_with(n, ".bitarc")) return 0;
+  if (sscanf(n + 4, "%4u%2u%2uT%2u%2u%2uZ%n", &y, &mo, &d, &h, &mi, &s, &used) != 6 || used != 16) return 0;
+  const char *rest = n + 4 + used;
+  *seq = 0;
+  if (*rest == '-') {
+    char *end;
+    unsigned long q = strtoul(rest + 1, &end, 10);
+    if (end == rest + 1 || q == 0 || q > 1000000 || strcmp(end, ".bitarc")) return 0;
+    *seq = (unsigned)q;
+  } else if (strcmp(rest, ".bitarc")) {
+    return 0;
+  }
+  if (y < 1970 || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || s > 60) return 0;
+  struct tm tm = {.tm_year = (int)y - 1900, .tm_mon = (int)mo - 1, .tm_mday = (int)d,
+                  .tm_hour = (int)h, .tm_min = (int)mi, .tm_sec = (int)s};
+  time_t t = timegm(&tm);
+  if (t < 0) return 0;
+  *start_ns = (uint64_t)t * 1000000000ull;
+  return 1;
+}
+
+/* The slice end from the segment header; the start when it cannot be read
+ * (a damaged segment then ages by its start). */
+static uint64_t header_end(int dirfd, const char *name, uint64_t start_ns) {
+  int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return start_ns;
+  uint8_t b[BA_SEG_HDR_BYTES];
+  ba_seg_hdr_t h;
+  ssize_t k = pread(fd, b, sizeof b, 0);
+  close(fd);
+  if (k != (ssize_t)sizeof b || ba_seg_hdr_decode(b, &h) < 0 || h.end_ns < h.start_ns) return start_ns;
+  return h.end_ns;
+}
+
+static int add_seg(listing_t *l, int dirfd, const char *name, uint64_t start, unsigned seq, uint64_t bytes) {
+  void *p = l->v;
+  BA_FORWARD(ba_grow(&p, &l->cap, l->n + 1, sizeof *l->v));
+  l->v = p;
+  seg_ent_t *e = &l->v[l->n];
+  memset(e, 0, sizeof *e);
+  BA_RETURN_IF(!(e->name = ba_malloc(strlen(name) + 1)), BA_ERR_NOMEM);
+  strcpy(e->name, name);
+  e->start_ns = start;
+  e->seq = seq;
+  e->bytes = bytes;
+  e->end_ns = header_end(dirfd, name, start);
+  l->n++;
+  return BA_OK;
+}
+
+static int list_store(int dirfd, listing_t *l) {
+  int fd = dup(dirfd);
+  BA_RETURN_IF(fd < 0, BA_ERR_IO);
+  DIR *d = fdopendir(fd);
+  if (!d) {
+    close(fd);
+    return BA_ERR_IO;
+  }
+  struct dirent *e;
+  int rc = BA_OK;
+  while (rc == BA_OK && (e = readdir(d)) != NULL) {
+    struct stat st;
+    uint64_t start;
+    unsigned seq;
+    int journal = ends_with(e->d_name, ".bitarc.open");
+    int seg = !journal && parse_seg_name(e->d_name, &start, &seq);
+    if (!journal && !seg) continue;
+    /* Vanished since readdir (a writer renamed its journal): skip it. */
+    if (fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) continue;
+    if (journal) {
+      l->journals++;
+      l->journal_bytes += (uint64_t)st.st_size;
+    } else {
+      rc = add_seg(l, dirfd, e->d_name, start, seq, (uint64_t)st.st_size);
+    }
+  }
+  closedir(d);
+  return rc;
+}
+
+static int ent_cmp(const void *a, const void *b) {
+  const seg_ent_t *x = a, *y = b;
+  if (x->start_ns != y->start_ns) return x->start_ns < y->start_ns ? -1 : 1;
+  return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Marks what goes: every segment past the age, then the oldest until the
+ * size fits. */
+static void choose(listing_t *l, const ba_expire_opts_t *o, uint64_t now, ba_expire_stats_t *st) {
+  uint64_t total = l->journal_bytes;
+  for (size_t i = 0; i < l->n; i++) total += l->v[i].bytes;
+  if (o->max_age_ns) {
+    uint64_t cutoff = now > o->max_age_ns ? now - o->max_age_ns : 0;
+    for (size_t i = 0; i < l->n; i++)
+      if (l->v[i].end_ns <= cutoff) {
+        l->v[i].reason = BA_EXPIRE_AGE;
+        total -= l->v[i].bytes;
+      }
+  }
+  if (o->max_bytes)
+    for (size_t i = 0; i < l->n && total > o->max_bytes; i++)
+      if (!l->v[i].reason) {
+        l->v[i].reason = BA_EXPIRE_SIZE;
+        total -= l->v[i].bytes;
+      }
+  st->bytes_after = total;
+  st->size_unmet = o->max_bytes && total > o->max_bytes;
+}
+
+static int delete_chosen(int dirfd, listing_t *l, const ba_expire_opts_t *o, ba_expire_stats_t *st,
+                         const char *dir, char *err, size_t errcap) {
+  int rc = BA_OK;
+  for (size_t i = 0; i < l->n && rc == BA_OK; i++) {
+    seg_ent_t *e = &l->v[i];
+    if (!e->reason) continue;
+    if (!o->dry_run && unlinkat(dirfd, e->name, 0) != 0) {
+      if (errno == ENOENT) continue; /* deleted by someone else meanwhile: not ours to report */
+      rc = eerr(err, errcap, BA_ERR_IO, "%s/%s: cannot delete: %s", dir, e->name, strerror(errno));
+      break;
+    }
+    st->segments_deleted++;
+    st->bytes_deleted += e->bytes;
+    if (o->report) {
+      ba_expire_item_t it = {.name = e->name, .start_ns = e->start_ns, .end_ns = e->end_ns,
+                             .bytes = e->bytes, .reason = (ba_expire_reason_t)e->reason};
+      o->report(o->report_ctx, &it);
+    }
+  }
+  if (!o->dry_run && st->segments_deleted && fsync(dirfd) != 0 && rc == BA_OK)
+    rc = eerr(err, errcap, BA_ERR_IO, "%s: fsync: %s", dir, strerror(errno));
+  return rc;
+}
+
+/* The expire lock: one expire at a time per store (not the writer's lock). */
+static int take_lock(int dirfd, const char *dir, int *lockfd, char *err, size_t errcap) {
+  *lockfd = openat(dirfd, ".expire.lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (*lockfd < 0)
+    return eerr(err, errcap, BA_ERR_IO, "%s/.expire.lock: %s", dir, strerror(errno));
+  if (flock(*lockfd, LOCK_EX | LOCK_NB) != 0)
+    return eerr(err, errcap, errno == EWOULDBLOCK ? BA_ERR_BUSY : BA_ERR_IO,
+                "%s: another expire is running on this store", dir);
+  return BA_OK;
+}
+
+int ba_store_expire(const char *dir, const ba_expire_opts_t *o, ba_expire_stats_t *st, char *err,
+                    size_t errcap) {
+  if (err && errcap) err[0] = 0;
+  if (!dir || !o || !st) return eerr(err, errcap, BA_ERR_INVALID, "expire: missing argument");
+  memset(st, 0, sizeof *st);
+  if (!o->max_age_ns && !o->max_bytes)
+    return eerr(err, errcap, BA_ERR_INVALID, "expire: no limit given (max age or max size)");
+  int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dirfd < 0)
+    return eerr(err, errcap, errno == ENOENT || errno == ENOTDIR ? BA_ERR_NOT_FOUND : BA_ERR_IO,
+                "%s: %s", dir, strerror(errno));
+  int lockfd = -1, rc = o->dry_run ? BA_OK : take_lock(dirfd, dir, &lockfd, err, errcap);
+  listing_t l = {0};
+  if (rc == BA_OK && (rc = list_store(dirfd, &l)) < 0)
+    eerr(err, errcap, rc, "%s: cannot list the store: %s", dir, ba_strerror(rc));
+  if (rc == BA_OK) {
+    if (l.n) qsort(l.v, l.n, sizeof *l.v, ent_cmp);
+    st->segments = l.n;
+    for (size_t i = 0; i < l.n; i++) st->bytes += l.v[i].bytes;
+    st->journals = l.journals;
+    st->journal_bytes = l.journal_bytes;
+    choose(&l, o, o->now_ns ? o->now_ns : ba_now_ns(), st);
+    rc = delete_chosen(dirfd, &l, o, st, dir, err, errcap);
+  }
+  for (size_t i = 0; i < l.n; i++) ba_free(l.v[i].name);
+  ba_free(l.v);
+  if (lockfd >= 0) close(lockfd);
+  close(dirfd);
+  return rc;
+}
