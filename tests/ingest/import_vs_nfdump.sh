@@ -112,14 +112,14 @@ got = []
 for line in open(got_f).read().splitlines()[1:]:
     c = line.split(",")
     got.append((c[0], c[1], c[3], c[4], c[5], c[6], c[7], c[8], c[9], c[10], c[11], c[13], c[14], c[15], c[16], c[17]))
-# nfdump csv: ts,te,td,sa,da,sp,dp,pr,flg,fwd,stos,ipkt,ibyt,opkt,obyt,in,out,sas,das,...,ra (col 45)
+# nfdump csv: ts,te,td,sa,da,sp,dp,pr,flg,fwd,stos,ipkt,ibyt,opkt,obyt,in,out,sas,das,...,ra (col 44)
 want = []
 tss = [l.split("|") for l in open(ts_f).read().splitlines()]
 rows = [l for l in open(want_f).read().splitlines() if l.count(",") > 40]
 if len(tss) != len(rows):
     print("FAIL: %s: nfdump csv %d rows, fmt %d" % (name, len(rows), len(tss))); sys.exit(1)
 for c, t in zip((r.split(",") for r in rows), tss):
-    ra = c[45]
+    ra = c[44]
     want.append((t[0].strip(), t[1].strip(), c[3], c[4], c[5], c[6], c[7], c[8], c[10], c[11], c[12], c[15], c[16], c[17], c[18], ra))
 # nfdump prints 0.0.0.0 as router address when the flow has none: bitarc
 # keeps the exporter record's address there (checked in step 1)
