@@ -253,7 +253,7 @@ static void nfw_v1_ext(nfw_buf_t *b, unsigned id, ba_record_t *r, uint64_t *agg)
 static void nfw_rand_basics(ba_record_t *r, int v6) {
   memset(r, 0, sizeof *r);
   r->kind = BA_REC_FLOW;
-  uint64_t first_ms = 1700000000000ull + nfw_r32() % 86400000u;
+  uint64_t first_ms = 1700000000000ull + nfw_r32() % 300000u;  /* one nfcapd file: 5 minutes */
   r->first_ns = first_ms * 1000000u;
   r->last_ns = (first_ms + nfw_r32() % 600000u) * 1000000u;
   static const uint8_t protos[] = {6, 6, 17, 17, 1, 58, 47};
