@@ -101,7 +101,7 @@ static int setup(void **state) {
     /* overlapping ranges: 0-3 h, 1-5 h, 0.5-2 h */
     uint64_t start = T0 + (uint64_t)(s == 1 ? 3600 : s == 2 ? 1800 : 0) * 1000000000ull;
     uint64_t span = (uint64_t)(s == 1 ? 4 * 3600 : s == 2 ? 5400 : 3 * 3600) * 1000000000ull;
-    gen_records(&g_gen[s], 1500 + 500 * (size_t)s, 100 + (uint64_t)s, start, span, 0);
+    gen_records(&g_gen[s], 1500 + 500 * (size_t)s, 100 + (uint64_t)s, start, span, 1);  /* arrival order ~ time */
     g_dirs[s] = ba_test_mkdtemp();
     write_store(g_dirs[s], &g_gen[s], 1, slices[s]);
   }
