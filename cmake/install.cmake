@@ -23,7 +23,7 @@ endif()
 foreach(l ${CMAKE_DL_LIBS})
   string(APPEND BA_PC_LIBS_PRIVATE " -l${l}")
 endforeach()
-string(APPEND BA_PC_LIBS_PRIVATE " -lpthread -lm")
+string(APPEND BA_PC_LIBS_PRIVATE " -lbz2 -lpthread -lm")  # libbz2 has no .pc (nfdump BZ2 files)
 string(STRIP "${BA_PC_LIBS_PRIVATE}" BA_PC_LIBS_PRIVATE)
 set(BA_PC_PREFIX "@BA_PC_PREFIX@") # kept for the install-time pass
 configure_file(${CMAKE_SOURCE_DIR}/cmake/bitarc.pc.in ${CMAKE_BINARY_DIR}/bitarc.pc.stage @ONLY)

@@ -3,7 +3,7 @@
 # Idempotent: skips apt entirely when every package is already present.
 set -euo pipefail
 PKGS=(build-essential cmake pkg-config clang
-      liblzo2-dev liblz4-dev libzstd-dev libpcap-dev libroaring-dev libcmocka-dev
+      liblzo2-dev liblz4-dev libzstd-dev libbz2-dev libpcap-dev libroaring-dev libcmocka-dev
       softflowd nfdump tshark gnuplot-nox
       python3-cffi python3-numpy python3-dask python3-distributed
       help2man debhelper dpkg-dev)

@@ -144,6 +144,61 @@ typedef struct ba_capture_result {
 int ba_capture_ingest(const char *path, FILE *fp, const ba_capture_opts_t *opts, ba_record_sink_fn fn,
                       void *ctx, ba_capture_result_t *res);
 
+/* ---------- nfdump files (nfcapd.*) ---------- */
+
+/* nfdump's own binary files, read natively: layout 1 (nfdump 1.6, records
+ * with extension maps) and layout 2 (nfdump 1.7, V3 records with elements),
+ * blocks uncompressed or LZO, LZ4, BZ2, ZSTD. Every unit is either
+ * delivered or counted in one reason below. */
+typedef enum ba_nffile_drop {
+  BA_NFDROP_BLOCK_CORRUPT = 0, /* a block that does not decompress or whose records overrun it (unit: block) */
+  BA_NFDROP_BLOCK_TYPE,        /* blocks nfdump skips too: 1.5 layout, unknown types (unit: block) */
+  BA_NFDROP_NO_EXTMAP,         /* layout-1 flow whose extension map never came (unit: record) */
+  BA_NFDROP_MALFORMED,         /* record whose length does not fit its contents (unit: record) */
+  BA_NFDROP_LEGACY,            /* nfdump 1.5 / early 1.6 record types nfdump 1.7 skips too (unit: record) */
+  BA_NFDROP_UNKNOWN_RECORD,    /* record type nfdump does not define (unit: record) */
+  BA_NFDROP_STORE,             /* the sink refused a batch (unit: record) */
+  BA_NFDROP_COUNT
+} ba_nffile_drop_t;
+/* "block-corrupt", "block-type", ...; never NULL. */
+const char *ba_nffile_drop_name(ba_nffile_drop_t r);
+/* "blocks" or "records"; never NULL. */
+const char *ba_nffile_drop_unit(ba_nffile_drop_t r);
+/* "none", "lzo", "bz2", "lz4", "zstd" for nfdump's compression codes 0..4; "?" else. */
+const char *ba_nffile_compression_name(unsigned code);
+
+typedef struct ba_nffile_result {
+  uint16_t layout;            /* 1 or 2 */
+  uint8_t compression;        /* nfdump's code: 0 none, 1 lzo, 2 bz2, 3 lz4, 4 zstd */
+  uint32_t nfdump_version;    /* writer's version, layout 2 (0x01070100 = 1.7.1) */
+  uint32_t blocks_declared;   /* data blocks the header announces */
+  char ident[128];            /* the file's ident string ("" if none) */
+  uint64_t file_bytes;
+  uint64_t blocks;            /* data blocks read (incl. dropped ones) */
+  uint64_t records;           /* flows delivered to the sink */
+  uint64_t meta_records;      /* extension maps, exporter, sampler and statistics records */
+  uint64_t elements_skipped;  /* V3 elements with no ba_record_t field (the flow is kept) */
+  uint64_t dropped[BA_NFDROP_COUNT];
+  /* On failure: the 1-based data block that could not be read and the file
+   * offset of its header. */
+  uint64_t error_block, error_offset;
+  char errmsg[256];           /* why the call failed, naming the file and block; else "" */
+  char detail[256];           /* the first drop, naming its block and record; else "" */
+} ba_nffile_result_t;
+uint64_t ba_nffile_dropped(const ba_nffile_result_t *r);
+
+/* Reads one nfdump file (path, or an open stream when fp != NULL; the stream
+ * is closed; path then only names it in messages) and hands its flows to fn.
+ * Returns 0 when the file was read to its end (drops are counted in res);
+ * BA_ERR_NOT_OURS (no nfdump magic), BA_ERR_VERSION (unknown layout or a
+ * big-endian file), BA_ERR_UNSUPPORTED (encrypted, unknown compression),
+ * BA_ERR_IO, or BA_ERR_TRUNCATED / BA_ERR_CORRUPT when a block header is cut
+ * or impossible (every flow before it was delivered; position in res); or
+ * the sink's non-zero status. */
+int ba_nffile_ingest(const char *path, FILE *fp, ba_record_sink_fn fn, void *ctx, ba_nffile_result_t *res);
+/* Whether buf (the first bytes of a file, len >= 4) starts like an nfdump file. */
+int ba_nffile_detect(const uint8_t *buf, size_t len);
+
 /* ---------- UDP collector ---------- */
 
 /* Receive threads drain the sockets (recvmmsg) into bounded byte queues, one

@@ -110,6 +110,19 @@ typedef struct ba_query_stats {
 int ba_query_run(ba_query_t *q, ba_store_t *s, const ba_query_exec_opts_t *opts,
                  ba_record_sink_fn fn, void *ctx, ba_query_stats_t *stats);
 
+/* The query over several stores (one per exporter or site, as nfdump -M),
+ * rows merged in start-time order: by first_ns, then by store (the order of
+ * `stores`), then by each store's own row order. opts as for ba_query_run
+ * (limit counts merged rows; explain_only and count_only are refused with
+ * BA_ERR_INVALID: run those per store). Packet frames are copied, so they
+ * stay valid for the call of fn. Memory holds the matches of one time piece
+ * (the axis is cut at every segment's first and last start time). In stats,
+ * rows_matched, first/last, packets and bytes are exact; segments_total is
+ * the sum over the stores; the other counters are summed over the pieces (a
+ * segment spanning k pieces counts k times). */
+int ba_query_run_multi(ba_query_t *q, ba_store_t *const *stores, size_t nstores, const ba_query_exec_opts_t *opts,
+                       ba_record_sink_fn fn, void *ctx, ba_query_stats_t *stats);
+
 /* OR of n bitmaps (range query over bins) with the given strategy and 1..2
  * threads; out_codec for every intermediate and the result. n = 0 gives an
  * empty bitmap of `rows` rows. */

@@ -14,6 +14,7 @@ typedef struct {
 
 static const command_t g_commands[] = {
   {"ingest", ba_cmd_ingest, "read pcap/pcapng captures or NetFlow/IPFIX exports into a store"},
+  {"import", ba_cmd_import, "read nfdump files (nfcapd.*, layout 1 and 2, any compression) into a store"},
   {"collect", ba_cmd_collect, "receive NetFlow v5/v9 and IPFIX over UDP into a store"},
   {"query", ba_cmd_query, "find records with an nfdump-style filter, answered from the index"},
   {"stat", ba_cmd_stat, "show a store's segments, time range, records and index sizes"},
