@@ -28,6 +28,7 @@ static uint8_t reverse_op(uint16_t type, uint16_t len) {
 
 uint8_t nf_element_op(int version, uint32_t pen, uint16_t type, uint16_t len) {
   int u = len >= 1 && len <= 8;
+  if (pen == 0 && (type == 292 || type == 293)) return type == 292 ? OP_SUBTMPL : OP_SUBTMPL_MULTI; /* RFC 6313 */
   if (len == NF_VARLEN) return pen == 0 && type == 315 ? OP_FRAME_SECTION : OP_SKIP;
   if (pen == PEN_REVERSE) return reverse_op(type, len);
   if (pen) return OP_SKIP;
@@ -429,6 +430,10 @@ int nf_rec_finish(ba_flow_decoder_t *d, const nf_hdr_t *h, ba_record_t *r, nf_re
   if (!first) first = last ? last : h->export_ns;
   if (!last) last = first; /* a missing end is the start; an end before the start is kept as sent */
   if (!s->have_obs) r->obs_domain = h->domain;
+  if (h->version == 9) { /* nfdump: a v9 source id is engine type << 8 | engine id unless 38/39 say */
+    if (!r->engine_type) r->engine_type = (uint8_t)(h->domain >> 8);
+    if (!r->engine_id) r->engine_id = (uint8_t)h->domain;
+  }
   if (s->have_addr) {
     r->ipver = s->src6 || s->dst6 || !ba_addr_is_v4(r->src) || !ba_addr_is_v4(r->dst) ? 6 : 4;
     if (r->ipver == 6) { /* an IPv4 partner of an IPv6 address was a zero placeholder */

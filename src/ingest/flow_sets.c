@@ -103,16 +103,57 @@ static size_t options_record(ba_flow_decoder_t *d, const nf_hdr_t *h, const nf_t
   return o2;
 }
 
-/* One variable-length data record; returns its length or 0 when it overruns. */
-static size_t varlen_record(const nf_tmpl_t *t, ba_record_t *r, nf_rec_state_t *s, const uint8_t *rp, size_t avail,
-                            uint16_t *bad_field) {
+static size_t walk_record(ba_flow_decoder_t *d, const nf_hdr_t *h, const nf_tmpl_t *t, ba_record_t *r,
+                          nf_rec_state_t *s, const uint8_t *rp, size_t avail, uint16_t *bad_field, int depth);
+
+/* RFC 6313 subTemplateList (one template id, then its records) and
+ * subTemplateMultiList (blocks of template id, length, records): the fields
+ * of the sub-records feed the same flow record (YAF puts MAC addresses,
+ * payload details, ... there). Unknown sub-templates are skipped. */
+static void sub_list(ba_flow_decoder_t *d, const nf_hdr_t *h, ba_record_t *r, nf_rec_state_t *s, const uint8_t *p,
+                     size_t len, int multi, int depth) {
+  if (depth > 3 || len < 1) return;
+  size_t off = 1; /* list semantic */
+  while (len - off >= (multi ? 4u : 2u)) {
+    uint16_t tid = ba_load_be16(p + off);
+    size_t body;
+    if (multi) {
+      size_t l = ba_load_be16(p + off + 2);
+      if (l < 4 || l > len - off) return;
+      body = l - 4;
+      off += 4;
+    } else {
+      off += 2;
+      body = len - off;
+    }
+    const nf_tmpl_t *st = nf_tmpl_lookup(d, (uint8_t)h->version, h->domain, tid);
+    if (st && st->live && !st->options) {
+      size_t o = 0;
+      uint16_t bad;
+      while (body - o >= st->min_len) {
+        size_t rl = walk_record(d, h, st, r, s, p + off + o, body - o, &bad, depth + 1);
+        if (!rl) break;
+        o += rl;
+      }
+    }
+    off += body;
+    if (!multi) break;
+  }
+}
+
+/* One data record walked field by field (variable-length fields, or
+ * sub-template lists); returns its length or 0 when it overruns. */
+static size_t walk_record(ba_flow_decoder_t *d, const nf_hdr_t *h, const nf_tmpl_t *t, ba_record_t *r,
+                          nf_rec_state_t *s, const uint8_t *rp, size_t avail, uint16_t *bad_field, int depth) {
   size_t o2 = 0, fl;
   for (uint16_t i = 0; i < t->nfields; i++) {
     if (field_len(&t->fields[i], rp, avail, &o2, &fl)) {
       *bad_field = i;
       return 0;
     }
-    if (t->fields[i].op != OP_SKIP) nf_apply(r, s, t->fields[i].op, rp + o2, (unsigned)fl);
+    uint8_t op = t->fields[i].op;
+    if (op == OP_SUBTMPL || op == OP_SUBTMPL_MULTI) sub_list(d, h, r, s, rp + o2, fl, op == OP_SUBTMPL_MULTI, depth);
+    else if (op != OP_SKIP) nf_apply(r, s, op, rp + o2, (unsigned)fl);
     o2 += fl;
   }
   return o2;
@@ -144,7 +185,7 @@ void nf_data_set(ba_flow_decoder_t *d, const nf_hdr_t *h, nf_tmpl_t *t, const ui
       for (uint16_t i = 0; i < t->nplan; i++) nf_apply(r, &s, t->plan[i].op, rp + t->plan[i].off, t->plan[i].len);
       rl = t->min_len;
     } else {
-      rl = varlen_record(t, r, &s, rp, len - off, &bad);
+      rl = walk_record(d, h, t, r, &s, rp, len - off, &bad, 0);
       if (!rl) goto overrun;
     }
     off += rl;
@@ -246,10 +287,17 @@ static void template_set(ba_flow_decoder_t *d, const nf_hdr_t *h, const uint8_t 
   }
 }
 
+static int all_zero(const uint8_t *p, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (p[i]) return 0;
+  return 1;
+}
+
 static void decode_sets(ba_flow_decoder_t *d, const nf_hdr_t *h, const uint8_t *b, size_t off, size_t len) {
   int ipfix = h->version == 10;
   while (len - off >= 4) {
     uint16_t id = ba_load_be16(b + off), sl = ba_load_be16(b + off + 2);
+    if (sl < 4 && all_zero(b + off, len - off)) return; /* zero padding up to the datagram end */
     if (sl < 4 || sl > len - off) {
       nf_set_err(d, "set id %u at offset %zu has length %u (message %zu bytes)", id, off, sl, len);
       nf_drop(d, sl < 4 ? BA_DROP_MALFORMED : BA_DROP_TRUNCATED, 1);

@@ -91,6 +91,7 @@ static uint32_t tmpl_compile(int version, int options, uint16_t nscope, nf_field
     f[i].scope = i < nscope;
     if (options) f[i].op = f[i].pen ? OP_SKIP : nf_option_op(version, f[i].scope, f[i].type, f[i].len);
     else f[i].op = nf_element_op(version, f[i].pen, f[i].type, f[i].len);
+    if (f[i].op == OP_SUBTMPL || f[i].op == OP_SUBTMPL_MULTI) *varlen = 1; /* walked field by field */
     if (f[i].op != OP_SKIP) (*nplan)++;
   }
   return min_len;
