@@ -162,9 +162,13 @@ static inline int zero16(const uint8_t *p) {
   return !(a | b);
 }
 
+/* Next hops and NAT addresses: 0.0.0.0 stays all zero (none). */
 static void set_addr(uint8_t dst[16], const uint8_t *p, unsigned len) {
-  if (len == 4) ba_addr_set_v4(dst, ba_load_be32(p));
-  else memcpy(dst, p, 16);
+  if (len == 4) {
+    if (ba_load_be32(p)) ba_addr_set_v4(dst, ba_load_be32(p));
+  } else {
+    memcpy(dst, p, 16);
+  }
 }
 
 /* Applies ops that only set a field of the record. */
@@ -449,9 +453,10 @@ int nf_rec_finish(ba_flow_decoder_t *d, const nf_hdr_t *h, ba_record_t *r, nf_re
   return nf_rec_times(d, h, r, first, last);
 }
 
-static uint64_t shift(uint64_t t, int64_t delta) {
-  if (delta < 0 && (uint64_t)(-delta) > t) return 0;
-  return (uint64_t)((int64_t)t + delta);
+/* t moved by (to - from), clamped to [0, UINT64_MAX]. */
+static uint64_t shift(uint64_t t, uint64_t from, uint64_t to) {
+  if (to >= from) return t > UINT64_MAX - (to - from) ? UINT64_MAX : t + (to - from);
+  return from - to > t ? 0 : t - (from - to);
 }
 
 int nf_rec_times(ba_flow_decoder_t *d, const nf_hdr_t *h, ba_record_t *r, uint64_t first, uint64_t last) {
@@ -469,9 +474,8 @@ int nf_rec_times(ba_flow_decoder_t *d, const nf_hdr_t *h, ba_record_t *r, uint64
     return -1;
   }
   if ((d->o.flags & BA_FLOW_REBASE_TIME) && h->received_ns) {
-    int64_t delta = (int64_t)(h->received_ns - ex);
-    first = shift(first, delta);
-    last = shift(last, delta);
+    first = shift(first, ex, h->received_ns);
+    last = shift(last, ex, h->received_ns);
   }
   r->first_ns = first;
   r->last_ns = last;
@@ -485,7 +489,8 @@ int nf_rec_times(ba_flow_decoder_t *d, const nf_hdr_t *h, ba_record_t *r, uint64
 void nf_hdr_clock(ba_flow_decoder_t *d, const nf_hdr_t *h) {
   if (h->export_ns < 946684800ull * NS_PER_S) d->cur->clock_suspicious = 1; /* before 2000 */
   if (!h->received_ns) return;
-  int64_t skew = ((int64_t)h->export_ns - (int64_t)h->received_ns) / (int64_t)NS_PER_S;
+  int64_t skew = h->export_ns >= h->received_ns ? (int64_t)((h->export_ns - h->received_ns) / NS_PER_S)
+                                                 : -(int64_t)((h->received_ns - h->export_ns) / NS_PER_S);
   d->cur->export_skew_s = skew;
   if (skew > 86400 || skew < -86400) d->cur->clock_suspicious = 1;
 }

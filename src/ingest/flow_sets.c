@@ -311,8 +311,16 @@ static void decode_sets(ba_flow_decoder_t *d, const nf_hdr_t *h, const uint8_t *
       template_set(d, h, p, pl, 1);
     } else if (id >= 256) {
       nf_tmpl_t *t = nf_tmpl_lookup(d, (uint8_t)h->version, h->domain, id);
-      if (t && t->live) nf_data_set(d, h, t, p, pl);
-      else nf_pend_add(d, h, id, p, pl);
+      if (t && t->live) {
+        nf_data_set(d, h, t, p, pl);
+      } else if (t) { /* RFC 7011 §8.1: no data for a withdrawn template until it is defined again */
+        d->cur_tmpl = t;
+        nf_set_err(d, "data set at offset %zu for template %u (domain %u), which was withdrawn", off, id, h->domain);
+        nf_drop(d, BA_DROP_UNKNOWN_TEMPLATE, 1);
+        d->cur_tmpl = NULL;
+      } else {
+        nf_pend_add(d, h, id, p, pl);
+      }
     } else {
       nf_set_err(d, "reserved set id %u at offset %zu", id, off);
       nf_drop(d, BA_DROP_MALFORMED, 1);

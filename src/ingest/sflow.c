@@ -46,7 +46,7 @@ static int xaddr(xdr_t *x, uint8_t out[16]) {
   uint32_t t = x32(x);
   if (t == 1) {
     const uint8_t *a = xbytes(x, 4);
-    if (a) ba_addr_set_v4(out, ba_load_be32(a));
+    if (a && ba_load_be32(a)) ba_addr_set_v4(out, ba_load_be32(a)); /* 0.0.0.0: none */
   } else if (t == 2) {
     const uint8_t *a = xbytes(x, 16);
     if (a) memcpy(out, a, 16);
@@ -58,7 +58,9 @@ static int xaddr(xdr_t *x, uint8_t out[16]) {
 
 static uint64_t mac48(const uint8_t *m) { return nf_be_uint(m, 6); }
 
-/* Headers of a sampled packet (header protocol 1 Ethernet, 11 IPv4, 12 IPv6). */
+/* Headers of a sampled packet (header protocol 1 Ethernet, 11 IPv4, 12 IPv6).
+ * Later records of the sample (IPv4/IPv6 data) override what they also
+ * carry, as in sfcapd. */
 static void sampled_header(xdr_t *x, ba_record_t *r, uint32_t *frame_len) {
   uint32_t proto = x32(x);
   *frame_len = x32(x);
@@ -135,8 +137,8 @@ static void ext_gateway(xdr_t *x, ba_record_t *r) {
 static void flow_record(xdr_t *x, uint32_t fmt, ba_record_t *r, uint32_t *frame_len) {
   switch (fmt) {
   case 1: sampled_header(x, r, frame_len); break;
-  case 2: {
-    *frame_len = x32(x);
+  case 2: { /* its length is not the sampled size (sfcapd keeps the other records') */
+    x32(x);
     const uint8_t *s = xbytes(x, 6), *d = xbytes(x, 6);
     if (s && d) {
       r->in_src_mac = mac48(s);
@@ -146,11 +148,14 @@ static void flow_record(xdr_t *x, uint32_t fmt, ba_record_t *r, uint32_t *frame_
   }
   case 3: sampled_ip(x, r, frame_len, 0); break;
   case 4: sampled_ip(x, r, frame_len, 1); break;
-  case 1001:
-    r->vlan = (uint16_t)(x32(x) & 0xfff);
+  case 1001: { /* a VLAN above 4095 (0xffffffff) is unknown: none */
+    uint32_t in = x32(x);
     x32(x);
-    r->dst_vlan = (uint16_t)(x32(x) & 0xfff);
+    uint32_t out = x32(x);
+    r->vlan = in <= 4095 ? (uint16_t)in : 0;
+    r->dst_vlan = out <= 4095 ? (uint16_t)out : 0;
     break;
+  }
   case 1002:
     xaddr(x, r->next_hop);
     r->src_mask = (uint8_t)x32(x);
@@ -234,7 +239,7 @@ int nf_detect_sflow(const uint8_t *buf, size_t len) {
     uint32_t sl = x32(&x);
     if (!xbytes(&x, sl)) return 0;
   }
-  return x.off == len;
+  return 1; /* bytes after the last sample are ignored (as sfcapd and tshark) */
 }
 
 void nf_decode_sflow(ba_flow_decoder_t *d, const uint8_t *b, size_t len, uint64_t received_ns) {
@@ -271,9 +276,5 @@ void nf_decode_sflow(ba_flow_decoder_t *d, const uint8_t *b, size_t len, uint64_
     } else if (f == 2 || f == 4) {
       CNT(d, sflow_counter_samples)++;
     }
-  }
-  if (x.off != len) {
-    nf_set_err(d, "sFlow datagram: %zu bytes after its %u samples", len - x.off, n);
-    nf_drop(d, BA_DROP_MALFORMED, 1);
   }
 }
