@@ -401,14 +401,22 @@ static void rec_frame(ba_record_t *r, nf_rec_state_t *s) {
   }
 }
 
-static uint64_t up_to_ns(const nf_hdr_t *h, int64_t boot_ms, int64_t up) {
-  if (h->version == 9) {
-    /* uptime - FIRST/LAST_SWITCHED modulo 2^32 (uptime wraps after 49.7 days). */
-    int64_t ago = (int32_t)(h->uptime_ms - (uint32_t)up);
-    int64_t t = (int64_t)h->export_ns - ago * (int64_t)NS_PER_MS;
-    return t > 0 ? (uint64_t)t : 1;
+/* NetFlow v5/v9 FIRST/LAST_SWITCHED (sysUpTime ms) to ns, as nfdump:
+ * boot = export time - uptime; a start above the end means the uptime
+ * wrapped between them (start 2^32 ms earlier); v5 only: an end more than
+ * 100 s past the uptime means it wrapped after the flow (Cisco IOS bug
+ * CSCei12353). */
+static void up_times(const nf_hdr_t *h, const nf_rec_state_t *s, uint64_t *first, uint64_t *last) {
+  int64_t boot = (int64_t)(h->export_ns / NS_PER_MS) - (int64_t)h->uptime_ms;
+  int64_t wrap = (int64_t)1 << 32, f = 0, l = 0;
+  if (s->first_up >= 0) f = boot + s->first_up - (s->last_up >= 0 && s->first_up > s->last_up ? wrap : 0);
+  if (s->last_up >= 0) l = boot + s->last_up;
+  if (h->version == 5 && s->last_up > (int64_t)h->uptime_ms && s->last_up - (int64_t)h->uptime_ms > 100000) {
+    f -= wrap;
+    l -= wrap;
   }
-  return boot_ms >= 0 ? (uint64_t)(boot_ms + up) * NS_PER_MS : 0;
+  if (!*first && s->first_up >= 0 && f > 0) *first = (uint64_t)f * NS_PER_MS;
+  if (!*last && s->last_up >= 0 && l > 0) *last = (uint64_t)l * NS_PER_MS;
 }
 
 int nf_rec_finish(ba_flow_decoder_t *d, const nf_hdr_t *h, ba_record_t *r, nf_rec_state_t *s) {
@@ -419,8 +427,12 @@ int nf_rec_finish(ba_flow_decoder_t *d, const nf_hdr_t *h, ba_record_t *r, nf_re
   int64_t boot_ms = -1;
   if (s->sysinit_ms >= 0) boot_ms = s->sysinit_ms;
   else if (d->cur->sysinit_ms >= 0) boot_ms = d->cur->sysinit_ms;
-  if (!first && s->first_up >= 0) first = up_to_ns(h, boot_ms, s->first_up);
-  if (!last && s->last_up >= 0) last = up_to_ns(h, boot_ms, s->last_up);
+  if (h->version == 5 || h->version == 9) {
+    up_times(h, s, &first, &last);
+  } else if (boot_ms >= 0) { /* IPFIX 22/21 from systemInitTimeMilliseconds */
+    if (!first && s->first_up >= 0) first = (uint64_t)(boot_ms + s->first_up) * NS_PER_MS;
+    if (!last && s->last_up >= 0) last = (uint64_t)(boot_ms + s->last_up) * NS_PER_MS;
+  }
   if (!first && s->start_dus >= 0 && (uint64_t)s->start_dus * 1000 <= h->export_ns)
     first = h->export_ns - (uint64_t)s->start_dus * 1000;
   if (!last && s->end_dus >= 0 && (uint64_t)s->end_dus * 1000 <= h->export_ns)

@@ -60,9 +60,7 @@ static void v5_record(ba_flow_decoder_t *d, const nf_hdr_t *h, const uint8_t *hb
   s.first_up = ba_load_be32(p + 24);
   s.last_up = ba_load_be32(p + 28);
   s.have_bytes = s.have_pkts = s.have_addr = 1;
-  nf_hdr_t h9 = *h;
-  h9.version = 9; /* same sysUpTime arithmetic as v9 */
-  if (nf_rec_finish(d, &h9, r, &s) == 0) nf_out_commit(d);
+  if (nf_rec_finish(d, h, r, &s) == 0) nf_out_commit(d);
 }
 
 void nf_decode_v5(ba_flow_decoder_t *d, const uint8_t *b, size_t len, uint64_t received_ns) {

@@ -7,6 +7,9 @@ each, grouped per exporter in data/logstash/GROUPS).
                                            127.0.0.(i+2) to 127.0.0.1:2055
   vendor_corpus.py send PORT [GROUP...]    send the same datagrams from the same
                                            source addresses to 127.0.0.1:PORT
+  vendor_corpus.py file2pcap IN OUT        datagrams recorded by udp_sink.py (2-byte
+                                           length prefixed) into a pcap from 127.0.0.2
+  vendor_corpus.py file2udp IN PORT        the same datagrams sent from 127.0.0.2
 """
 import os
 import socket
@@ -74,6 +77,32 @@ def send(port, names):
         s.close()
 
 
+def read_sink(path):
+    data, off, out = open(path, "rb").read(), 0, []
+    while off + 2 <= len(data):
+        n = struct.unpack("!H", data[off:off + 2])[0]
+        out.append(data[off + 2:off + 2 + n])
+        off += 2 + n
+    return out
+
+
+def file2pcap(src, out):
+    t0 = 1767225600
+    with open(out, "wb") as f:
+        f.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
+        for k, d in enumerate(read_sink(src)):
+            p = frame("127.0.0.2", d)
+            f.write(struct.pack("<IIII", t0 + k // 1000, (k % 1000) * 1000, len(p), len(p)) + p)
+
+
+def file2udp(src, port):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind(("127.0.0.2", 0))
+    for d in read_sink(src):
+        s.sendto(d, ("127.0.0.1", port))
+        time.sleep(0.002)
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "groups":
         print("\n".join(n for n, _ in groups()))
@@ -81,3 +110,7 @@ if __name__ == "__main__":
         write_pcap(sys.argv[2], sys.argv[3:])
     elif sys.argv[1] == "send":
         send(int(sys.argv[2]), sys.argv[3:])
+    elif sys.argv[1] == "file2pcap":
+        file2pcap(sys.argv[2], sys.argv[3])
+    elif sys.argv[1] == "file2udp":
+        file2udp(sys.argv[2], int(sys.argv[3]))
