@@ -1,7 +1,8 @@
 /* Shared body of the flow-export fuzz targets. The input is a sequence of
  * datagrams, each prefixed by a 2-byte big-endian length whose top bit picks
  * one of two exporters; `version` (5, 9, 10, or 0 = keep) overwrites each
- * datagram's version field so the fuzzer spends its time in one decoder. */
+ * datagram's version field so the fuzzer spends its time in one decoder;
+ * 0x5f5 writes the sFlow v5 version word (00 00 00 05). */
 #ifndef BA_FUZZ_FLOWS_COMMON_H
 #define BA_FUZZ_FLOWS_COMMON_H
 
@@ -34,13 +35,15 @@ static int fuzz_flows(const uint8_t *data, size_t size, int version) {
     size_t len = h & 0x7fff;
     if (len > size - off) len = size - off;
     memcpy(dg, data + off, len);
-    if (version && len >= 2) {
+    if (version == 0x5f5 && len >= 4) {
+      memcpy(dg, "\0\0\0\5", 4);
+    } else if (version && len >= 2) {
       dg[0] = 0;
       dg[1] = (uint8_t)version;
     }
     off += len;
     ba_flow_detect(dg, len);
-    ba_flow_decode(d, ex[h >> 15], dg, len, fuzz_sink, &acc);
+    ba_flow_decode_at(d, ex[h >> 15], 1700000000000000000ull, dg, len, fuzz_sink, &acc);
   }
   ba_flow_decoder_finish(d);
   ba_ingest_counts_t c;

@@ -1,6 +1,6 @@
 /* Decoders and the UDP collector: NetFlow v5, NetFlow v9 (RFC 3954), IPFIX
- * (RFC 7011/7012), pcap/pcapng packets (through libpcap), NetFlow/IPFIX
- * datagrams inside a capture. Every source turns into ba_record_t batches
+ * (RFC 7011/7012, bidirectional RFC 5103), sFlow v5, pcap/pcapng packets
+ * (through libpcap), NetFlow/IPFIX/sFlow datagrams inside a capture. Every source turns into ba_record_t batches
  * handed to a ba_record_sink_fn; the library never prints.
  *
  * Counting contract: every unit a decoder reads is either delivered as a
@@ -25,8 +25,8 @@ typedef enum ba_ingest_drop {
   BA_DROP_UNKNOWN_TEMPLATE = 0, /* data sets whose template never arrived (unit: data set) */
   BA_DROP_MALFORMED,            /* impossible header/set/template lengths (unit: datagram or set) */
   BA_DROP_TRUNCATED,            /* datagram or frame ends inside a unit (unit: datagram/packet) */
-  BA_DROP_VERSION,              /* not NetFlow v5/v9/IPFIX (unit: datagram) */
-  BA_DROP_TIME,                 /* flow time far outside the export time (unit: record) */
+  BA_DROP_VERSION,              /* not NetFlow v5/v9/IPFIX/sFlow v5 (unit: datagram) */
+  BA_DROP_TIME,                 /* flow time outside the opt-in past_s/future_s window (unit: record) */
   BA_DROP_NOT_EXPORT,           /* flows mode: a packet that is no export datagram (unit: packet) */
   BA_DROP_QUEUE_FULL,           /* collector: receive queue was full (unit: datagram) */
   BA_DROP_STORE,                /* the sink refused a batch (unit: record) */
@@ -39,8 +39,14 @@ const char *ba_ingest_drop_unit(ba_ingest_drop_t r);
 
 typedef struct ba_ingest_counts {
   uint64_t packets;           /* capture packets read (pcap sources) */
-  uint64_t datagrams;         /* export datagrams decoded (v5 + v9 + IPFIX) */
+  uint64_t datagrams;         /* export datagrams decoded (v5 + v9 + IPFIX + sFlow) */
   uint64_t datagrams_v5, datagrams_v9, datagrams_ipfix;
+  uint64_t datagrams_sflow;
+  uint64_t messages;          /* export messages: more than datagrams when one datagram
+                               * concatenates several v5 or IPFIX messages */
+  uint64_t sflow_flow_samples;    /* sFlow flow samples (each becomes one record) */
+  uint64_t sflow_counter_samples; /* sFlow counter samples: counted, not stored */
+  uint64_t clock_far;         /* records whose start is more than a day from the export time */
   uint64_t records;           /* records delivered to the sink (flows or packets) */
   uint64_t templates;         /* template records learned (incl. refreshes) */
   uint64_t template_withdrawals;
@@ -55,8 +61,11 @@ uint64_t ba_ingest_counts_dropped(const ba_ingest_counts_t *c);
 
 /* ---------- NetFlow v5 / v9 / IPFIX ---------- */
 
+/* What ba_flow_detect returns for an sFlow v5 datagram. */
+#define BA_FLOW_SFLOW5 65
 /* Export protocol of a datagram if its header is valid (lengths consistent, set
- * ids legal): 5, 9 or 10; else 0. Strict enough to tell exports from other UDP. */
+ * ids legal): 5, 9 or 10 (NetFlow / IPFIX), BA_FLOW_SFLOW5; else 0. Strict
+ * enough to tell exports from other UDP. */
 int ba_flow_detect(const uint8_t *buf, size_t len);
 /* Whether a UDP port is one commonly used for flow export (2055, 4739, 9995, ...). */
 int ba_flow_port_is_export(uint16_t port);
@@ -70,12 +79,25 @@ typedef struct ba_flow_decoder_opts {
   /* A held set is dropped once this many later datagrams of the same exporter
    * went by without its template (0 = default 64). */
   uint32_t pending_max_age;
-  /* Flows that start before 1990 or after 2099, or more than past_s before /
-   * future_s after the export time (0 = no limit, the default: exporters
-   * replaying old captures send such times legitimately) are dropped as
-   * BA_DROP_TIME. */
+  /* Flows that start more than past_s before / future_s after the export
+   * time are dropped as BA_DROP_TIME (0 = no limit, the default: flows from
+   * any clock are kept; exporters replaying old captures or with a 1970
+   * clock send such times legitimately, and they are reported per exporter
+   * in clock_far instead). */
   uint32_t past_s, future_s;
+  uint32_t flags;               /* BA_FLOW_* below */
 } ba_flow_decoder_opts_t;
+/* Re-base flow times on the export time: every time of a datagram is moved by
+ * (receive time - export time), so an exporter whose clock is off (a 1970
+ * probe) gets its flows placed at the collector's clock, durations and
+ * offsets from the export kept. Needs the receive time (ba_flow_decode_at);
+ * without one (0) nothing moves. */
+#define BA_FLOW_REBASE_TIME 1u
+/* Store counters as sent. By default a flow whose exporter announced a
+ * sampler (options data, NetFlow v5 header) gets packets and bytes (in and
+ * out) multiplied by the sampling rate, as nfdump does; `sampling` holds the
+ * rate either way. */
+#define BA_FLOW_RAW_COUNTERS 2u
 void ba_flow_decoder_opts_init(ba_flow_decoder_opts_t *o);
 
 /* opts may be NULL for the defaults. */
@@ -88,6 +110,13 @@ void ba_flow_decoder_free(ba_flow_decoder_t *d);
  * counted), or the sink's non-zero status. */
 int ba_flow_decode(ba_flow_decoder_t *d, const uint8_t exporter[16], const uint8_t *buf, size_t len,
                    ba_record_sink_fn fn, void *ctx);
+/* The same with the time the datagram was received (ns since the epoch; the
+ * collector's clock, or the capture time of a packet; 0 = unknown). It is
+ * stored in every record (received_ns), is the time of sFlow samples (sFlow
+ * carries no clock, as sfcapd), checks the exporter's clock and is the base of
+ * BA_FLOW_REBASE_TIME. For the UDP and TCP listeners. */
+int ba_flow_decode_at(ba_flow_decoder_t *d, const uint8_t exporter[16], uint64_t received_ns, const uint8_t *buf,
+                      size_t len, ba_record_sink_fn fn, void *ctx);
 /* End of input: held data sets whose template never came are counted as
  * BA_DROP_UNKNOWN_TEMPLATE. */
 void ba_flow_decoder_finish(ba_flow_decoder_t *d);
@@ -100,9 +129,63 @@ const char *ba_flow_decoder_errmsg(const ba_flow_decoder_t *d);
 typedef struct ba_flow_source {
   uint8_t addr[16];
   ba_ingest_counts_t counts;
+  /* Export time minus receive time of the last datagram with both (s); 0 when
+   * the receive time is unknown. */
+  int64_t export_skew_s;
+  /* Non-zero when the exporter's clock looks wrong: export time before 2000,
+   * more than a day from the receive time, or flows far from it (clock_far). */
+  uint8_t clock_suspicious;
+  uint32_t samplers, ifnames;  /* options data kept (ba_flow_decoder_samplers / _ifnames) */
+  char last_error[224];        /* the last drop's reason, "" if none */
 } ba_flow_source_t;
 /* Copies up to cap sources, returns how many exist. */
 size_t ba_flow_decoder_sources(const ba_flow_decoder_t *d, ba_flow_source_t *out, size_t cap);
+
+/* Per template (exporter, version, domain, id): what it decoded and dropped.
+ * Withdrawn templates stay listed with their totals. */
+typedef struct ba_flow_template_info {
+  uint8_t exporter[16];
+  uint32_t domain;            /* v9 source id / IPFIX observation domain */
+  uint16_t id;
+  uint8_t version;            /* 9 or 10 */
+  uint8_t options;            /* 1 = options template */
+  uint8_t withdrawn;          /* withdrawn and not defined again */
+  uint8_t varlen;             /* holds variable-length elements */
+  uint16_t fields, scope_fields;
+  uint32_t definitions;       /* times it was (re)defined */
+  uint64_t sets;              /* data sets decoded with it */
+  uint64_t records;           /* data records decoded (flows, or options records) */
+  uint64_t stored;            /* flow records the sink accepted */
+  uint64_t dropped[BA_DROP_COUNT]; /* same units as ba_ingest_counts_t */
+  char last_drop[224];        /* reason of the last drop, "" if none */
+} ba_flow_template_info_t;
+/* Copies up to cap templates, returns how many exist. */
+size_t ba_flow_decoder_templates(const ba_flow_decoder_t *d, ba_flow_template_info_t *out, size_t cap);
+
+/* Samplers announced in options data (v9/IPFIX elements 34/35, 48-50,
+ * 302/304-306) or NetFlow v5 headers, kept per exporter and domain. Flows
+ * naming a sampler id, or any flow when a generic sampler is known, get
+ * their counters multiplied by the rate as nfdump does (doc/decoders.md). */
+typedef struct ba_flow_sampler {
+  uint8_t exporter[16];
+  uint32_t domain;
+  uint64_t id;                /* sampler / selector id; 0 when none was sent */
+  uint8_t generic;            /* from elements 34/35 (applies to every flow) */
+  uint8_t algorithm;
+  uint32_t packet_interval, space_interval; /* rate = (packet + space) / packet */
+} ba_flow_sampler_t;
+size_t ba_flow_decoder_samplers(const ba_flow_decoder_t *d, ba_flow_sampler_t *out, size_t cap);
+
+/* Interface names from options data (element 82 interfaceName or 83
+ * interfaceDescription, scoped by an interface index). */
+typedef struct ba_flow_ifname {
+  uint8_t exporter[16];
+  uint32_t domain;
+  uint32_t ifindex;
+  char name[64];
+  char description[64];
+} ba_flow_ifname_t;
+size_t ba_flow_decoder_ifnames(const ba_flow_decoder_t *d, ba_flow_ifname_t *out, size_t cap);
 
 /* ---------- packets ---------- */
 

@@ -127,10 +127,13 @@ int ba_cli_store_opt(const char *cmd, int opt, const char *arg, struct ba_store_
 }
 
 void ba_cli_print_counts(FILE *f, const ba_ingest_counts_t *c) {
-  fprintf(f, "%" PRIu64 " records", c->records);
+    fprintf(f, "%" PRIu64 " records", c->records);
   if (c->datagrams) {
-    fprintf(f, " from %" PRIu64 " datagrams (v5 %" PRIu64 ", v9 %" PRIu64 ", ipfix %" PRIu64 ")", c->datagrams,
-            c->datagrams_v5, c->datagrams_v9, c->datagrams_ipfix);
+    fprintf(f, " from %" PRIu64 " datagrams (v5 %" PRIu64 ", v9 %" PRIu64 ", ipfix %" PRIu64 ", sflow %" PRIu64 ")",
+            c->datagrams, c->datagrams_v5, c->datagrams_v9, c->datagrams_ipfix, c->datagrams_sflow);
+    if (c->messages > c->datagrams) fprintf(f, ", %" PRIu64 " messages", c->messages);
+    if (c->sflow_counter_samples) fprintf(f, ", %" PRIu64 " sFlow counter samples (not stored)", c->sflow_counter_samples);
+    if (c->clock_far) fprintf(f, ", %" PRIu64 " flows more than a day from their export time", c->clock_far);
     fprintf(f, ", templates %" PRIu64, c->templates);
     if (c->options_templates || c->options_records)
       fprintf(f, ", options templates %" PRIu64 " (records %" PRIu64 " skipped)", c->options_templates,
@@ -167,12 +170,38 @@ void ba_cli_json_counts(FILE *f, const ba_ingest_counts_t *c) {
           "{\"packets\":%" PRIu64 ",\"records\":%" PRIu64 ",\"datagrams\":%" PRIu64 ",\"datagrams_v5\":%" PRIu64
           ",\"datagrams_v9\":%" PRIu64 ",\"datagrams_ipfix\":%" PRIu64 ",\"templates\":%" PRIu64
           ",\"template_withdrawals\":%" PRIu64 ",\"options_templates\":%" PRIu64 ",\"options_records\":%" PRIu64
-          ",\"late_decoded\":%" PRIu64 ",\"dropped\":{",
+          ",\"late_decoded\":%" PRIu64 ",\"datagrams_sflow\":%" PRIu64 ",\"messages\":%" PRIu64
+          ",\"sflow_flow_samples\":%" PRIu64 ",\"sflow_counter_samples\":%" PRIu64 ",\"clock_far\":%" PRIu64
+          ",\"dropped\":{",
           c->packets, c->records, c->datagrams, c->datagrams_v5, c->datagrams_v9, c->datagrams_ipfix, c->templates,
-          c->template_withdrawals, c->options_templates, c->options_records, c->late_decoded);
+          c->template_withdrawals, c->options_templates, c->options_records, c->late_decoded, c->datagrams_sflow,
+          c->messages, c->sflow_flow_samples, c->sflow_counter_samples, c->clock_far);
   for (int k = 0; k < BA_DROP_COUNT; k++)
     fprintf(f, "%s\"%s\":%" PRIu64, k ? "," : "", ba_ingest_drop_name((ba_ingest_drop_t)k), c->dropped[k]);
   fprintf(f, "}}");
+}
+
+/* Per template of every exporter: what it decoded, stored and dropped, and why. */
+static void json_templates(FILE *f, const ba_flow_decoder_t *dec) {
+  size_t n = ba_flow_decoder_templates(dec, NULL, 0);
+  ba_flow_template_info_t *t = n ? calloc(n, sizeof(*t)) : NULL;
+  if (!t) return;
+  ba_flow_decoder_templates(dec, t, n);
+  for (size_t i = 0; i < n; i++) {
+    char a[64];
+    ba_addr_format(t[i].exporter, a, sizeof(a));
+    fprintf(f, "%s{\"exporter\":\"%s\",\"version\":%u,\"domain\":%" PRIu32 ",\"id\":%u,\"options\":%s,"
+            "\"withdrawn\":%s,\"fields\":%u,\"definitions\":%" PRIu32 ",\"sets\":%" PRIu64 ",\"records\":%" PRIu64
+            ",\"stored\":%" PRIu64 ",\"dropped\":{",
+            i ? "," : "", a, t[i].version, t[i].domain, t[i].id, t[i].options ? "true" : "false",
+            t[i].withdrawn ? "true" : "false", t[i].fields, t[i].definitions, t[i].sets, t[i].records, t[i].stored);
+    for (int k = 0; k < BA_DROP_COUNT; k++)
+      fprintf(f, "%s\"%s\":%" PRIu64, k ? "," : "", ba_ingest_drop_name((ba_ingest_drop_t)k), t[i].dropped[k]);
+    fprintf(f, "},\"last_drop\":");
+    ba_cli_json_string(f, t[i].last_drop);
+    fputc('}', f);
+  }
+  free(t);
 }
 
 /* ---------- ingest ---------- */
@@ -387,6 +416,9 @@ int ba_cmd_ingest(int argc, char **argv) {
       ba_addr_format(src[i].addr, a, sizeof(a));
       fprintf(stderr, "  exporter %s: ", a);
       ba_cli_print_counts(stderr, &src[i].counts);
+      if (src[i].clock_suspicious) fprintf(stderr, "; its clock looks wrong (export - receive %" PRId64 " s)",
+                                           src[i].export_skew_s);
+      if (src[i].last_error[0]) fprintf(stderr, "; last drop: %s", src[i].last_error);
       fputc('\n', stderr);
     }
     if (ws.records_dropped)
@@ -418,8 +450,14 @@ int ba_cmd_ingest(int argc, char **argv) {
       ba_addr_format(src[i].addr, a, sizeof(a));
       fprintf(f, "%s{\"exporter\":\"%s\",\"counts\":", i ? "," : "", a);
       ba_cli_json_counts(f, &src[i].counts);
+      fprintf(f, ",\"clock_suspicious\":%s,\"export_skew_s\":%" PRId64 ",\"samplers\":%u,\"ifnames\":%u,"
+              "\"last_error\":", src[i].clock_suspicious ? "true" : "false", src[i].export_skew_s,
+              src[i].samplers, src[i].ifnames);
+      ba_cli_json_string(f, src[i].last_error);
       fputc('}', f);
     }
+    fprintf(f, "],\"templates\":[");
+    json_templates(f, dec);
     fprintf(f, "],\"totals\":");
     ba_cli_json_counts(f, &tot);
     fprintf(f, ",\"stored\":%" PRIu64 ",\"stored_packets\":%" PRIu64 ",\"stored_flows\":%" PRIu64

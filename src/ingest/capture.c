@@ -75,7 +75,8 @@ static int cap_packet(cap_state_t *s, const struct pcap_pkthdr *h, const uint8_t
       s->c.dropped[BA_DROP_NOT_EXPORT]++;
       return 0;
     }
-    int rc = ba_flow_decode(s->o->flows, r.src, data + uo, udp_payload_len(data, h->caplen, uo), s->fn, s->ctx);
+    int rc = ba_flow_decode_at(s->o->flows, r.src, ts_ns, data + uo, udp_payload_len(data, h->caplen, uo), s->fn,
+                              s->ctx);
     if (rc) s->rc = rc;
     return rc;
   }

@@ -64,7 +64,7 @@ for g in "${groups[@]}"; do
     fi
   done
   sort "$TMP/want0" > "$TMP/want"
-  "$DUMP" --as flows "$m" 2>"$TMP/err" | awk -F, '$1=="flow"{print $4","$5","$6","$7","$8","$12","$11","$13","$14}' |
+  "$DUMP" --as flows --raw "$m" 2>"$TMP/err" | awk -F, '$1=="flow"{print $4","$5","$6","$7","$8","$12","$11","$13","$14}' |
     sort > "$TMP/got"
   nw=$(wc -l < "$TMP/want"); ng=$(wc -l < "$TMP/got"); total=$((total + ng))
   if ! diff -q "$TMP/want" "$TMP/got" >/dev/null; then

@@ -1,0 +1,217 @@
+/* The flow decoder's shared state: NetFlow v5 (netflow_v5.c), v9/IPFIX sets
+ * (flow_sets.c), the template cache and held sets (flow_templates.c), the
+ * element-to-field mapping and record finishing (flow_fields.c), sFlow v5
+ * (sflow.c), and the decoder object itself (flow_decoder.c). */
+#ifndef BA_FLOW_INTERNAL_H
+#define BA_FLOW_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bitarc/ingest.h"
+
+#define NF_BATCH 512
+#define NTP_UNIX_OFFSET 2208988800ull
+#define NS_PER_MS 1000000ull
+#define NS_PER_S 1000000000ull
+#define NS_PER_DAY (86400ull * NS_PER_S)
+#define PEN_REVERSE 29305u /* RFC 5103 reverse information elements */
+#define NF_VARLEN 65535u   /* RFC 7011 §7: variable-length field */
+
+/* What a template field feeds. Data-record ops first, then options-record ops. */
+enum {
+  OP_SKIP = 0, OP_SRC4, OP_DST4, OP_SRC6, OP_DST6, OP_SPORT, OP_DPORT, OP_PROTO, OP_TOS, OP_FLAGS,
+  OP_BYTES, OP_PKTS, OP_BYTES_TOTAL, OP_PKTS_TOTAL, OP_OUT_BYTES, OP_OUT_PKTS, OP_OUT_BYTES_TOTAL,
+  OP_OUT_PKTS_TOTAL, OP_INIT_BYTES, OP_INIT_PKTS, OP_RESP_BYTES, OP_RESP_PKTS, OP_REV_FLAGS,
+  OP_IN_IF, OP_OUT_IF, OP_SRC_AS, OP_DST_AS, OP_PREV_AS, OP_NEXT_AS,
+  OP_FIRST_UP, OP_LAST_UP, OP_START_S, OP_END_S, OP_START_MS, OP_END_MS, OP_START_NTP, OP_END_NTP,
+  OP_START_DUS, OP_END_DUS, OP_SYSINIT_MS, OP_DURATION_MS, OP_EVENT_MS,
+  OP_ICMP_TC, OP_ICMP_TYPE, OP_ICMP_CODE, OP_VLAN, OP_DST_VLAN, OP_IPVER, OP_FRAME_SECTION, OP_FRAME_SIZE,
+  OP_SRC_MASK, OP_DST_MASK, OP_NH4, OP_NH6, OP_BGPNH4, OP_BGPNH6, OP_DST_TOS,
+  OP_IN_SRC_MAC, OP_OUT_DST_MAC, OP_IN_DST_MAC, OP_OUT_SRC_MAC, OP_DIRECTION,
+  OP_MPLS0, OP_MPLS9 = OP_MPLS0 + 9,
+  OP_SAMPLING, OP_SAMPLING_ALGO, OP_SAMPLER_ID, OP_PKT_INTERVAL, OP_SPACE_INTERVAL,
+  OP_ENGINE_TYPE, OP_ENGINE_ID, OP_OBS_DOMAIN,
+  OP_XSRC4, OP_XDST4, OP_XSRC6, OP_XDST6, OP_XSPORT, OP_XDPORT, OP_NAT_EVENT, OP_FW_EVENT, OP_FW_XEVENT,
+  OP_IN_VRF, OP_OUT_VRF, OP_AGGR_FLOWS, OP_SUBTMPL, OP_SUBTMPL_MULTI,
+  /* options records */
+  OPT_SYSINIT, OPT_SAMPLING, OPT_SAMPLING_ALGO, OPT_SAMPLER_ID, OPT_SPACE, OPT_PKT_INTERVAL,
+  OPT_IFINDEX, OPT_IFNAME, OPT_IFDESC,
+  OP_COUNT
+};
+
+typedef struct nf_field {
+  uint16_t type, len; /* len NF_VARLEN = variable */
+  uint32_t pen;       /* enterprise number, 0 = IETF */
+  uint8_t op, scope;
+} nf_field_t;
+
+typedef struct nf_plan {
+  uint32_t off;
+  uint16_t len;
+  uint8_t op;
+} nf_plan_t;
+
+typedef struct nf_tmpl {
+  struct nf_tmpl *next;
+  uint8_t exporter[16];
+  uint32_t domain;
+  uint16_t id;
+  uint8_t version, options, varlen, live;
+  uint16_t nfields, nplan, nscope;
+  uint32_t min_len; /* fixed bytes + 1 per variable-length field */
+  nf_field_t *fields;
+  nf_plan_t *plan;
+  uint32_t definitions;
+  uint64_t sets, records, stored;
+  uint64_t dropped[BA_DROP_COUNT];
+  char last_drop[224];
+} nf_tmpl_t;
+
+typedef struct nf_sampler {
+  uint32_t domain;
+  uint64_t id;
+  uint8_t generic, algorithm;
+  uint32_t packet_interval, space_interval;
+} nf_sampler_t;
+
+typedef struct nf_ifname {
+  uint32_t domain, ifindex;
+  char name[64], desc[64];
+} nf_ifname_t;
+
+typedef struct nf_source {
+  uint8_t addr[16];
+  int used;
+  int64_t sysinit_ms; /* from an options record (IPFIX element 160), -1 if unknown */
+  uint64_t datagrams_seen;
+  ba_ingest_counts_t counts;
+  int64_t export_skew_s;
+  uint8_t clock_suspicious;
+  nf_sampler_t *samplers;
+  size_t nsamplers, samplers_cap;
+  nf_ifname_t *ifnames;
+  size_t nifnames, ifnames_cap;
+  char last_error[224];
+} nf_source_t;
+
+typedef struct nf_pending {
+  uint8_t exporter[16];
+  uint32_t domain;
+  uint16_t tid;
+  uint8_t version;
+  uint64_t export_ns, received_ns;
+  uint32_t uptime_ms;
+  uint64_t seen_at; /* source's datagram count when held */
+  uint8_t *data;
+  uint32_t len;
+} nf_pending_t;
+
+/* Header context of the message being decoded. */
+typedef struct nf_hdr {
+  int version;
+  uint64_t export_ns, received_ns;
+  uint32_t uptime_ms;
+  uint32_t domain;
+} nf_hdr_t;
+
+/* Values of one data record that are combined when it is finished. */
+typedef struct nf_rec_state {
+  uint64_t start_abs, end_abs;     /* ns since epoch, 0 = absent */
+  int64_t first_up, last_up;       /* ms sysUpTime, -1 = absent */
+  int64_t start_dus, end_dus;      /* delta us before export, -1 = absent */
+  int64_t sysinit_ms, duration_ms, event_ms;
+  uint64_t bytes_total, pkts_total, frame_size;
+  uint64_t out_bytes_total, out_pkts_total, init_bytes, init_pkts, resp_bytes, resp_pkts;
+  uint64_t sampler_id, pkt_interval, space_interval;
+  int have_bytes, have_pkts, have_out_bytes, have_out_pkts, have_addr, have_icmp, have_frame;
+  int have_init_bytes, have_init_pkts, have_resp_bytes, have_resp_pkts, have_obs;
+  int have_sampler_id;
+  int src6, dst6; /* a non-zero IPv6 address was seen */
+  const uint8_t *frame;
+  uint32_t frame_len;
+  uint8_t icmp_type, icmp_code;
+} nf_rec_state_t;
+
+struct ba_flow_decoder {
+  ba_flow_decoder_opts_t o;
+  nf_tmpl_t **tab;
+  size_t tab_cap, tab_n;
+  nf_source_t *src;
+  size_t src_cap, src_n;
+  nf_source_t *cur;
+  nf_tmpl_t *cur_tmpl;     /* template of the records being decoded (stats), or NULL */
+  nf_pending_t *pend;      /* FIFO ring */
+  size_t pend_head, pend_n, pend_cap;
+  uint64_t pend_bytes;
+  ba_record_t out[NF_BATCH];
+  nf_tmpl_t *out_tmpl[NF_BATCH];
+  size_t nout;
+  ba_record_sink_fn fn;
+  void *ctx;
+  int sink_rc;
+  char err[256];
+};
+
+#define CNT(d, field) ((d)->cur->counts.field)
+
+/* flow_decoder.c */
+void nf_set_err(ba_flow_decoder_t *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Counts n units dropped for reason (on the exporter and the current
+ * template) with the reason text of the last nf_set_err. */
+void nf_drop(ba_flow_decoder_t *d, ba_ingest_drop_t reason, uint64_t n);
+ba_record_t *nf_out_next(ba_flow_decoder_t *d);
+void nf_out_commit(ba_flow_decoder_t *d);
+int nf_out_flush(ba_flow_decoder_t *d);
+nf_source_t *nf_source_get(ba_flow_decoder_t *d, const uint8_t ex[16]);
+
+/* flow_templates.c */
+nf_tmpl_t *nf_tmpl_lookup(ba_flow_decoder_t *d, uint8_t ver, uint32_t dom, uint16_t id);
+/* Takes ownership of fields (freed on failure). 0, -1 when the template is
+ * malformed (counted), or BA_ERR_NOMEM. */
+int nf_tmpl_store(ba_flow_decoder_t *d, const nf_hdr_t *h, uint16_t id, int options, uint16_t nscope,
+                  nf_field_t *fields, uint16_t nfields);
+void nf_tmpl_withdraw(ba_flow_decoder_t *d, const nf_hdr_t *h, uint16_t id, int all);
+void nf_tmpl_free_all(ba_flow_decoder_t *d);
+void nf_pend_add(ba_flow_decoder_t *d, const nf_hdr_t *h, uint16_t tid, const uint8_t *p, size_t len);
+void nf_pend_scan(ba_flow_decoder_t *d, const nf_tmpl_t *t);
+void nf_pend_drop_all(ba_flow_decoder_t *d);
+
+/* flow_fields.c */
+uint8_t nf_element_op(int version, uint32_t pen, uint16_t type, uint16_t len);
+uint8_t nf_option_op(int version, int scope, uint16_t type, uint16_t len);
+void nf_state_init(nf_rec_state_t *s);
+void nf_apply(ba_record_t *r, nf_rec_state_t *s, uint8_t op, const uint8_t *p, unsigned len);
+/* Finishes a record: counters, sampling, ICMP, times, exporter identity;
+ * returns 0 to keep it, -1 when it was dropped (counted). */
+int nf_rec_finish(ba_flow_decoder_t *d, const nf_hdr_t *h, ba_record_t *r, nf_rec_state_t *s);
+/* Moves the times of a finished record by the re-basing rule and checks the
+ * exporter clock; shared with v5 and sFlow. */
+int nf_rec_times(ba_flow_decoder_t *d, const nf_hdr_t *h, ba_record_t *r, uint64_t first, uint64_t last);
+/* Per message: export time against the receive time (exporter clock report). */
+void nf_hdr_clock(ba_flow_decoder_t *d, const nf_hdr_t *h);
+/* Sampler of the current exporter: exact id (generic = 0), else the
+ * domain's generic one; NULL if none. */
+const nf_sampler_t *nf_sampler_find(const nf_source_t *s, uint32_t domain, int have_id, uint64_t id);
+int nf_sampler_put(nf_source_t *s, const nf_sampler_t *smp);
+int nf_ifname_put(nf_source_t *s, uint32_t domain, uint32_t ifindex, const char *name, const char *desc);
+static inline uint64_t nf_be_uint(const uint8_t *p, unsigned len) {
+  uint64_t v = 0;
+  for (unsigned i = 0; i < len; i++) v = (v << 8) | p[i];
+  return v;
+}
+
+/* flow_sets.c */
+void nf_decode_v9(ba_flow_decoder_t *d, const uint8_t *b, size_t len, uint64_t received_ns);
+void nf_decode_ipfix(ba_flow_decoder_t *d, const uint8_t *b, size_t len, uint64_t received_ns);
+void nf_data_set(ba_flow_decoder_t *d, const nf_hdr_t *h, nf_tmpl_t *t, const uint8_t *p, size_t len);
+
+/* netflow_v5.c */
+void nf_decode_v5(ba_flow_decoder_t *d, const uint8_t *b, size_t len, uint64_t received_ns);
+int nf_detect_v5(const uint8_t *buf, size_t len);
+
+/* sflow.c */
+void nf_decode_sflow(ba_flow_decoder_t *d, const uint8_t *b, size_t len, uint64_t received_ns);
+int nf_detect_sflow(const uint8_t *buf, size_t len);
+
+#endif
