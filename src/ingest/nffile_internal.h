@@ -110,7 +110,7 @@ typedef struct nf_ctx {
 
 /* Counts one dropped unit with its reason and, for the first drops, keeps a
  * message naming the block ("block 3 record 17: ...") in res->detail. */
-void nf_drop(nf_ctx_t *c, ba_nffile_drop_t why, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void nff_drop(nf_ctx_t *c, ba_nffile_drop_t why, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Appends a finished record to the batch (flushing to the sink when full);
  * returns the sink's status. */
 int nf_emit(nf_ctx_t *c, const ba_record_t *r);

@@ -44,7 +44,7 @@ int ba_nffile_detect(const uint8_t *buf, size_t len) {
   return v == NF_LAYOUT_1 || v == NF_LAYOUT_2;
 }
 
-void nf_drop(nf_ctx_t *c, ba_nffile_drop_t why, const char *fmt, ...) {
+void nff_drop(nf_ctx_t *c, ba_nffile_drop_t why, const char *fmt, ...) {
   c->res->dropped[why]++;
   if (c->res->detail[0]) return;
   int n = snprintf(c->res->detail, sizeof c->res->detail, "%s: block %llu: ", c->name,
@@ -253,7 +253,7 @@ static int nf_records(nf_ctx_t *c, const uint8_t *p, size_t len, uint32_t nrec) 
   for (uint32_t i = 0; i < nrec; i++) {
     uint16_t type = len - off >= 4 ? ba_load_le16(p + off) : 0, size = len - off >= 4 ? ba_load_le16(p + off + 2) : 0;
     if (size < 4 || size > len - off) {
-      nf_drop(c, BA_NFDROP_BLOCK_CORRUPT, "record %u of %u: length %u overruns the block (%zu bytes left)", i + 1, nrec,
+      nff_drop(c, BA_NFDROP_BLOCK_CORRUPT, "record %u of %u: length %u overruns the block (%zu bytes left)", i + 1, nrec,
               size, len - off);
       return BA_OK;
     }
@@ -271,9 +271,9 @@ static int nf_records(nf_ctx_t *c, const uint8_t *p, size_t len, uint32_t nrec) 
         c->res->meta_records++;
         break;
       case NF_REC_COMMON_V0: case NF_REC_LEGACY_1: case NF_REC_LEGACY_2:
-        nf_drop(c, BA_NFDROP_LEGACY, "record %u: legacy record type %u", i + 1, type);
+        nff_drop(c, BA_NFDROP_LEGACY, "record %u: legacy record type %u", i + 1, type);
         break;
-      default: nf_drop(c, BA_NFDROP_UNKNOWN_RECORD, "record %u: unknown record type %u", i + 1, type);
+      default: nff_drop(c, BA_NFDROP_UNKNOWN_RECORD, "record %u: unknown record type %u", i + 1, type);
     }
     if (rc) return rc;
     off += size;
@@ -329,7 +329,7 @@ static int nf_block(nf_ctx_t *c, nf_file_t *f, int *end) {
     }
     if (rc == BA_ERR_UNSUPPORTED) return nf_fail(c, rc, "%s decompressor unavailable", ba_nffile_compression_name(f->comp));
     if (rc) {
-      nf_drop(c, BA_NFDROP_BLOCK_CORRUPT, "%s data does not decompress", ba_nffile_compression_name(f->comp));
+      nff_drop(c, BA_NFDROP_BLOCK_CORRUPT, "%s data does not decompress", ba_nffile_compression_name(f->comp));
       return BA_OK;
     }
     plain = f->plain;
@@ -340,7 +340,7 @@ static int nf_block(nf_ctx_t *c, nf_file_t *f, int *end) {
     return BA_OK;
   }
   if (type == NF_BLOCK_TYPE_2 || type == NF_BLOCK_TYPE_3) return nf_records(c, plain, plen, nrec);
-  if (type != NF_BLOCK_TYPE_4) nf_drop(c, BA_NFDROP_BLOCK_TYPE, "block type %u", type);
+  if (type != NF_BLOCK_TYPE_4) nff_drop(c, BA_NFDROP_BLOCK_TYPE, "block type %u", type);
   else c->res->meta_records += nrec;
   return BA_OK;
 }

@@ -23,7 +23,7 @@ static const uint8_t g_ext_size[V1_MAX_EXT + 1] = {
 /* type 2: header, map_id u16, extension_size u16, ids u16... ending in 0 */
 int nf_v1_extmap(nf_ctx_t *c, const uint8_t *p, size_t size) {
   if (size < 10) {
-    nf_drop(c, BA_NFDROP_MALFORMED, "extension map of %zu bytes", size);
+    nff_drop(c, BA_NFDROP_MALFORMED, "extension map of %zu bytes", size);
     return BA_OK;
   }
   nf_extmap_t m = {.present = 1};
@@ -31,7 +31,7 @@ int nf_v1_extmap(nf_ctx_t *c, const uint8_t *p, size_t size) {
     uint16_t id = ba_load_le16(p + off);
     if (!id) break;
     if (id > V1_MAX_EXT || m.n == sizeof m.ids / sizeof m.ids[0]) {
-      nf_drop(c, BA_NFDROP_MALFORMED, "extension map %u: extension id %u", ba_load_le16(p + 4), id);
+      nff_drop(c, BA_NFDROP_MALFORMED, "extension map %u: extension id %u", ba_load_le16(p + 4), id);
       return BA_OK;
     }
     if (id > 3) m.ids[m.n++] = id;  /* 1..3 are the required ones, never listed */
@@ -94,21 +94,21 @@ static void v1_ext(ba_record_t *r, unsigned id, const uint8_t *e, uint64_t *agg)
 
 int nf_v1_record(nf_ctx_t *c, const uint8_t *p, size_t size) {
   if (size < V1_COMMON_LEN + 16) {
-    nf_drop(c, BA_NFDROP_MALFORMED, "flow record of %zu bytes", size);
+    nff_drop(c, BA_NFDROP_MALFORMED, "flow record of %zu bytes", size);
     return BA_OK;
   }
   uint16_t flags = ba_load_le16(p + 4), map_id = ba_load_le16(p + 6);
   int nomem = 0;
   const nf_extmap_t *map = nf_table_get(&c->maps, map_id, 0, &nomem);
   if (!map) {
-    nf_drop(c, BA_NFDROP_NO_EXTMAP, "flow record names extension map %u, never defined", map_id);
+    nff_drop(c, BA_NFDROP_NO_EXTMAP, "flow record names extension map %u, never defined", map_id);
     return BA_OK;
   }
   size_t need = V1_COMMON_LEN + (flags & V1_FLAG_IPV6 ? 32 : 8) + (flags & V1_FLAG_PKG64 ? 8 : 4) +
                 (flags & V1_FLAG_BYTES64 ? 8 : 4);
   for (unsigned i = 0; i < map->n; i++) need += g_ext_size[map->ids[i]];
   if (need > size) {
-    nf_drop(c, BA_NFDROP_MALFORMED, "flow record of %zu bytes, its extension map %u needs %zu", size, map_id, need);
+    nff_drop(c, BA_NFDROP_MALFORMED, "flow record of %zu bytes, its extension map %u needs %zu", size, map_id, need);
     return BA_OK;
   }
   ba_record_t r;

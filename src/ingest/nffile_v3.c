@@ -134,7 +134,7 @@ static int v3_element(ba_record_t *r, unsigned type, const uint8_t *e, size_t n)
 
 int nf_v3_record(nf_ctx_t *c, const uint8_t *p, size_t size) {
   if (size < 12) {
-    nf_drop(c, BA_NFDROP_MALFORMED, "V3 record of %zu bytes", size);
+    nff_drop(c, BA_NFDROP_MALFORMED, "V3 record of %zu bytes", size);
     return BA_OK;
   }
   ba_record_t r;
@@ -151,7 +151,7 @@ int nf_v3_record(nf_ctx_t *c, const uint8_t *p, size_t size) {
   for (unsigned i = 0; i < nel; i++) {
     unsigned type = size - off >= 4 ? ba_load_le16(p + off) : 0, len = size - off >= 4 ? ba_load_le16(p + off + 2) : 0;
     if (len < 4 || len > size - off || (type <= EX_MAXKNOWN && len - 4 < g_min_len[type])) {
-      nf_drop(c, BA_NFDROP_MALFORMED, "V3 element %u of %u (type %u) has length %u", i + 1, nel, type, len);
+      nff_drop(c, BA_NFDROP_MALFORMED, "V3 element %u of %u (type %u) has length %u", i + 1, nel, type, len);
       return BA_OK;
     }
     if (type == EX_IPV4 || type == EX_IPV6) has_addr = 1;
@@ -159,7 +159,7 @@ int nf_v3_record(nf_ctx_t *c, const uint8_t *p, size_t size) {
     off += len;
   }
   if (off != size || !has_addr) {
-    nf_drop(c, BA_NFDROP_MALFORMED, "V3 record: %s", !has_addr ? "no address element" : "elements do not fill it");
+    nff_drop(c, BA_NFDROP_MALFORMED, "V3 record: %s", !has_addr ? "no address element" : "elements do not fill it");
     return BA_OK;
   }
   c->res->elements_skipped += skipped;
@@ -173,7 +173,7 @@ int nf_v3_record(nf_ctx_t *c, const uint8_t *p, size_t size) {
 /* type 7: header, version u32, ip (16), sa_family u16, sysid u16, id u32 */
 int nf_exporter_record(nf_ctx_t *c, const uint8_t *p, size_t size) {
   if (size < 32) {
-    nf_drop(c, BA_NFDROP_MALFORMED, "exporter record of %zu bytes", size);
+    nff_drop(c, BA_NFDROP_MALFORMED, "exporter record of %zu bytes", size);
     return BA_OK;
   }
   int nomem = 0;
@@ -204,7 +204,7 @@ int nf_sampler_record(nf_ctx_t *c, const uint8_t *p, size_t size) {
     uint32_t pkt = ba_load_le32(p + 16), space = ba_load_le32(p + 20);
     rate = pkt ? (uint32_t)BA_MIN(((uint64_t)pkt + space) / pkt, UINT32_MAX) : 0;
   } else {
-    nf_drop(c, BA_NFDROP_MALFORMED, "sampler record of %zu bytes", size);
+    nff_drop(c, BA_NFDROP_MALFORMED, "sampler record of %zu bytes", size);
     return BA_OK;
   }
   int nomem = 0;
