@@ -7,24 +7,20 @@ protocol (bytes compared as unsigned, ports as numbers)."""
 
 import numpy as np
 
-from .records import AGG_ROW
+from .records import AGG_ROW, concat, take
 
-_KEYLEN = 16 + 16 + 2 + 2 + 1 + 1
-
-
-def _key_bytes(groups):
-    """One S38 string per group whose byte order is the C key order; the
-    last byte (ipver) only separates keys the C comparison calls equal."""
+def _key_words(groups):
+    """The group keys as five uint64 columns, most significant first, whose
+    order is the C key order: source and destination address bytes read big
+    endian (memcmp order), then source port, destination port, protocol; the
+    last byte, ipver, only separates keys the C comparison calls equal."""
     k = groups["key"]
     n = len(groups)
-    b = np.empty((n, _KEYLEN), np.uint8)
-    b[:, 0:16] = k["src"]
-    b[:, 16:32] = k["dst"]
-    b[:, 32:34] = k["src_port"].astype(">u2").view(np.uint8).reshape(n, 2)
-    b[:, 34:36] = k["dst_port"].astype(">u2").view(np.uint8).reshape(n, 2)
-    b[:, 36] = k["proto"]
-    b[:, 37] = k["ipver"]
-    return b.view(f"S{_KEYLEN}").reshape(n)
+    src = np.ascontiguousarray(k["src"]).view(">u8").reshape(n, 2).astype(np.uint64)
+    dst = np.ascontiguousarray(k["dst"]).view(">u8").reshape(n, 2).astype(np.uint64)
+    tail = (k["src_port"].astype(np.uint64) << np.uint64(32)) | (k["dst_port"].astype(np.uint64) << np.uint64(16)) | \
+        (k["proto"].astype(np.uint64) << np.uint64(8)) | k["ipver"].astype(np.uint64)
+    return [src[:, 0], src[:, 1], dst[:, 0], dst[:, 1], tail]
 
 
 def merge_groups(parts):
@@ -33,12 +29,17 @@ def merge_groups(parts):
     parts = [p for p in parts if len(p)]
     if not parts:
         return np.empty(0, AGG_ROW)
-    g = np.concatenate(parts)
-    keys = _key_bytes(g)
-    order = np.argsort(keys, kind="stable")
-    g, keys = g[order], keys[order]
-    starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
-    out = g[starts].copy()  # key fields and kind of the group's first partial
+    g = concat(parts)
+    words = _key_words(g)
+    order = np.lexsort(words[::-1])  # stable: each key's partials keep their order
+    g = take(g, order)
+    words = [w[order] for w in words]
+    new = np.zeros(len(g), bool)
+    new[0] = True
+    for w in words:
+        new[1:] |= w[1:] != w[:-1]
+    starts = np.flatnonzero(new)
+    out = take(g, starts)  # key fields and kind of the group's first partial
     for f in ("flows", "packets", "bytes"):
         out[f] = np.add.reduceat(g[f], starts)
     out["key"]["first_ns"] = np.minimum.reduceat(g["key"]["first_ns"], starts)
@@ -53,5 +54,5 @@ def sort_groups(groups, order):
         return groups
     v = groups[("flows", "packets", "bytes")[order]].astype(np.uint64)
     inv = np.iinfo(np.uint64).max - v
-    idx = np.lexsort((_key_bytes(groups), inv))
-    return groups[idx]
+    idx = np.lexsort(_key_words(groups)[::-1] + [inv])
+    return take(groups, idx)

@@ -15,7 +15,7 @@ import time
 import numpy as np
 
 from ._ffi import ffi, lib
-from .records import AGG_ROW, RECORD, as_c_records, records_from_c
+from .records import AGG_ROW, RECORD, as_c_records, concat, records_from_c
 
 # ba_col_t
 COL_FIRST, COL_LAST, COL_SRC, COL_DST = 1 << 0, 1 << 1, 1 << 2, 1 << 3
@@ -244,7 +244,7 @@ class Store:
             raise err[0]
         if rc:
             raise Error("query stopped", rc)
-        rows = np.concatenate(chunks) if len(chunks) > 1 else (chunks[0] if chunks else np.empty(0, RECORD))
+        rows = concat(chunks) if len(chunks) > 1 else (chunks[0] if chunks else np.empty(0, RECORD))
         return Result(rows, stats, warnings)
 
     def count(self, query, *, start_ns=0, end_ns=0, threads=1):

@@ -62,3 +62,26 @@ def ipv4(arr_addr):
     b = np.asarray(arr_addr, np.uint8)
     return (b[..., 12].astype(np.uint32) << 24) | (b[..., 13].astype(np.uint32) << 16) | \
         (b[..., 14].astype(np.uint32) << 8) | b[..., 15].astype(np.uint32)
+
+
+def _rows(arr):
+    return arr.view(np.uint8).reshape(len(arr), arr.dtype.itemsize)
+
+
+def take(arr, idx):
+    """arr[idx] (indices or a boolean mask) for a RECORD/AGG_ROW array,
+    copied as whole rows of bytes (numpy's per-field copy of these offset
+    dtypes is far slower)."""
+    if len(arr) == 0:
+        return arr[idx]
+    idx = np.asarray(idx)
+    if idx.dtype == bool:
+        idx = np.flatnonzero(idx)
+    return np.take(_rows(np.ascontiguousarray(arr)), idx, axis=0).view(arr.dtype).reshape(len(idx))
+
+
+def concat(arrs):
+    """np.concatenate of arrays of one struct dtype, copied as whole rows."""
+    dt = arrs[0].dtype
+    return np.concatenate([_rows(np.ascontiguousarray(a)) for a in arrs if len(a)] or
+                          [np.empty((0, dt.itemsize), np.uint8)]).view(dt).reshape(-1)

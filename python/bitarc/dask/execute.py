@@ -27,7 +27,7 @@ from distributed.scheduler import KilledWorker
 
 from ..aggregate import merge_groups
 from ..core import COL_ALL, STAT_FIELDS, Groups, Query, parse_agg_fields, parse_window
-from ..records import RECORD
+from ..records import RECORD, concat, take
 from .plan import cluster_view, live_holders, plan
 from .worker import resource_name, task_aggregate, task_count, task_rows
 
@@ -230,18 +230,18 @@ def _take_before(pending, bound):
     for i, chunks in enumerate(pending):
         if not chunks:
             continue
-        arr = np.concatenate(chunks) if len(chunks) > 1 else chunks[0]
+        arr = concat(chunks) if len(chunks) > 1 else chunks[0]
         if bound == INF:
             out.append(arr)
             pending[i] = []
             continue
         m = arr["first_ns"] < np.uint64(bound)
-        out.append(arr[m])
-        pending[i] = [arr[~m]] if not m.all() else []
+        out.append(take(arr, m))
+        pending[i] = [take(arr, ~m)] if not m.all() else []
     if not out:
         return np.empty(0, RECORD)
-    cat = np.concatenate(out)
-    return cat[np.argsort(cat["first_ns"], kind="stable")]
+    cat = concat(out)
+    return take(cat, np.argsort(cat["first_ns"], kind="stable"))
 
 
 class _Stream:
