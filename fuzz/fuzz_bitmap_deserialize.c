@@ -5,7 +5,7 @@
  * have a bad header). The per-codec validation loop must agree with the
  * generic one on every input whose words fit. */
 #include "fuzz_codec_common.h"
-#include "codec/codec_internal.h"
+#include "codec/bitmap_internal.h"
 
 /* The per-codec validation word loop must accept exactly what the generic
  * token loop accepts, on any words and row count. */

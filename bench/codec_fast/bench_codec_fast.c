@@ -23,7 +23,7 @@
 #include <time.h>
 
 #include "bitarc/bitmap.h"
-#include "codec/codec_internal.h"
+#include "codec/bitmap_internal.h"
 #include "../codec/trace_fields.h"
 
 static double now_s(void) {

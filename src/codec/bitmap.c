@@ -2,70 +2,17 @@
  * cut into whole groups (FILL for homogeneous groups, LIT otherwise) for group
  * codecs, or into maximal bit runs for bit-run codecs, and fed to the codec's
  * encoder. Also: wrapping validated foreign words (validate.c), counting,
- * iteration, serialization. Boolean operations live in ops.c. */
+ * iteration, serialization. Boolean operations live in ops.c. Codecs are
+ * reached through their ops tables only (codec.h). */
 #include <stdatomic.h>
 #include <string.h>
 
-#include "codec/codec_internal.h"
-#include "codec/masc_qt_table.h"
+#include "codec/bitmap_internal.h"
 #include "common/common.h"
 
 #define BM_SER_HDR 20u
 
 static inline uint64_t bm_mask(unsigned k) { return k >= 64 ? ~UINT64_C(0) : ((UINT64_C(1) << k) - 1); }
-
-/* ---- codec table ---- */
-
-static const char *const bm_names[BA_CODEC_MAX + 1] = {NULL,     "wah32", "wah64",  "plwah",
-                                                       "compax", "masc",  "masc-qt"};
-
-const char *ba_codec_name(ba_codec_t codec) {
-  return (codec >= BA_CODEC_MIN && codec <= BA_CODEC_MAX) ? bm_names[codec] : NULL;
-}
-
-int ba_codec_from_name(const char *name, ba_codec_t *out) {
-  BA_RETURN_IF(!name || !out, BA_ERR_INVALID);
-  for (int c = BA_CODEC_MIN; c <= BA_CODEC_MAX; c++) {
-    if (strcmp(name, bm_names[c]) == 0) {
-      *out = (ba_codec_t)c;
-      return BA_OK;
-    }
-  }
-  return BA_ERR_INVALID;
-}
-
-unsigned ba_codec_word_bits(ba_codec_t codec) {
-  if (codec < BA_CODEC_MIN || codec > BA_CODEC_MAX) return 0;
-  return codec == BA_CODEC_WAH64 ? 64 : 32;
-}
-
-const ba_codec_ops_t *ba_codec_ops(ba_codec_t id) {
-  const ba_codec_ops_t *o = NULL;
-  switch (id) {
-    case BA_CODEC_WAH32: o = &ba_wah32_ops; break;
-    case BA_CODEC_WAH64: o = &ba_wah64_ops; break;
-    case BA_CODEC_PLWAH: o = &ba_plwah_ops; break;
-    case BA_CODEC_COMPAX: o = &ba_compax_ops; break;
-    case BA_CODEC_MASC: o = &ba_masc_ops; break;
-    case BA_CODEC_MASC_QT: o = &ba_masc_qt_ops; break;
-    default: return NULL;
-  }
-  return (o->put && o->id == id) ? o : NULL;
-}
-
-/* ---- word vector ---- */
-
-int ba_wordvec_reserve(ba_wordvec_t *v, size_t extra, unsigned word_bytes) {
-  if (extra <= v->cap - v->n) return BA_OK;
-  BA_RETURN_IF(extra > SIZE_MAX / word_bytes - v->n, BA_ERR_NOMEM);
-  return ba_grow(&v->w, &v->cap, v->n + extra, word_bytes);
-}
-
-void ba_wordvec_free(ba_wordvec_t *v) {
-  ba_free(v->w);
-  v->w = NULL;
-  v->n = v->cap = 0;
-}
 
 /* ---- lifecycle ---- */
 
@@ -89,7 +36,7 @@ int ba_bitmap_create(ba_codec_t codec, ba_bitmap_t **out) {
 
 void ba_bitmap_free(ba_bitmap_t *bm) {
   if (!bm) return;
-  ba_masc_qt_table_free(atomic_load(&bm->qt));
+  if (bm->ops->cache_free) bm->ops->cache_free(atomic_load(&bm->cache));
   ba_wordvec_free(&bm->vec);
   ba_free(bm);
 }
@@ -100,7 +47,7 @@ int ba_bitmap_clone(const ba_bitmap_t *bm, ba_bitmap_t **out) {
   ba_bitmap_t *c = (ba_bitmap_t *)ba_malloc(sizeof *c);
   BA_RETURN_IF(!c, BA_ERR_NOMEM);
   memcpy(c, bm, sizeof *c);
-  atomic_init(&c->qt, NULL);
+  atomic_init(&c->cache, NULL);
   c->vec.w = NULL;
   c->vec.n = c->vec.cap = 0;
   if (bm->vec.n) {
@@ -329,95 +276,11 @@ int ba_bitmap_from_rows(ba_codec_t codec, const uint64_t *rows, size_t n, uint64
 
 /* ---- queries ---- */
 
-/* Population count without a libgcc call: the default x86-64 target has no
- * POPCNT instruction, and __builtin_popcountll then calls __popcountdi2. */
-static inline unsigned bm_popcnt(uint64_t x) {
-#if defined(__POPCNT__) || !defined(__x86_64__)
-  return ba_popcount64(x);
-#else
-  x = x - ((x >> 1) & UINT64_C(0x5555555555555555));
-  x = (x & UINT64_C(0x3333333333333333)) + ((x >> 2) & UINT64_C(0x3333333333333333));
-  x = (x + (x >> 4)) & UINT64_C(0x0F0F0F0F0F0F0F0F);
-  return (unsigned)((x * UINT64_C(0x0101010101010101)) >> 56);
-#endif
-}
-
-/* Counting straight from the words of a finished (validated) bitmap, one loop
- * per codec with no token calls. The generic
- * token loop stays as the reference (ba_bitmap_count_generic). */
-static int bm_count_words(const ba_bitmap_t *bm, uint64_t *out) {
-  uint64_t c = 0;
-  size_t n = bm->vec.n;
-  switch (bm->ops->id) {
-    case BA_CODEC_WAH32: {
-      const uint32_t *w = (const uint32_t *)bm->vec.w;
-      for (size_t i = 0; i < n; i++) {
-        uint32_t x = w[i];
-        if (!(x >> 31))
-          c += bm_popcnt(x);
-        else if (x & 0x40000000u)
-          c += (uint64_t)(x & 0x3FFFFFFFu) * 31;
-      }
-      break;
-    }
-    case BA_CODEC_WAH64: {
-      const uint64_t *w = (const uint64_t *)bm->vec.w;
-      for (size_t i = 0; i < n; i++) {
-        uint64_t x = w[i];
-        if (!(x >> 63))
-          c += bm_popcnt(x);
-        else if (x & (UINT64_C(1) << 62))
-          c += (x & ((UINT64_C(1) << 62) - 1)) * 63;
-      }
-      break;
-    }
-    case BA_CODEC_PLWAH: {
-      const uint32_t *w = (const uint32_t *)bm->vec.w;
-      for (size_t i = 0; i < n; i++) {
-        uint32_t x = w[i];
-        if (!(x >> 31)) {
-          c += bm_popcnt(x);
-          continue;
-        }
-        int one = (x & 0x40000000u) != 0, pos = ((x >> 25) & 31u) != 0;
-        if (one) c += (uint64_t)(x & 0x01FFFFFFu) * 31 + (pos ? 30 : 0);
-        else c += (uint64_t)pos;
-      }
-      break;
-    }
-    case BA_CODEC_MASC:
-    case BA_CODEC_MASC_QT: {
-      const uint32_t *w = (const uint32_t *)bm->vec.w;
-      for (size_t i = 0; i < n; i++) {
-        uint32_t x = w[i];
-        if (x >> 31) c += (uint64_t)((x & 0x01FFFFFFu) >> 5) * 31 + (x & 31u);
-        else if (x & 0x40000000u) c += (x >> 25) & 31u;
-      }
-      break;
-    }
-    case BA_CODEC_COMPAX: { /* [L], [0F], [LFL] = two dirty bytes, [FLF] = one */
-      const uint32_t *w = (const uint32_t *)bm->vec.w;
-      for (size_t i = 0; i < n; i++) {
-        uint32_t x = w[i];
-        switch (x >> 29) {
-          case 0: break;
-          case 1: c += bm_popcnt((x >> 16) & 0xFFu) + bm_popcnt(x & 0xFFu); break;
-          case 2: c += bm_popcnt((x >> 8) & 0xFFu); break;
-          case 3: return 0; /* reserved: the decoder reports it */
-          default: c += bm_popcnt(x & 0x7FFFFFFFu); break;
-        }
-      }
-      break;
-    }
-    default: return 0;
-  }
-  *out = c;
-  return 1;
-}
-
 int ba_bitmap_count(const ba_bitmap_t *bm, uint64_t *out) {
   BA_RETURN_IF(!bm || !out || !bm->finished, BA_ERR_INVALID);
-  if (bm_count_words(bm, out)) return BA_OK;
+  /* The codec's word loop over its validated words; the token loop (the
+   * reference) when it has none or declines. */
+  if (bm->ops->count && bm->ops->count(bm->vec.w, bm->vec.n, out)) return BA_OK;
   return ba_bitmap_count_generic(bm, out);
 }
 
@@ -431,7 +294,7 @@ int ba_bitmap_count_generic(const ba_bitmap_t *bm, uint64_t *out) {
   ops->dec_init(&d, bm->vec.w, bm->vec.n);
   while ((rc = ops->dec_next(&d, &t)) == 1) {
     if (t.kind == BA_TOK_LIT)
-      c += bm_popcnt(t.lit);
+      c += ba_bm_popcnt(t.lit);
     else if (t.kind == BA_TOK_FILL1)
       c += G ? t.n * G : t.n;
   }
@@ -554,34 +417,16 @@ static int bm_range_rows(void *ctx, uint64_t lo, uint64_t hi, uint64_t lit, unsi
 }
 
 static int bm_range_count(void *ctx, uint64_t lo, uint64_t hi, uint64_t lit, unsigned G) {
-  *(uint64_t *)ctx += G ? bm_popcnt(lit) : hi - lo;
+  *(uint64_t *)ctx += G ? ba_bm_popcnt(lit) : hi - lo;
   return 0;
-}
-
-/* MASC bitmaps of at least this many words answer range selections through
- * their query table (built once, then a binary search to `from` and a walk of
- * the words holding ones only). Measured with bench/codec_fast (16 windows
- * over the rank-0 real-data bitmap, 10k+ words): see RESULTS.md; below this
- * size a linear walk is as fast as building the table. */
-#define BM_QT_MIN_WORDS 1024
-
-static const ba_masc_qt_table_t *bm_qt(const ba_bitmap_t *bm) {
-  if (bm->group || bm->vec.n < BM_QT_MIN_WORDS) return NULL;
-  ba_bitmap_t *m = (ba_bitmap_t *)bm; /* the cache is not part of the value */
-  ba_masc_qt_table_t *t = atomic_load_explicit(&m->qt, memory_order_acquire), *none = NULL;
-  if (t) return t;
-  if (ba_masc_qt_table_build(bm->ops->id, (const uint32_t *)bm->vec.w, bm->vec.n, &t) < 0) return NULL;
-  if (!atomic_compare_exchange_strong(&m->qt, &none, t)) {
-    ba_masc_qt_table_free(t);
-    t = none;
-  }
-  return t;
 }
 
 int ba_bitmap_foreach_range(const ba_bitmap_t *bm, uint64_t from, uint64_t to, ba_rows_fn fn, void *ctx) {
   BA_RETURN_IF(!bm || !fn || !bm->finished, BA_ERR_INVALID);
-  const ba_masc_qt_table_t *qt = bm_qt(bm);
-  if (qt) return ba_masc_qt_table_select(qt, (const uint32_t *)bm->vec.w, from, to, fn, ctx);
+  if (bm->ops->range_rows) { /* MASC: the query table of a large bitmap */
+    int done = 0, rc = bm->ops->range_rows(bm, from, to, fn, ctx, &done);
+    if (done) return rc;
+  }
   bm_range_rows_t *q = (bm_range_rows_t *)ba_malloc(sizeof *q);
   BA_RETURN_IF(!q, BA_ERR_NOMEM);
   q->fn = fn;
@@ -595,10 +440,9 @@ int ba_bitmap_foreach_range(const ba_bitmap_t *bm, uint64_t from, uint64_t to, b
 
 int ba_bitmap_count_range(const ba_bitmap_t *bm, uint64_t from, uint64_t to, uint64_t *out) {
   BA_RETURN_IF(!bm || !out || !bm->finished, BA_ERR_INVALID);
-  const ba_masc_qt_table_t *qt = bm_qt(bm);
-  if (qt) {
-    *out = ba_masc_qt_table_count(qt, (const uint32_t *)bm->vec.w, from, to);
-    return BA_OK;
+  if (bm->ops->range_count) { /* MASC: the query table of a large bitmap */
+    int done = 0, rc = bm->ops->range_count(bm, from, to, out, &done);
+    if (done) return rc;
   }
   uint64_t c = 0;
   BA_FORWARD(bm_walk_range(bm, from, to, bm_range_count, &c));

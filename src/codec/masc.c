@@ -9,10 +9,8 @@
  * encoder merges adjacent runs of the same value, keeps a closed 0-run pending
  * until the next 1-run is known (the carrier decision), and splits runs longer
  * than MAXRUN bits into several words; only the last word of a 0-run carries. */
-#include "bitarc/bitmap.h"
-#include "codec/codec_internal.h"
-#include "common/common.h"
 #include "codec/masc_impl.h"
+#include "codec/masc_qt_table.h"
 
 /* Encoder state (ba_enc_state_t.s): */
 #define MS_S_VAL 0  /* value of the open run */
@@ -78,6 +76,48 @@ static int masc_qt_put(ba_wordvec_t *out, ba_enc_state_t *st, const ba_tok_t *to
 static int masc_end(ba_wordvec_t *out, ba_enc_state_t *st) { return ms_end(out, st, 0); }
 static int masc_qt_end(ba_wordvec_t *out, ba_enc_state_t *st) { return ms_end(out, st, 1); }
 
+/* The word loop of validate.c's rules (see the note there). MASC words
+ * cover a run and its carried ones; qt: the type tag bit 30 of a 1-fill must
+ * be 1 (MASC-QT) or 0 (MASC). Bit runs have no padding rule. */
+static inline int ms_validate(const uint32_t *w, size_t n, uint64_t nrows, uint32_t qt) {
+  uint64_t total = 0;
+  uint32_t bad = 0;
+  for (size_t i = 0; i < n; i++) {
+    uint32_t x = w[i], add = x & 31u, c = (x & MS_FIELD_29_25) >> MS_CARRIER_SHIFT;
+    uint32_t one = x >> 31, tag = (x >> 30) & 1u;
+    uint32_t l = ((x & MS_COUNT_MASK) >> 5) * 31 + add; /* < 2^25 */
+    uint32_t b = (add == 31) | (l == 0);
+    /* 1-fill: no carrier, tag = qt; 0-fill: carrier 1..30 exactly when bit 30
+     * is set (so c counts only when valid: a 1-fill's c != 0 is bad anyway) */
+    uint32_t bad1 = (c != 0) | (tag != qt);
+    uint32_t bad0 = (tag & ((c == 0) | (c > MS_MAXCARRY))) | ((tag ^ 1u) & (c != 0));
+    b |= (one & bad1) | ((one ^ 1u) & bad0);
+    bad |= b;
+    total += l + c;
+  }
+  return bad || total != nrows ? BA_ERR_CORRUPT : BA_OK;
+}
+
+static int masc_validate(const void *w, size_t n, uint64_t nrows) {
+  return ms_validate((const uint32_t *)w, n, nrows, 0);
+}
+static int masc_qt_validate(const void *w, size_t n, uint64_t nrows) {
+  return ms_validate((const uint32_t *)w, n, nrows, 1);
+}
+
+/* Set rows: a 1-fill's run, a 0-fill's carried ones (both variants). */
+static int ms_count(const void *words, size_t n, uint64_t *out) {
+  const uint32_t *w = (const uint32_t *)words;
+  uint64_t c = 0;
+  for (size_t i = 0; i < n; i++) {
+    uint32_t x = w[i];
+    if (x >> 31) c += (uint64_t)((x & 0x01FFFFFFu) >> 5) * 31 + (x & 31u);
+    else if (x & 0x40000000u) c += (x >> 25) & 31u;
+  }
+  *out = c;
+  return 1;
+}
+
 static int masc_dec_next(ba_dec_t *d, ba_tok_t *tok) { return ms_dec_next(d, tok, 0); }
 static int masc_qt_dec_next(ba_dec_t *d, ba_tok_t *tok) { return ms_dec_next(d, tok, 1); }
 
@@ -90,6 +130,12 @@ const ba_codec_ops_t ba_masc_ops = {
   .end = masc_end,
   .dec_init = ms_dec_init,
   .dec_next = masc_dec_next,
+  .validate = masc_validate,
+  .count = ms_count,
+  .kernels = ba_masc_kernels,
+  .range_rows = ba_masc_range_rows,
+  .range_count = ba_masc_range_count,
+  .cache_free = ba_masc_cache_free,
 };
 
 const ba_codec_ops_t ba_masc_qt_ops = {
@@ -101,4 +147,10 @@ const ba_codec_ops_t ba_masc_qt_ops = {
   .end = masc_qt_end,
   .dec_init = ms_dec_init,
   .dec_next = masc_qt_dec_next,
+  .validate = masc_qt_validate,
+  .count = ms_count,
+  .kernels = ba_masc_kernels,
+  .range_rows = ba_masc_range_rows,
+  .range_count = ba_masc_range_count,
+  .cache_free = ba_masc_cache_free,
 };

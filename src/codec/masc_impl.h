@@ -1,12 +1,13 @@
-/* MASC word decoder (specs/codecs.md §5.3), shared by masc.c, the query
- * table (masc_qt_table.c) and the word-loop validation (validate.c), inlined
- * in each. See masc.c for the layout. */
+/* MASC word format and decoder (specs/codecs.md §5.3), private to the MASC
+ * files: masc.c (coder, validation, count), masc_kernels.c (run-merge pair
+ * kernels) and masc_qt_table.c (query table, range selection); inlined in
+ * each. See masc.c for the layout. */
 #ifndef BA_CODEC_MASC_IMPL_H
 #define BA_CODEC_MASC_IMPL_H
 
 #include <string.h>
 
-#include "codec/codec_internal.h"
+#include "codec/codec.h"
 #include "common/common.h"
 
 #define MS_MAXRUN ((((uint64_t)1 << 20) - 1) * 31 + 30) /* 32,505,855 bits (D-12) */
@@ -64,5 +65,9 @@ static inline int ms_dec_next(ba_dec_t *d, ba_tok_t *tok, int qt) {
   d->s[0] = c;
   return 1;
 }
+
+/* masc_kernels.c: the run-merge pair kernels (ops 0..3) of every pair of
+ * bit-run operands (MASC, MASC-QT), any output codec. */
+extern const ba_pair_kernel_fn ba_masc_kernels[4];
 
 #endif

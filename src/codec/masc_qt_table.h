@@ -35,4 +35,14 @@ int ba_masc_qt_table_select(const ba_masc_qt_table_t *t, const uint32_t *words, 
 /* Number of set rows in [a, b). */
 uint64_t ba_masc_qt_table_count(const ba_masc_qt_table_t *t, const uint32_t *words, uint64_t a, uint64_t b);
 
+/* ops->range_rows, range_count and cache_free of MASC and MASC-QT: a finished
+ * bitmap of at least BA_MASC_QT_MIN_WORDS words answers through its table,
+ * built on first use and kept in the bitmap's cache; *done = 0 for smaller
+ * bitmaps (or when the table cannot be built): the caller walks the words. */
+#define BA_MASC_QT_MIN_WORDS 1024
+int ba_masc_range_rows(const ba_bitmap_t *bm, uint64_t from, uint64_t to, ba_rows_fn fn, void *ctx,
+                       int *done);
+int ba_masc_range_count(const ba_bitmap_t *bm, uint64_t from, uint64_t to, uint64_t *out, int *done);
+void ba_masc_cache_free(void *cache);
+
 #endif

@@ -8,82 +8,31 @@
  *   segments at row granularity; literal pieces of up to 63 rows are combined
  *   with shifts.
  * Both skip the other operand under a dominating fill (AND: 0-fill, OR:
- * 1-fill, ANDNOT: 0-fill in a or 1-fill in b); the same-codec WAH and PLWAH
- * kernels step over runs of literal words there eight at a time. The
- * shorter operand is padded with zeros (D-6); the result is cut at N rows, so
- * NOT re-masks its tail. */
-#include "codec/codec_internal.h"
-#include "common/common.h"
+ * 1-fill, ANDNOT: 0-fill in a or 1-fill in b). The shorter operand is padded
+ * with zeros (D-6); the result is cut at N rows, so NOT re-masks its tail.
+ * Faster kernels for same-codec pairs (group codecs) and bit-run pairs
+ * (MASC) live in the codec files and are picked once per call through
+ * ops->kernels. Also here: OR of many (tree or one plain bitset). */
+#include "codec/kernel.h"
 
-#include "codec/ops_groups.h"
+/* ---- group-wise path ---- */
 
-/* ---- group-wise fast path ---- */
-
-/* Inline copies of the WAH and PLWAH coders, so that the same-codec kernels
- * below decode and encode without an indirect call per word. */
-#define WAH_W uint32_t
-#define WAH_BITS 32
-#define WAH_PUSH ba_wordvec_push32
-#define WAH_PFX(x) opw32_##x
-#include "codec/wah_tmpl.h"
-#undef WAH_W
-#undef WAH_BITS
-#undef WAH_PUSH
-#undef WAH_PFX
-#define WAH_W uint64_t
-#define WAH_BITS 64
-#define WAH_PUSH ba_wordvec_push64
-#define WAH_PFX(x) opw64_##x
-#include "codec/wah_tmpl.h"
-#undef WAH_W
-#undef WAH_BITS
-#undef WAH_PUSH
-#undef WAH_PFX
-
-#include "codec/plwah_impl.h"
-
-/* One kernel per (operation, coder set): generic, wah32, wah64, plwah pair;
- * COMPAX pairs in ops_compax.c (instantiated in this file they cost the WAH
- * kernels 25% of their OR speed: real wah32 1.20M -> 0.91M/s, GCC inlines
- * less once the unit grows). */
-#define OP_KERNELS(name, op)                                                                     \
+/* The generic group kernels (decoders and encoders through the ops
+ * tables), for operands of one group size but different codecs; a codec's
+ * own kernels (ops->kernels, instantiated in its file over its inline coder)
+ * take same-codec pairs. */
+#define OP_ANY_KERNEL(name, op)                                                                  \
   static int name##_any(const ba_bitmap_t *a, const ba_bitmap_t *b, uint64_t N, op_sink_t *s) { \
     return op_groups(op, a, b, N, s, NULL, NULL, OPK_NONE);                                     \
-  }                                                                                              \
-  static int name##_w32(const ba_bitmap_t *a, const ba_bitmap_t *b, uint64_t N, op_sink_t *s) { \
-    return op_groups(op, a, b, N, s, opw32_dec_next, opw32_put, OPK_W32);                       \
-  }                                                                                              \
-  static int name##_w64(const ba_bitmap_t *a, const ba_bitmap_t *b, uint64_t N, op_sink_t *s) { \
-    return op_groups(op, a, b, N, s, opw64_dec_next, opw64_put, OPK_W64);                       \
-  }                                                                                              \
-  static int name##_pl(const ba_bitmap_t *a, const ba_bitmap_t *b, uint64_t N, op_sink_t *s) {  \
-    return op_groups(op, a, b, N, s, plwah_dec_next, plwah_put, OPK_PL);                        \
   }
-OP_KERNELS(op_and, BA_OP_AND)
-OP_KERNELS(op_or, BA_OP_OR)
-OP_KERNELS(op_xor, BA_OP_XOR)
-OP_KERNELS(op_andnot, BA_OP_ANDNOT)
-OP_KERNELS(op_not, BA_OPX_NOT)
-OP_KERNELS(op_copy, BA_OPX_COPY)
+OP_ANY_KERNEL(op_and, BA_OP_AND)
+OP_ANY_KERNEL(op_or, BA_OP_OR)
+OP_ANY_KERNEL(op_xor, BA_OP_XOR)
+OP_ANY_KERNEL(op_andnot, BA_OP_ANDNOT)
+OP_ANY_KERNEL(op_not, BA_OPX_NOT)
+OP_ANY_KERNEL(op_copy, BA_OPX_COPY)
 
-static const op_fn op_groups_tab[6][4] = {
-    {op_and_any, op_and_w32, op_and_w64, op_and_pl},
-    {op_or_any, op_or_w32, op_or_w64, op_or_pl},
-    {op_xor_any, op_xor_w32, op_xor_w64, op_xor_pl},
-    {op_andnot_any, op_andnot_w32, op_andnot_w64, op_andnot_pl},
-    {op_not_any, op_not_w32, op_not_w64, op_not_pl},
-    {op_copy_any, op_copy_w32, op_copy_w64, op_copy_pl},
-};
-
-/* Picks the kernel once per operand pair: a specialised kernel when every
- * operand and the output (if any) share that codec. */
-static op_fn op_pick(int op, const ba_bitmap_t *a, const ba_bitmap_t *b, const ba_bitmap_t *out) {
-  ba_codec_t c = a->ops->id;
-  int v = c == BA_CODEC_WAH32 ? 1 : c == BA_CODEC_WAH64 ? 2 : c == BA_CODEC_PLWAH ? 3 : 0;
-  if ((b && b->ops->id != c) || (out && out->ops->id != c)) return op_groups_tab[op][0];
-  if (c == BA_CODEC_COMPAX) return ba_ops_compax_tab[op];
-  return op_groups_tab[op][v];
-}
+static const op_fn op_groups_any[6] = {op_and_any, op_or_any, op_xor_any, op_andnot_any, op_not_any, op_copy_any};
 
 /* ---- bit-granular generic path ---- */
 
@@ -187,142 +136,15 @@ static int op_bits(int op, const ba_bitmap_t *a, const ba_bitmap_t *b, uint64_t 
   return BA_OK;
 }
 
-/* ---- MASC x MASC run merge ---- */
-
-/* Both operands are bit-run codecs (masc, masc-qt): merge the two alternating
- * run sequences directly, decoding words inline (no token calls), and hand
- * maximal result runs to the output (a bit-run output gets FILL tokens straight
- * into its encoder; any other output gets row runs). Words of a finished bitmap
- * were validated when it was built or wrapped, so only the progress guard
- * (a run of length 0) is checked here. */
-typedef struct {
-  const uint32_t *w;
-  size_t pos, n;
-  uint64_t rem;   /* rows left in the current run */
-  uint32_t carry; /* ones carried by the last word, not yet visited */
-  int v;
-} op_mcur_t;
-
-static inline void mcur_init(op_mcur_t *c, const ba_bitmap_t *bm) {
-  c->w = (const uint32_t *)bm->vec.w;
-  c->pos = 0;
-  c->n = bm->vec.n;
-  c->rem = 0;
-  c->carry = 0;
-  c->v = 0;
-}
-
-static inline __attribute__((always_inline)) int mcur_load(op_mcur_t *c) {
-  if (c->carry) {
-    c->v = 1;
-    c->rem = c->carry;
-    c->carry = 0;
-    return BA_OK;
-  }
-  if (c->pos >= c->n) { /* past the end: zero padding (D-6) */
-    c->v = 0;
-    c->rem = UINT64_MAX;
-    return BA_OK;
-  }
-  uint32_t x = c->w[c->pos++];
-  c->rem = (uint64_t)((x & 0x01FFFFFFu) >> 5) * 31 + (x & 31u);
-  c->v = (int)(x >> 31);
-  c->carry = (x & 0xC0000000u) == 0x40000000u ? (x >> 25) & 31u : 0;
-  return c->rem ? BA_OK : BA_ERR_CORRUPT;
-}
-
-static inline __attribute__((always_inline)) int mcur_skip(op_mcur_t *c, uint64_t k) {
-  while (k > c->rem) {
-    k -= c->rem;
-    BA_FORWARD(mcur_load(c));
-  }
-  c->rem -= k;
-  return BA_OK;
-}
-
-/* Output run accumulator: consecutive equal values are merged before the
- * encoder (or the counter) sees them. */
-typedef struct {
-  op_sink_t *s;
-  int direct; /* the output is a bit-run codec: FILL tokens into its encoder */
-  int v;
-  uint64_t len;
-} op_mout_t;
-
-static inline __attribute__((always_inline)) int mout_flush(op_mout_t *o) {
-  if (!o->len) return BA_OK;
-  uint64_t len = o->len;
-  o->len = 0;
-  if (o->direct) {
-    ba_tok_t t = {len, 0, (uint8_t)(o->v ? BA_TOK_FILL1 : BA_TOK_FILL0)};
-    return o->s->out->ops->put(&o->s->out->vec, &o->s->out->st, &t);
-  }
-  return sink_run(o->s, o->v, len);
-}
-
-static inline __attribute__((always_inline)) int mout_run(op_mout_t *o, int v, uint64_t k) {
-  if (o->len && v != o->v) BA_FORWARD(mout_flush(o));
-  o->v = v;
-  o->len += k;
-  return BA_OK;
-}
-
-static inline __attribute__((always_inline)) int op_masc(int op, const ba_bitmap_t *a,
-                                                         const ba_bitmap_t *b, uint64_t N,
-                                                         op_sink_t *s) {
-  op_mcur_t A, B;
-  mcur_init(&A, a);
-  mcur_init(&B, b);
-  op_mout_t o = {s, s->out && s->out->group == 0, 0, 0};
-  uint64_t pos = 0;
-  while (pos < N) {
-    if (!A.rem) BA_FORWARD(mcur_load(&A));
-    if (!B.rem) BA_FORWARD(mcur_load(&B));
-    uint64_t left = N - pos, k;
-    int da = op_dominant(op, 0, A.v), db = op_dominant(op, 1, B.v), v;
-    if (da >= 0) {
-      k = BA_MIN(A.rem, left);
-      A.rem -= k;
-      BA_FORWARD(mcur_skip(&B, k));
-      v = da;
-    } else if (db >= 0) {
-      k = BA_MIN(B.rem, left);
-      B.rem -= k;
-      BA_FORWARD(mcur_skip(&A, k));
-      v = db;
-    } else {
-      k = BA_MIN(BA_MIN(A.rem, B.rem), left);
-      A.rem -= k;
-      B.rem -= k;
-      v = (int)(op_eval(op, (uint64_t)A.v, (uint64_t)B.v) & 1);
-    }
-    BA_FORWARD(mout_run(&o, v, k));
-    pos += k;
-    if (s->stopped || (!s->out && o.v && o.len && s->stop_nonzero)) {
-      s->stopped = 1;
-      break;
-    }
-  }
-  BA_FORWARD(mout_flush(&o));
-  if (o.direct) s->out->rows = N; /* every row went into the encoder */
-  return BA_OK;
-}
-
-#define OP_MASC_KERNEL(name, op) \
-  static int name##_ms(const ba_bitmap_t *a, const ba_bitmap_t *b, uint64_t N, op_sink_t *s) { \
-    return op_masc(op, a, b, N, s);                                                            \
-  }
-OP_MASC_KERNEL(op_and, BA_OP_AND)
-OP_MASC_KERNEL(op_or, BA_OP_OR)
-OP_MASC_KERNEL(op_xor, BA_OP_XOR)
-OP_MASC_KERNEL(op_andnot, BA_OP_ANDNOT)
-
-static const op_fn op_masc_tab[4] = {op_and_ms, op_or_ms, op_xor_ms, op_andnot_ms};
-
 /* The kernel of a fast-path pair, or NULL for the bit-granular loop. */
 static op_fn op_pick_fast(int op, const ba_bitmap_t *a, const ba_bitmap_t *b, const ba_bitmap_t *out) {
-  if (a->group && (!b || b->group == a->group)) return op_pick(op, a, b, out);
-  if (b && a->group == 0 && b->group == 0 && op <= BA_OP_ANDNOT) return op_masc_tab[op];
+  const ba_codec_ops_t *o = a->ops;
+  if (a->group && (!b || b->group == a->group)) {
+    /* A codec's own kernels when every operand and the output (if any) share it. */
+    if (o->kernels && (!b || b->ops == o) && (!out || out->ops == o)) return o->kernels[op];
+    return op_groups_any[op];
+  }
+  if (b && a->group == 0 && b->group == 0 && op <= BA_OP_ANDNOT && o->kernels) return o->kernels[op];
   return NULL;
 }
 
@@ -448,109 +270,11 @@ int ba_bitmap_equal(const ba_bitmap_t *a, const ba_bitmap_t *b) {
 #define BA_ORMANY_RATIO_DEN 1
 
 
-/* Row r is bit 63 - r % 64 of word r / 64 (MSB first, as append_bits takes it). */
-static inline void bs_set_range(uint64_t *bs, uint64_t lo, uint64_t hi) {
-  if (lo >= hi) return;
-  uint64_t wl = lo >> 6, wh = (hi - 1) >> 6;
-  uint64_t ml = ~UINT64_C(0) >> (lo & 63), mh = ~UINT64_C(0) << (63 - ((hi - 1) & 63));
-  if (wl == wh) {
-    bs[wl] |= ml & mh;
-    return;
-  }
-  bs[wl] |= ml;
-  for (uint64_t i = wl + 1; i < wh; i++) bs[i] = ~UINT64_C(0);
-  bs[wh] |= mh;
-}
-
-/* ORs the rows of one finished bitmap into bs, which has N / 64 + 2 words for
- * N >= its rows: its words were validated (whole groups, padding rows 0), so a
- * literal ends at most G - 1 rows past its row count. `dec` is the codec's
- * inline decoder in the specialised instances below (NULL: through ops). */
-static inline __attribute__((always_inline)) int bs_or(uint64_t *bs, const ba_bitmap_t *bm, op_dec_fn dec) {
-  const ba_codec_ops_t *ops = bm->ops;
-  const unsigned G = bm->group;
-  uint64_t base = 0;
-  ba_dec_t d;
-  ba_tok_t t;
-  int rc;
-  ops->dec_init(&d, bm->vec.w, bm->vec.n);
-  while ((rc = dec ? dec(&d, &t) : ops->dec_next(&d, &t)) == 1) {
-    if (t.kind == BA_TOK_LIT) {
-      if (t.lit) {
-        uint64_t bits = t.lit << (64 - G), off = base & 63;
-        bs[base >> 6] |= bits >> off;
-        if (off && 64 - off < G) bs[(base >> 6) + 1] |= bits << (64 - off);
-      }
-      base += G;
-      continue;
-    }
-    uint64_t len = G ? t.n * G : t.n;
-    if (t.kind == BA_TOK_FILL1) bs_set_range(bs, base, BA_MIN(base + len, bm->rows));
-    base += len;
-  }
-  return rc < 0 ? BA_ERR_CORRUPT : BA_OK;
-}
-
-static int bs_or_any(uint64_t *bs, const ba_bitmap_t *bm) { return bs_or(bs, bm, NULL); }
-static int bs_or_w32(uint64_t *bs, const ba_bitmap_t *bm) { return bs_or(bs, bm, opw32_dec_next); }
-static int bs_or_w64(uint64_t *bs, const ba_bitmap_t *bm) { return bs_or(bs, bm, opw64_dec_next); }
-static int bs_or_pl(uint64_t *bs, const ba_bitmap_t *bm) { return bs_or(bs, bm, plwah_dec_next); }
-
+/* ORs one finished bitmap into bs: the codec's inline decoder
+ * (ops->bitset_or) or the token loop through its ops. */
 static int bs_or_bitmap(uint64_t *bs, const ba_bitmap_t *bm) {
-  switch (bm->ops->id) {
-    case BA_CODEC_WAH32: return bs_or_w32(bs, bm);
-    case BA_CODEC_WAH64: return bs_or_w64(bs, bm);
-    case BA_CODEC_PLWAH: return bs_or_pl(bs, bm);
-    default: return bs_or_any(bs, bm);
-  }
+  return bm->ops->bitset_or ? bm->ops->bitset_or(bs, bm) : bs_or(bs, bm, NULL);
 }
-
-/* The G rows of bs from row r on, first row as the MSB (bs has a spare word). */
-static inline uint64_t bs_group(const uint64_t *bs, uint64_t r, unsigned G) {
-  uint64_t w = r >> 6;
-  unsigned off = (unsigned)(r & 63);
-  uint64_t x = bs[w] << off;
-  if (off > 64 - G) x |= bs[w + 1] >> (64 - off);
-  return x >> (64 - G);
-}
-
-/* Feeds rows [0, N) of bs to a group-codec output o (o->group = G, 31 or
- * 63) as group tokens cut straight out of the bitset: runs of 0 or all-ones
- * groups go in as one fill (handing the encoder each such group as a literal
- * costs 5-6% more instructions on a range count), the partial last group as
- * a literal with zero padding, as the kernels do. `put` is the output's
- * inline encoder when specialised (NULL: through ops). */
-static inline __attribute__((always_inline)) int bs_put_groups(const uint64_t *bs, uint64_t N, ba_bitmap_t *o,
-                                                               op_put_fn put) {
-  const unsigned G = o->group, tail = (unsigned)(N % G);
-  const uint64_t all = op_mask(G), full = N / G;
-  ba_tok_t fill = {0, 0, BA_TOK_FILL0}, lit = {1, 0, BA_TOK_LIT};
-#define BS_PUT(tok) ((put) ? (put)(&o->vec, &o->st, (tok)) : o->ops->put(&o->vec, &o->st, (tok)))
-  for (uint64_t g = 0; g <= full; g++) {
-    uint64_t grp = g < full ? bs_group(bs, g * G, G) : 0;
-    int homog = g < full && (grp == 0 || grp == all);
-    uint8_t kind = grp ? BA_TOK_FILL1 : BA_TOK_FILL0;
-    if (fill.n && (!homog || kind != fill.kind)) { /* the open run ends */
-      BA_FORWARD(BS_PUT(&fill));
-      fill.n = 0;
-    }
-    if (homog) {
-      fill.kind = kind;
-      fill.n++;
-    } else if (g < full || tail) {
-      lit.lit = g < full ? grp : bs_group(bs, full * G, G) & ~op_mask(G - tail); /* last: zero padded */
-      BA_FORWARD(BS_PUT(&lit));
-    }
-  }
-#undef BS_PUT
-  o->rows = N; /* whole groups went in; the padding is zero */
-  return BA_OK;
-}
-
-static int bs_put_w32(const uint64_t *bs, uint64_t N, ba_bitmap_t *o) { return bs_put_groups(bs, N, o, opw32_put); }
-static int bs_put_w64(const uint64_t *bs, uint64_t N, ba_bitmap_t *o) { return bs_put_groups(bs, N, o, opw64_put); }
-static int bs_put_pl(const uint64_t *bs, uint64_t N, ba_bitmap_t *o) { return bs_put_groups(bs, N, o, plwah_put); }
-static int bs_put_any(const uint64_t *bs, uint64_t N, ba_bitmap_t *o) { return bs_put_groups(bs, N, o, NULL); }
 
 /* Encodes rows [0, N) of bs (N / 64 + 2 words) into a new bitmap of
  * out_codec: group codecs take group tokens cut from the bitset; bit-run
@@ -561,12 +285,7 @@ static int bs_encode(const uint64_t *bs, uint64_t N, ba_codec_t out_codec, ba_bi
   BA_FORWARD(ba_bitmap_create(out_codec, &o));
   int rc = BA_OK;
   if (o->group) {
-    switch (out_codec) {
-      case BA_CODEC_WAH32: rc = bs_put_w32(bs, N, o); break;
-      case BA_CODEC_WAH64: rc = bs_put_w64(bs, N, o); break;
-      case BA_CODEC_PLWAH: rc = bs_put_pl(bs, N, o); break;
-      default: rc = bs_put_any(bs, N, o); break;
-    }
+    rc = o->ops->bitset_put ? o->ops->bitset_put(bs, N, o) : bs_put_groups(bs, N, o, NULL);
     if (rc == BA_OK) rc = ba_bm_close(o, N);
   } else {
     for (uint64_t i = 0, full = N / 64; i < full && rc == BA_OK; i++) {

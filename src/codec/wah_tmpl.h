@@ -1,4 +1,5 @@
-/* WAH encoder/decoder body shared by wah32.c and wah64.c (spec §2).
+/* WAH encoder/decoder body of wah32.c and wah64.c (spec §2), included once
+ * by each (the coder is inlined into that codec's fast paths).
  * Before including, define:
  *   WAH_W       word type (uint32_t / uint64_t)
  *   WAH_BITS    32 / 64

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "testsupport.h"
-#include "codec/codec_internal.h"
+#include "codec/bitmap_internal.h"
 #include "common/common.h"
 
 /* Iteration multiplier of the randomized tests: 1, or 25 with BA_TEST_LONG set

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "testsupport.h"
-#include "codec/codec_internal.h"
+#include "codec/bitmap_internal.h"
 #include "common/common.h"
 
 static void expect_corrupt32(ba_codec_t c, const uint32_t *w, size_t n, uint64_t nrows) {

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "testsupport.h"
-#include "codec/codec_internal.h"
+#include "codec/bitmap_internal.h"
 #include "codec/ref.h"
 #include "common/common.h"
 

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "testsupport.h"
-#include "codec/codec_internal.h"
+#include "codec/bitmap_internal.h"
 #include "../../bench/codec/trace_fields.h"
 
 #define NCOL 7

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "testsupport.h"
-#include "codec/codec_internal.h"
+#include "codec/bitmap_internal.h"
 
 static int have(ba_codec_t c) {
   if (ba_codec_ops(c)) return 1;

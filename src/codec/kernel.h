@@ -1,10 +1,13 @@
-/* The group-wise operation loop of ops.c, shared with ops_compax.c (a
- * separate file so that instantiating it with the COMPAX coder does not change
- * GCC's inlining of the WAH kernels in ops.c). Internal to src/codec. */
-#ifndef BA_CODEC_OPS_GROUPS_H
-#define BA_CODEC_OPS_GROUPS_H
+/* The building blocks of the pair kernels and the bitset paths, written
+ * once over a decoder and an encoder passed as compile-time constants:
+ * ops.c instantiates them through the ops tables (any codec), each codec
+ * file with its own inline coder (BA_GROUP_KERNELS, BA_BITSET_PATHS), so a
+ * codec's fast paths live with the codec and the generic layer never
+ * includes a codec. Internal to src/codec. */
+#ifndef BA_CODEC_KERNEL_H
+#define BA_CODEC_KERNEL_H
 
-#include "codec/codec_internal.h"
+#include "codec/bitmap_internal.h"
 #include "common/common.h"
 
 static inline uint64_t op_mask(unsigned k) { return k >= 64 ? ~UINT64_C(0) : ((UINT64_C(1) << k) - 1); }
@@ -33,7 +36,7 @@ static inline int op_dominant(int op, int side, int v) {
 
 /* Where results go: an output bitmap, or a count (optionally stopping at the
  * first set row, for equality). */
-typedef struct {
+typedef struct ba_op_sink {
   ba_bitmap_t *out;
   uint64_t count;
   int stop_nonzero;
@@ -217,11 +220,128 @@ static inline __attribute__((always_inline)) int op_groups(int op, const ba_bitm
   return BA_OK;
 }
 
+typedef ba_pair_kernel_fn op_fn;
 
-typedef int (*op_fn)(const ba_bitmap_t *, const ba_bitmap_t *, uint64_t, op_sink_t *);
+/* ---- bitset paths (ba_bitmap_or_many) ---- */
 
-/* ops_compax.c: the COMPAX pair kernels, indexed by operation (0..5 as in
- * op_groups_tab). */
-extern const op_fn ba_ops_compax_tab[6];
+/* Row r is bit 63 - r % 64 of word r / 64 (MSB first, as append_bits takes it). */
+static inline void bs_set_range(uint64_t *bs, uint64_t lo, uint64_t hi) {
+  if (lo >= hi) return;
+  uint64_t wl = lo >> 6, wh = (hi - 1) >> 6;
+  uint64_t ml = ~UINT64_C(0) >> (lo & 63), mh = ~UINT64_C(0) << (63 - ((hi - 1) & 63));
+  if (wl == wh) {
+    bs[wl] |= ml & mh;
+    return;
+  }
+  bs[wl] |= ml;
+  for (uint64_t i = wl + 1; i < wh; i++) bs[i] = ~UINT64_C(0);
+  bs[wh] |= mh;
+}
+
+/* ORs the rows of one finished bitmap into bs, which has N / 64 + 2 words for
+ * N >= its rows: its words were validated (whole groups, padding rows 0), so a
+ * literal ends at most G - 1 rows past its row count. `dec` is the codec's
+ * inline decoder in the specialised instances below (NULL: through ops). */
+static inline __attribute__((always_inline)) int bs_or(uint64_t *bs, const ba_bitmap_t *bm, op_dec_fn dec) {
+  const ba_codec_ops_t *ops = bm->ops;
+  const unsigned G = bm->group;
+  uint64_t base = 0;
+  ba_dec_t d;
+  ba_tok_t t;
+  int rc;
+  ops->dec_init(&d, bm->vec.w, bm->vec.n);
+  while ((rc = dec ? dec(&d, &t) : ops->dec_next(&d, &t)) == 1) {
+    if (t.kind == BA_TOK_LIT) {
+      if (t.lit) {
+        uint64_t bits = t.lit << (64 - G), off = base & 63;
+        bs[base >> 6] |= bits >> off;
+        if (off && 64 - off < G) bs[(base >> 6) + 1] |= bits << (64 - off);
+      }
+      base += G;
+      continue;
+    }
+    uint64_t len = G ? t.n * G : t.n;
+    if (t.kind == BA_TOK_FILL1) bs_set_range(bs, base, BA_MIN(base + len, bm->rows));
+    base += len;
+  }
+  return rc < 0 ? BA_ERR_CORRUPT : BA_OK;
+}
+
+/* The G rows of bs from row r on, first row as the MSB (bs has a spare word). */
+static inline uint64_t bs_group(const uint64_t *bs, uint64_t r, unsigned G) {
+  uint64_t w = r >> 6;
+  unsigned off = (unsigned)(r & 63);
+  uint64_t x = bs[w] << off;
+  if (off > 64 - G) x |= bs[w + 1] >> (64 - off);
+  return x >> (64 - G);
+}
+
+/* Feeds rows [0, N) of bs to a group-codec output o (o->group = G, 31 or
+ * 63) as group tokens cut straight out of the bitset: runs of 0 or all-ones
+ * groups go in as one fill (handing the encoder each such group as a literal
+ * costs 5-6% more instructions on a range count), the partial last group as
+ * a literal with zero padding, as the kernels do. `put` is the output's
+ * inline encoder when specialised (NULL: through ops). */
+static inline __attribute__((always_inline)) int bs_put_groups(const uint64_t *bs, uint64_t N, ba_bitmap_t *o,
+                                                               op_put_fn put) {
+  const unsigned G = o->group, tail = (unsigned)(N % G);
+  const uint64_t all = op_mask(G), full = N / G;
+  ba_tok_t fill = {0, 0, BA_TOK_FILL0}, lit = {1, 0, BA_TOK_LIT};
+#define BS_PUT(tok) ((put) ? (put)(&o->vec, &o->st, (tok)) : o->ops->put(&o->vec, &o->st, (tok)))
+  for (uint64_t g = 0; g <= full; g++) {
+    uint64_t grp = g < full ? bs_group(bs, g * G, G) : 0;
+    int homog = g < full && (grp == 0 || grp == all);
+    uint8_t kind = grp ? BA_TOK_FILL1 : BA_TOK_FILL0;
+    if (fill.n && (!homog || kind != fill.kind)) { /* the open run ends */
+      BA_FORWARD(BS_PUT(&fill));
+      fill.n = 0;
+    }
+    if (homog) {
+      fill.kind = kind;
+      fill.n++;
+    } else if (g < full || tail) {
+      lit.lit = g < full ? grp : bs_group(bs, full * G, G) & ~op_mask(G - tail); /* last: zero padded */
+      BA_FORWARD(BS_PUT(&lit));
+    }
+  }
+#undef BS_PUT
+  o->rows = N; /* whole groups went in; the padding is zero */
+  return BA_OK;
+}
+
+
+/* The six pair kernels of a group codec over its inline coder, as the table
+ * `pfx##_kernels` for ops->kernels (index 0..5 = AND, OR, XOR, ANDNOT, NOT,
+ * COPY). wk: the word layout gcur_skip_lits may step over (OPK_*). */
+#define BA_GROUP_KERNELS(pfx, dec, put, wk)                                                   \
+  static int pfx##_k_and(const ba_bitmap_t *a, const ba_bitmap_t *b, uint64_t N, op_sink_t *s) { \
+    return op_groups(BA_OP_AND, a, b, N, s, dec, put, wk);                                        \
+  }                                                                                               \
+  static int pfx##_k_or(const ba_bitmap_t *a, const ba_bitmap_t *b, uint64_t N, op_sink_t *s) {  \
+    return op_groups(BA_OP_OR, a, b, N, s, dec, put, wk);                                         \
+  }                                                                                               \
+  static int pfx##_k_xor(const ba_bitmap_t *a, const ba_bitmap_t *b, uint64_t N, op_sink_t *s) { \
+    return op_groups(BA_OP_XOR, a, b, N, s, dec, put, wk);                                        \
+  }                                                                                               \
+  static int pfx##_k_andnot(const ba_bitmap_t *a, const ba_bitmap_t *b, uint64_t N,               \
+                            op_sink_t *s) {                                                       \
+    return op_groups(BA_OP_ANDNOT, a, b, N, s, dec, put, wk);                                     \
+  }                                                                                               \
+  static int pfx##_k_not(const ba_bitmap_t *a, const ba_bitmap_t *b, uint64_t N, op_sink_t *s) { \
+    return op_groups(BA_OPX_NOT, a, b, N, s, dec, put, wk);                                       \
+  }                                                                                               \
+  static int pfx##_k_copy(const ba_bitmap_t *a, const ba_bitmap_t *b, uint64_t N, op_sink_t *s) {\
+    return op_groups(BA_OPX_COPY, a, b, N, s, dec, put, wk);                                      \
+  }                                                                                               \
+  static const ba_pair_kernel_fn pfx##_kernels[6] = {pfx##_k_and, pfx##_k_or,     pfx##_k_xor,    \
+                                                     pfx##_k_andnot, pfx##_k_not, pfx##_k_copy};
+
+/* ops->bitset_or and ops->bitset_put of a group codec over its inline coder:
+ * `pfx##_bitset_or`, `pfx##_bitset_put`. */
+#define BA_BITSET_PATHS(pfx, dec, put)                                                        \
+  static int pfx##_bitset_or(uint64_t *bs, const ba_bitmap_t *bm) { return bs_or(bs, bm, dec); } \
+  static int pfx##_bitset_put(const uint64_t *bs, uint64_t N, ba_bitmap_t *o) {                 \
+    return bs_put_groups(bs, N, o, put);                                                        \
+  }
 
 #endif
