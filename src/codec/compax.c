@@ -265,7 +265,7 @@ static int cx_count(const void *words, size_t n, uint64_t *out) {
 }
 
 /* Pair kernels with the coder above inlined (real-data AND 1.85x the
- * generic loop; bench/history, "COMPAX pair kernels"). */
+ * generic loop; bench/history/2026-11-22-codecs.md). */
 BA_GROUP_KERNELS(cx, cx_dec_next, cx_put, OPK_NONE)
 
 const ba_codec_ops_t ba_compax_ops = {
