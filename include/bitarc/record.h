@@ -48,6 +48,34 @@ typedef struct ba_record {
   uint8_t icmp_type, icmp_code;
   uint8_t pad_;
   const uint8_t *frame;  /* packets: caplen bytes, borrowed for the duration of the call */
+
+  /* ---- Extended flow fields (stored from segment format 3.0 on). Zero means
+   * "not sent"; a field no exporter of a block sends costs no bytes on disk.
+   * Names follow nfdump's; the IPFIX IE numbers are the usual sources. ---- */
+  uint64_t out_packets;  /* egress / reverse direction: IE 24, RFC 5103 reverse IE 2, NSEL 299 */
+  uint64_t out_bytes;    /* IE 23, RFC 5103 reverse IE 1, NSEL responderOctets 232 */
+  uint64_t received_ns;  /* when the collector received the export datagram; 0 = unknown */
+  uint64_t in_src_mac, out_dst_mac, in_dst_mac, out_src_mac; /* 48-bit MACs (IE 56, 57, 80, 81) */
+  uint8_t next_hop[16];      /* IE 15 / 62, IPv4-mapped or IPv6; all zero = none */
+  uint8_t bgp_next_hop[16];  /* IE 18 / 63 */
+  uint8_t xsrc[16], xdst[16];  /* post-NAT addresses (IE 225/226, 281/282; NSEL) */
+  uint32_t mpls[10];     /* MPLS label stack entries as sent: label << 4 | exp << 1 | bottom-of-stack */
+  uint32_t obs_domain;   /* NetFlow v9 source id / IPFIX observation domain id */
+  uint32_t sampling;     /* sampling interval, 1 in N (IE 34 / 305 / options); 0 = unknown */
+  uint32_t ingress_vrf, egress_vrf; /* IE 234, 235 */
+  uint32_t prev_as, next_as;        /* BGP adjacent AS (IE 128, 129) */
+  uint32_t aggr_flows;   /* flows this record stands for (nfdump's aggregated records); 0 = 1 */
+  uint16_t xsrc_port, xdst_port;    /* post-NAT ports (IE 227, 228) */
+  uint16_t dst_vlan;     /* IE 254 (vlan above is the source / ingress VLAN, IE 58) */
+  uint16_t fw_xevent;    /* Cisco ASA extended event (NSEL 33002) */
+  uint8_t dst_tos;       /* IE 55 (tos above is the source ToS, IE 5) */
+  uint8_t src_mask, dst_mask;   /* prefix lengths (IE 9 / 29, 13 / 30) */
+  uint8_t engine_type, engine_id; /* NetFlow v5 header / IE 38, 39 */
+  uint8_t sampling_algo; /* IE 35 / 304 */
+  uint8_t nat_event;     /* IE 230 */
+  uint8_t fw_event;      /* IE 233 firewallEvent / NSEL 40005 */
+  uint8_t direction;     /* IE 61 flowDirection: 0 ingress, 1 egress */
+  uint8_t pad2_[7];
 } ba_record_t;
 
 /* IPv4 helpers on the 16-byte form. */

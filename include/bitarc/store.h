@@ -136,7 +136,21 @@ typedef enum ba_col {
   BA_COL_AS = 1u << 8, BA_COL_IF = 1u << 9, BA_COL_PACKETS = 1u << 10, BA_COL_BYTES = 1u << 11,
   BA_COL_EXPORTER = 1u << 12, BA_COL_VLAN = 1u << 13, BA_COL_ICMP = 1u << 14,
   BA_COL_FRAME = 1u << 15,   /* packets: caplen, wirelen, linktype and frame bytes */
-  BA_COL_ALL = 0xFFFFu
+  /* Extended flow fields (record.h), stored from segment format 3.0 on; in
+   * 1.0/2.0 segments they read as zero. */
+  BA_COL_OUT = 1u << 16,       /* out_packets, out_bytes */
+  BA_COL_NEXTHOP = 1u << 17,   /* next_hop, bgp_next_hop */
+  BA_COL_MASK = 1u << 18,      /* src_mask, dst_mask */
+  BA_COL_DSTTOS = 1u << 19,    /* dst_tos, dst_vlan */
+  BA_COL_ENGINE = 1u << 20,    /* obs_domain, engine_type, engine_id, direction */
+  BA_COL_SAMPLING = 1u << 21,  /* sampling, sampling_algo */
+  BA_COL_NAT = 1u << 22,       /* xsrc, xdst, xsrc_port, xdst_port, nat_event */
+  BA_COL_FW = 1u << 23,        /* fw_event, fw_xevent, ingress_vrf, egress_vrf */
+  BA_COL_MPLS = 1u << 24,      /* mpls[10] */
+  BA_COL_MAC = 1u << 25,       /* the four MAC addresses */
+  BA_COL_BGPAS = 1u << 26,     /* prev_as, next_as */
+  BA_COL_MISC = 1u << 27,      /* received_ns, aggr_flows */
+  BA_COL_ALL = 0x0FFFFFFFu
 } ba_col_t;
 
 /* Reads the given rows (ascending) decompressing only the blocks holding them
