@@ -90,23 +90,127 @@ static uint64_t dur_ms(const ba_record_t *r) {
   return r->last_ns > r->first_ns ? (r->last_ns - r->first_ns) / 1000000ull : 0;
 }
 
+int qflags_match(const qnode_t *n, unsigned v) {
+  switch (n->aux) {
+    case QF_ALLOF: return (v & n->value) == n->value;
+    case QF_ANYOF: return (v & n->value) != 0;
+    default: return cmp_u64(n->cmp, v, n->value);
+  }
+}
+
+/* The (src, dst) pair a directional numeric field compares. */
+static void pair_field(const qnode_t *n, const ba_record_t *r, uint64_t *s, uint64_t *d) {
+  switch (n->field) {
+    case QF_AS:
+      *s = n->dir == QD_PREV ? r->prev_as : n->dir == QD_NEXT ? r->next_as : r->src_as;
+      *d = n->dir == QD_PREV ? r->prev_as : n->dir == QD_NEXT ? r->next_as : r->dst_as;
+      return;
+    case QF_IF: *s = r->in_if; *d = r->out_if; return;
+    case QF_TOS: *s = r->tos; *d = r->dst_tos; return;
+    case QF_VLAN: *s = r->vlan; *d = r->dst_vlan; return;
+    case QF_MASK: *s = r->src_mask; *d = r->dst_mask; return;
+    default: *s = r->xsrc_port; *d = r->xdst_port; return; /* QF_XPORT */
+  }
+}
+
 static uint64_t num_field(const qnode_t *n, const ba_record_t *r) {
   uint64_t d;
   switch (n->field) {
     case QF_PACKETS: return r->packets;
     case QF_BYTES: return r->bytes;
+    case QF_OUT_PACKETS: return r->out_packets;
+    case QF_OUT_BYTES: return r->out_bytes;
     case QF_DURATION: return dur_ms(r);
     case QF_PPS: d = dur_ms(r); return d ? r->packets * 1000ull / d : 0;
     case QF_BPS: d = dur_ms(r); return d ? r->bytes * 8000ull / d : 0;
     case QF_BPP: return r->packets ? r->bytes / r->packets : 0;
-    case QF_FLOWS: return 1;
-    case QF_TOS: return r->tos;
-    case QF_VLAN: return r->vlan;
+    case QF_FLOWS: return r->aggr_flows ? r->aggr_flows : 1;
     case QF_ICMP_TYPE: return (r->icmp_type || r->icmp_code) ? r->icmp_type : (uint64_t)(r->dst_port >> 8);
     case QF_ICMP_CODE: return (r->icmp_type || r->icmp_code) ? r->icmp_code : (uint64_t)(r->dst_port & 0xFF);
     case QF_FIRST: return r->first_ns;
     case QF_LAST: return r->last_ns;
+    case QF_ENGINE_TYPE: return r->engine_type;
+    case QF_ENGINE_ID: return r->engine_id;
+    case QF_OBS_DOMAIN: return r->obs_domain;
+    case QF_NAT_EVENT: return r->nat_event;
+    case QF_FW_EVENT: return r->fw_event;
+    case QF_FW_XEVENT: return r->fw_xevent;
+    case QF_IVRF: return r->ingress_vrf;
+    case QF_EVRF: return r->egress_vrf;
+    case QF_DIRECTION: return r->direction;
+    case QF_MPLS_LABEL: return r->mpls[n->aux - 1] >> 4;
+    case QF_MPLS_EXP: return (r->mpls[n->aux - 1] >> 1) & 7;
     default: return 0;
+  }
+}
+
+/* nfdump's `mpls eos`: the label of the entry with the bottom-of-stack bit;
+ * `mpls any`: some entry carries the label. */
+static int mpls_match(const qnode_t *n, const ba_record_t *r) {
+  for (int i = 0; i < 10; i++) {
+    uint32_t e = r->mpls[i];
+    if (n->field == QF_MPLS_ANY) {
+      if ((e >> 4) == n->value) return 1;
+    } else if (e & 1) {
+      return cmp_u64(n->cmp, e >> 4, n->value);
+    }
+  }
+  return 0;
+}
+
+static int mac_match(const qnode_t *n, const ba_record_t *r) {
+  return ((n->aux & QM_IN_SRC) && r->in_src_mac == n->value) || ((n->aux & QM_IN_DST) && r->in_dst_mac == n->value) ||
+         ((n->aux & QM_OUT_SRC) && r->out_src_mac == n->value) || ((n->aux & QM_OUT_DST) && r->out_dst_mac == n->value);
+}
+
+static int num_eval(const qnode_t *n, const ba_record_t *r) {
+  uint64_t s, d;
+  switch (n->field) {
+    case QF_ICMP_TYPE: case QF_ICMP_CODE:
+      if (r->proto != 1 && r->proto != 58) return 0;
+      return cmp_u64(n->cmp, num_field(n, r), n->value);
+    case QF_AS: case QF_IF: case QF_TOS: case QF_VLAN: case QF_MASK: case QF_XPORT:
+      pair_field(n, r, &s, &d);
+      if (n->ranges) {
+        switch (n->dir) {
+          case QD_SRC: case QD_PREV: case QD_NEXT: return ranges_match(n, (uint32_t)s);
+          case QD_DST: return ranges_match(n, (uint32_t)d);
+          case QD_BOTH: return ranges_match(n, (uint32_t)s) && ranges_match(n, (uint32_t)d);
+          default: return ranges_match(n, (uint32_t)s) || ranges_match(n, (uint32_t)d);
+        }
+      }
+      if (n->dir == QD_PREV || n->dir == QD_NEXT) return cmp_u64(n->cmp, s, n->value);
+      return dir_match(n->dir, n->cmp, s, d, n->value);
+    case QF_MPLS_EOS: case QF_MPLS_ANY: return mpls_match(n, r);
+    case QF_MAC: return mac_match(n, r);
+    default: return cmp_u64(n->cmp, num_field(n, r), n->value);
+  }
+}
+
+/* An address field that is all zero ("not sent") reads as 0.0.0.0, as
+ * nfdump prints and matches it. */
+static int xaddr_one(const qnode_t *n, const uint8_t a[16]) {
+  static const uint8_t zero[16] = {0};
+  uint8_t v4zero[16] = {0};
+  if (!memcmp(a, zero, 16)) {
+    v4zero[10] = v4zero[11] = 0xff;
+    a = v4zero;
+  }
+  return addrs_match(n, a, ba_addr_is_v4(a) ? 4 : 6);
+}
+
+static int xaddr_eval(const qnode_t *n, const ba_record_t *r) {
+  switch (n->field) {
+    case QF_NEXTHOP: return xaddr_one(n, r->next_hop);
+    case QF_BGPNEXTHOP: return xaddr_one(n, r->bgp_next_hop);
+    case QF_ROUTER: return xaddr_one(n, r->exporter);
+    default:
+      switch (n->dir) {
+        case QD_SRC: return xaddr_one(n, r->xsrc);
+        case QD_DST: return xaddr_one(n, r->xdst);
+        case QD_BOTH: return xaddr_one(n, r->xsrc) && xaddr_one(n, r->xdst);
+        default: return xaddr_one(n, r->xsrc) || xaddr_one(n, r->xdst);
+      }
   }
 }
 
@@ -140,18 +244,10 @@ int qnode_eval(const qnode_t *n, const ba_record_t *r) {
           default: return ranges_match(n, r->src_port) || ranges_match(n, r->dst_port);
         }
       case QN_PROTO: return ranges_match(n, r->proto);
-      case QN_FLAGS:
-        /* cmp QC_EQ: all of the flags (nfdump); QC_GT: any of them (under `not`). */
-        return n->cmp == QC_EQ ? (r->tcp_flags & n->value) == n->value : (r->tcp_flags & n->value) != 0;
+      case QN_FLAGS: return qflags_match(n, r->tcp_flags);
       case QN_TIME: return cmp_u64(n->cmp, n->field == QF_FIRST ? r->first_ns : r->last_ns, n->value);
-      case QN_NUM:
-        if (n->field == QF_ICMP_TYPE || n->field == QF_ICMP_CODE) {
-          if (r->proto != 1 && r->proto != 58) return 0;
-          return cmp_u64(n->cmp, num_field(n, r), n->value);
-        }
-        if (n->field == QF_AS) return dir_match(n->dir, n->cmp, r->src_as, r->dst_as, n->value);
-        if (n->field == QF_IF) return dir_match(n->dir, n->cmp, r->in_if, r->out_if, n->value);
-        return cmp_u64(n->cmp, num_field(n, r), n->value);
+      case QN_NUM: return num_eval(n, r);
+      case QN_XADDR: return xaddr_eval(n, r);
     }
     return 0;
   }
@@ -168,19 +264,29 @@ uint32_t qnode_columns(const qnode_t *n) {
     case QN_PROTO: return BA_COL_PROTO;
     case QN_FLAGS: return BA_COL_FLAGS;
     case QN_TIME: return n->field == QF_FIRST ? BA_COL_FIRST : BA_COL_LAST;
+    case QN_XADDR:
+      return n->field == QF_ROUTER ? BA_COL_EXPORTER : n->field == QF_XADDR ? BA_COL_NAT : BA_COL_NEXTHOP;
     case QN_NUM:
       switch (n->field) {
         case QF_PACKETS: return BA_COL_PACKETS;
         case QF_BYTES: return BA_COL_BYTES;
+        case QF_OUT_PACKETS: case QF_OUT_BYTES: return BA_COL_OUT;
         case QF_DURATION: return BA_COL_FIRST | BA_COL_LAST;
         case QF_PPS: return BA_COL_PACKETS | BA_COL_FIRST | BA_COL_LAST;
         case QF_BPS: return BA_COL_BYTES | BA_COL_FIRST | BA_COL_LAST;
         case QF_BPP: return BA_COL_BYTES | BA_COL_PACKETS;
-        case QF_AS: return BA_COL_AS;
+        case QF_FLOWS: return BA_COL_MISC;
+        case QF_AS: return n->dir == QD_PREV || n->dir == QD_NEXT ? BA_COL_BGPAS : BA_COL_AS;
         case QF_IF: return BA_COL_IF;
-        case QF_TOS: return BA_COL_TOS;
-        case QF_VLAN: return BA_COL_VLAN;
+        case QF_TOS: return BA_COL_TOS | BA_COL_DSTTOS;
+        case QF_VLAN: return BA_COL_VLAN | BA_COL_DSTTOS;
         case QF_ICMP_TYPE: case QF_ICMP_CODE: return BA_COL_ICMP | BA_COL_PORTS | BA_COL_PROTO;
+        case QF_MASK: return BA_COL_MASK;
+        case QF_ENGINE_TYPE: case QF_ENGINE_ID: case QF_OBS_DOMAIN: case QF_DIRECTION: return BA_COL_ENGINE;
+        case QF_NAT_EVENT: case QF_XPORT: return BA_COL_NAT;
+        case QF_FW_EVENT: case QF_FW_XEVENT: case QF_IVRF: case QF_EVRF: return BA_COL_FW;
+        case QF_MPLS_LABEL: case QF_MPLS_EXP: case QF_MPLS_EOS: case QF_MPLS_ANY: return BA_COL_MPLS;
+        case QF_MAC: return BA_COL_MAC;
         default: return 0;
       }
     default: return 0;
@@ -245,16 +351,25 @@ static void sb_printf(sbuf_t *b, const char *fmt, ...) {
 }
 
 static const char *dir_name(qdir_t d) {
-  return d == QD_SRC ? "src" : d == QD_DST ? "dst" : d == QD_BOTH ? "both" : "any";
+  static const char *const n[] = {"any", "src", "dst", "both", "prev", "next"};
+  return n[d];
 }
 static const char *cmp_name(qcmp_t c) {
   static const char *const n[] = {"==", ">", "<", ">=", "<="};
   return n[c];
 }
 static const char *field_name(qfield_t f) {
-  static const char *const n[] = {"packets", "bytes", "duration", "pps", "bps", "bpp", "flows", "as",
-                                  "if", "tos", "icmp-type", "icmp-code", "vlan", "first", "last"};
+  static const char *const n[QF_COUNT_] = {
+    "packets", "bytes", "duration", "pps", "bps", "bpp", "flows", "as", "if", "tos", "icmp-type",
+    "icmp-code", "vlan", "first", "last", "out-packets", "out-bytes", "mask", "engine-type", "engine-id",
+    "obs-domain", "nat-event", "asa-event", "asa-xevent", "ingress-vrf", "egress-vrf", "xport",
+    "mpls-label", "mpls-exp", "mpls-eos", "mpls-any", "mac", "flowdir", "next-ip", "bgpnext-ip",
+    "router-ip", "xip"};
   return n[f];
+}
+
+static int field_has_dir(qfield_t f) {
+  return f == QF_AS || f == QF_IF || f == QF_TOS || f == QF_VLAN || f == QF_MASK || f == QF_XPORT || f == QF_XADDR;
 }
 
 static void dump_octet(sbuf_t *b, const qaddr_t *a, int i) {
@@ -282,6 +397,33 @@ static void dump_octet(sbuf_t *b, const qaddr_t *a, int i) {
   if (first) sb_puts(b, "{}");
 }
 
+static void dump_addrs(sbuf_t *b, const qnode_t *n) {
+  for (size_t i = 0; i < n->n; i++) {
+    const qaddr_t *a = &n->addrs[i];
+    sb_puts(b, " ");
+    if (a->v6) {
+      char t[INET6_ADDRSTRLEN];
+      inet_ntop(AF_INET6, a->a6, t, sizeof(t));
+      sb_printf(b, "%s/%u", t, a->plen);
+    } else {
+      for (int k = 0; k < 4; k++) {
+        if (k) sb_puts(b, ".");
+        dump_octet(b, a, k);
+      }
+    }
+  }
+}
+
+static void dump_ranges(sbuf_t *b, const qnode_t *n) {
+  sb_puts(b, "[");
+  for (size_t i = 0; i < n->n; i++) {
+    if (i) sb_puts(b, ",");
+    if (n->ranges[i].lo == n->ranges[i].hi) sb_printf(b, "%u", n->ranges[i].lo);
+    else sb_printf(b, "%u-%u", n->ranges[i].lo, n->ranges[i].hi);
+  }
+  sb_puts(b, "]");
+}
+
 static void dump_node(sbuf_t *b, const qnode_t *n) {
   switch (n->kind) {
     case QN_TRUE: sb_puts(b, "(true)"); return;
@@ -299,46 +441,38 @@ static void dump_node(sbuf_t *b, const qnode_t *n) {
       sb_puts(b, ")");
       return;
     case QN_IPVER: sb_printf(b, "(ipver %u)", (unsigned)n->value); return;
-    case QN_ADDR:
-      sb_printf(b, "(ip %s", dir_name(n->dir));
-      for (size_t i = 0; i < n->n; i++) {
-        const qaddr_t *a = &n->addrs[i];
-        sb_puts(b, " ");
-        if (a->v6) {
-          char t[INET6_ADDRSTRLEN];
-          inet_ntop(AF_INET6, a->a6, t, sizeof(t));
-          sb_printf(b, "%s/%u", t, a->plen);
-        } else {
-          for (int k = 0; k < 4; k++) {
-            if (k) sb_puts(b, ".");
-            dump_octet(b, a, k);
-          }
-        }
-      }
+    case QN_ADDR: case QN_XADDR:
+      if (n->kind == QN_ADDR) sb_printf(b, "(ip %s", dir_name(n->dir));
+      else if (n->field == QF_XADDR) sb_printf(b, "(xip %s", dir_name(n->dir));
+      else sb_printf(b, "(%s", field_name(n->field));
+      dump_addrs(b, n);
       sb_puts(b, ")");
       return;
     case QN_PORT: case QN_PROTO:
-      if (n->kind == QN_PORT) sb_printf(b, "(port %s [", dir_name(n->dir));
-      else sb_puts(b, "(proto [");
-      for (size_t i = 0; i < n->n; i++) {
-        if (i) sb_puts(b, ",");
-        if (n->ranges[i].lo == n->ranges[i].hi) sb_printf(b, "%u", n->ranges[i].lo);
-        else sb_printf(b, "%u-%u", n->ranges[i].lo, n->ranges[i].hi);
-      }
-      sb_puts(b, "])");
+      if (n->kind == QN_PORT) sb_printf(b, "(port %s ", dir_name(n->dir));
+      else sb_puts(b, "(proto ");
+      dump_ranges(b, n);
+      sb_puts(b, ")");
       return;
     case QN_FLAGS:
-      sb_printf(b, "(%s 0x%02x)", n->cmp == QC_EQ ? "flags" : "flags-any", (unsigned)n->value);
+      if (n->aux == QF_CMP) sb_printf(b, "(flags %s 0x%02x)", cmp_name(n->cmp), (unsigned)n->value);
+      else sb_printf(b, "(%s 0x%02x)", n->aux == QF_ALLOF ? "flags" : "flags-any", (unsigned)n->value);
       return;
     case QN_TIME:
       sb_printf(b, "(%s %s %llu)", field_name(n->field), cmp_name(n->cmp), (unsigned long long)n->value);
       return;
     case QN_NUM:
-      if (n->field == QF_AS || n->field == QF_IF)
-        sb_printf(b, "(%s %s %s %llu)", field_name(n->field), dir_name(n->dir), cmp_name(n->cmp),
-                  (unsigned long long)n->value);
-      else
-        sb_printf(b, "(%s %s %llu)", field_name(n->field), cmp_name(n->cmp), (unsigned long long)n->value);
+      sb_printf(b, "(%s", field_name(n->field));
+      if (field_has_dir(n->field)) sb_printf(b, " %s", dir_name(n->dir));
+      if (n->field == QF_MPLS_LABEL || n->field == QF_MPLS_EXP) sb_printf(b, " %u", n->aux);
+      if (n->field == QF_MAC) sb_printf(b, " 0x%x", n->aux);
+      if (n->ranges) {
+        sb_puts(b, " in ");
+        dump_ranges(b, n);
+      } else {
+        sb_printf(b, " %s %llu", cmp_name(n->cmp), (unsigned long long)n->value);
+      }
+      sb_puts(b, ")");
       return;
   }
 }

@@ -221,11 +221,11 @@ static void vp_bytes(vpred_t *p, ba_attr_t attr, const uint64_t set[4], int tota
   }
 }
 
-/* Flag bytes with every flag of the mask (QC_EQ) or any of them (QC_GT). */
+/* Flag bytes the flags term accepts (qflags_match). */
 static void vp_flags(vpred_t *p, const qnode_t *n) {
   uint64_t set[4] = {0};
   for (unsigned v = 0; v < 256; v++)
-    if (n->cmp == QC_EQ ? (v & n->value) == n->value : (v & n->value) != 0) set[v >> 6] |= 1ull << (v & 63);
+    if (qflags_match(n, v)) set[v >> 6] |= 1ull << (v & 63);
   vp_bytes(p, BA_ATTR_TCP_FLAGS, set, 1);
 }
 
@@ -673,7 +673,7 @@ static int est_node(segctx_t *c, const qnode_t *n, est_t *e) {
       }
       return 0;
     }
-    case QN_NUM: *e = (est_t){ES_NONE, ES_ALL, 0}; return 0;
+    case QN_NUM: case QN_XADDR: *e = (est_t){ES_NONE, ES_ALL, 0}; return 0;
   }
   return BA_ERR_INVALID;
 }
@@ -1163,7 +1163,7 @@ static int plan_node(segctx_t *c, const qnode_t *n, pres_t *out) {
     }
     case QN_TIME:
       return plan_time(c, n, out);
-    case QN_NUM:
+    case QN_NUM: case QN_XADDR:
       if (c->ex) sb_add(c->ex, "check");
       *out = (pres_t){pb_none(), pb_all()};
       return 0;

@@ -13,17 +13,32 @@ typedef enum qnode_kind {
   QN_ADDR,   /* address set (v4 octet patterns, v6 prefixes) */
   QN_PORT,   /* port in ranges */
   QN_PROTO,  /* proto in ranges */
-  QN_FLAGS,  /* cmp QC_EQ: (tcp_flags & mask) == mask; QC_GT: any of mask (see parse.c) */
+  QN_FLAGS,  /* aux QF_ALLOF / QF_ANYOF / QF_CMP (qflags_match; see parse.c) */
   QN_TIME,   /* first/last ns cmp value */
-  QN_NUM     /* non-indexed numeric field cmp value */
+  QN_NUM,    /* non-indexed numeric field: cmp value, or (ranges != NULL) in the list */
+  QN_XADDR   /* non-indexed address field (next hop, BGP next hop, router, NAT) in addrs */
 } qnode_kind_t;
 
-typedef enum qdir { QD_EITHER = 0, QD_SRC, QD_DST, QD_BOTH } qdir_t;
+/* QN_FLAGS modes: all of the flags in value (nfdump's `flags SA`), any of
+ * them (a letter form under an odd number of `not`s), or the flag byte
+ * compared with value by cmp (nfdump's `flags [cmp] number`). */
+enum { QF_ALLOF = 0, QF_ANYOF = 1, QF_CMP = 2 };
+
+/* QF_MAC: which of the four MAC fields a term tests (aux, any of them). */
+enum { QM_IN_SRC = 1, QM_IN_DST = 2, QM_OUT_SRC = 4, QM_OUT_DST = 8 };
+
+typedef enum qdir { QD_EITHER = 0, QD_SRC, QD_DST, QD_BOTH, QD_PREV, QD_NEXT } qdir_t;
 typedef enum qcmp { QC_EQ = 0, QC_GT, QC_LT, QC_GE, QC_LE } qcmp_t;
 
 typedef enum qfield {
   QF_PACKETS = 0, QF_BYTES, QF_DURATION, QF_PPS, QF_BPS, QF_BPP, QF_FLOWS,
-  QF_AS, QF_IF, QF_TOS, QF_ICMP_TYPE, QF_ICMP_CODE, QF_VLAN, QF_FIRST, QF_LAST
+  QF_AS, QF_IF, QF_TOS, QF_ICMP_TYPE, QF_ICMP_CODE, QF_VLAN, QF_FIRST, QF_LAST,
+  /* nfdump's extended fields (record.h), evaluated on records only */
+  QF_OUT_PACKETS, QF_OUT_BYTES, QF_MASK, QF_ENGINE_TYPE, QF_ENGINE_ID, QF_OBS_DOMAIN,
+  QF_NAT_EVENT, QF_FW_EVENT, QF_FW_XEVENT, QF_IVRF, QF_EVRF, QF_XPORT, QF_MPLS_LABEL,
+  QF_MPLS_EXP, QF_MPLS_EOS, QF_MPLS_ANY, QF_MAC, QF_DIRECTION,
+  QF_NEXTHOP, QF_BGPNEXTHOP, QF_ROUTER, QF_XADDR,  /* QN_XADDR fields */
+  QF_COUNT_
 } qfield_t;
 
 /* One address item: a v4 pattern (each octet a 256-bit set) or a v6 prefix. */
@@ -42,6 +57,7 @@ typedef struct qnode {
   qcmp_t cmp;
   qfield_t field;
   uint32_t col;          /* column in the source text (for messages) */
+  uint32_t aux;          /* FLAGS mode; MPLS label number; MAC fields (QM_*) */
   struct qnode *kid[2];  /* AND/OR: two kids; NOT: kid[0] */
   uint64_t value;        /* IPVER, FLAGS mask, TIME/NUM value */
   size_t n;              /* ranges / addrs count */
@@ -64,5 +80,7 @@ int qnode_eval(const qnode_t *n, const ba_record_t *r);
 uint32_t qnode_columns(const qnode_t *n);
 int qaddr_match(const qaddr_t *a, const uint8_t addr[16]);
 int qaddr_v4_in(const qaddr_t *a, int octet, unsigned v);
+/* Whether a flag byte v satisfies a QN_FLAGS node (evaluator and planner). */
+int qflags_match(const qnode_t *n, unsigned v);
 
 #endif

@@ -2,6 +2,7 @@
  * written by hand from the grammar, compared as text); bad filters fail with
  * BA_ERR_SYNTAX at the right column. Plus the evaluator on hand-built records. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "bitarc/query.h"
@@ -71,21 +72,27 @@ static const struct {
   {"proto 47", "(proto [47])"},
   {"tcp", "(proto [6])"},
   {"udp or icmp", "(or (proto [17]) (proto [1]))"},
-  {"flags S", "(flags 0x02)"},
-  {"flags AS", "(flags 0x12)"},
-  {"flags SA", "(flags 0x12)"},
-  {"flags X", "(flags 0x3f)"},
-  {"flags afrpsu", "(flags 0x3f)"},
-  {"flags S and not flags AFRPU", "(and (flags 0x02) (not (flags-any 0x3d)))"},
-  {"not (proto tcp and flags SA)", "(not (and (proto [6]) (flags-any 0x12)))"},
-  {"not not flags SA", "(not (not (flags 0x12)))"},
+  {"flags S", "(and (proto [6]) (flags 0x02))"},
+  {"flags AS", "(and (proto [6]) (flags 0x12))"},
+  {"flags SA", "(and (proto [6]) (flags 0x12))"},
+  {"flags X", "(and (proto [6]) (flags 0x3f))"},
+  {"flags afrpsu", "(and (proto [6]) (flags 0x3f))"},
+  {"flags S and not flags AFRPU", "(and (and (proto [6]) (flags 0x02)) (not (and (proto [6]) (flags-any 0x3d))))"},
+  {"not (proto tcp and flags SA)", "(not (and (proto [6]) (and (proto [6]) (flags-any 0x12))))"},
+  {"not not flags SA", "(not (not (and (proto [6]) (flags 0x12))))"},
+  {"flags 2", "(and (proto [6]) (flags == 0x02))"},
+  {"flags 0x12", "(and (proto [6]) (flags == 0x12))"},
+  {"flags > 16", "(and (proto [6]) (flags > 0x10))"},
+  {"not flags 2", "(not (and (proto [6]) (flags == 0x02)))"},
   {"icmp-type 8", "(icmp-type == 8)"},
   {"icmp-code 0", "(icmp-code == 0)"},
   {"bytes > 1k", "(bytes > 1000)"},
   {"bytes > 2M", "(bytes > 2000000)"},
   {"packets >= 3g", "(packets >= 3000000000)"},
   {"in packets > 10", "(packets > 10)"},
-  {"out bytes < 5", "(bytes < 5)"},
+  {"out bytes < 5", "(out-bytes < 5)"},
+  {"out packets 0", "(out-packets == 0)"},
+  {"in bytes 7", "(bytes == 7)"},
   {"duration > 1000", "(duration > 1000)"},
   {"pps > 10", "(pps > 10)"},
   {"bps > 1m", "(bps > 1000000)"},
@@ -97,9 +104,12 @@ static const struct {
   {"if 3", "(if any == 3)"},
   {"in if 3", "(if src == 3)"},
   {"out if 4", "(if dst == 4)"},
-  {"tos 0", "(tos == 0)"},
-  {"src tos > 4", "(tos > 4)"},
-  {"vlan 100", "(vlan == 100)"},
+  {"tos 0", "(tos src == 0)"},
+  {"dst tos 3", "(tos dst == 3)"},
+  {"src or dst tos 3", "(tos any == 3)"},
+  {"dst vlan 7", "(vlan dst == 7)"},
+  {"src tos > 4", "(tos src > 4)"},
+  {"vlan 100", "(vlan any == 100)"},
   {"first seen > 2024-07-11T09:15:00.000", "(first > 1720689300000000000)"},
   {"first seen >= 2024-07-11T09:15", "(first >= 1720689300000000000)"},
   {"first seen < 2024-07-11", "(first < 1720656000000000000)"},
@@ -120,6 +130,43 @@ static const struct {
   {"src ip 10.4.*.* AND dst port 137 # worm", "(and (ip src 10.4.*.*) (port dst [137]))"},
   {"SRC IP 10.4.1.1 Or DST PORT 1", "(or (ip src 10.4.1.1) (port dst [1]))"},
   {"proto tcp\nand port 80", "(and (proto [6]) (port any [80]))"},
+  {"port 1 or port 2 or port 3", "(or (or (port any [1]) (port any [2])) (port any [3]))"},
+  {"port 1 or port 2 or port 3 or port 4", "(or (or (port any [1]) (port any [2])) (or (port any [3]) (port any [4])))"},
+  {"as in [3 1 2 10]", "(as any in [1-3,10])"},
+  {"src as in [7]", "(as src in [7])"},
+  {"prev as 5", "(as prev == 5)"},
+  {"next as > 5", "(as next > 5)"},
+  {"next ip 10.0.0.1", "(next-ip 10.0.0.1)"},
+  {"next ip in [10.0.0.1 2001:db8::1]", "(next-ip 10.0.0.1 2001:db8::1/128)"},
+  {"bgpnext ip 192.168.0.1", "(bgpnext-ip 192.168.0.1)"},
+  {"router ip 127.0.0.1", "(router-ip 127.0.0.1)"},
+  {"src mask 24", "(mask src == 24)"},
+  {"mask 0", "(mask any == 0)"},
+  {"engine-type 1", "(engine-type == 1)"},
+  {"engine-id > 2", "(engine-id > 2)"},
+  {"observation domain id 7", "(obs-domain == 7)"},
+  {"nat event add", "(nat-event == 1)"},
+  {"nat event 2", "(nat-event == 2)"},
+  {"asa event deny", "(asa-event == 3)"},
+  {"asa event denied egress", "(and (asa-event == 3) (asa-xevent == 1002))"},
+  {"asa xevent 1004", "(asa-xevent == 1004)"},
+  {"xip 10.1.1.1", "(xip any 10.1.1.1)"},
+  {"src nip 10.1.1.1", "(xip src 10.1.1.1)"},
+  {"dst xnet 10.0.0.0/8", "(xip dst 10.*.*.*)"},
+  {"dst xport 80", "(xport dst == 80)"},
+  {"nport > 1023", "(xport any > 1023)"},
+  {"ingress vrf 3", "(ingress-vrf == 3)"},
+  {"egress vrf 4", "(egress-vrf == 4)"},
+  {"mpls label2 100", "(mpls-label 2 == 100)"},
+  {"mpls exp1 > 3", "(mpls-exp 1 > 3)"},
+  {"mpls eos 16", "(mpls-eos == 16)"},
+  {"mpls any 17", "(mpls-any == 17)"},
+  {"mac 00:11:22:33:44:55", "(mac 0xf == 73588229205)"},
+  {"in src mac 0:1:2:3:4:5", "(mac 0x1 == 4328719365)"},
+  {"out mac aa-bb-cc-dd-ee-ff", "(mac 0xc == 187723572702975)"},
+  {"dst mac 00:00:00:00:00:01", "(mac 0xa == 1)"},
+  {"flowdir egress", "(flowdir == 1)"},
+  {"dir 0", "(flowdir == 0)"},
 };
 
 static void test_good(void **state) {
@@ -182,6 +229,18 @@ static const struct {
   {"net 10.0.0.0/8 bogus", 15},
   {"ip 10.0.0.1x", 11},
   {"@", 0},
+  {"flags > S", 8},
+  {"flags 256", 6},
+  {"sysid 1", 0},
+  {"count 3", 0},
+  {"ident foo", 0},
+  {"mpls label11 1", 5},
+  {"mac 00:11", 4},
+  {"next foo", 5},
+  {"src mask", 8},
+  {"asa event bogus", 10},
+  {"in src port 80", 7},
+  {"src next ip 1.2.3.4", 4},
 };
 
 static void test_bad(void **state) {
@@ -314,6 +373,111 @@ static void test_eval(void **state) {
   assert_int_equal(m("icmp-type 0", &ic), 0);
 }
 
+/* nfdump's primitives on the extended flow fields. */
+static void test_eval_ext(void **state) {
+  (void)state;
+  ba_record_t r = v4rec(0x0A040102, 0xC0A80709, 1234, 445, 17, 0);
+  r.out_packets = 3;
+  r.out_bytes = 700;
+  ba_addr_set_v4(r.next_hop, 0x0A000001);
+  static const uint8_t nh6[16] = {0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 9};
+  memcpy(r.bgp_next_hop, nh6, 16);
+  ba_addr_set_v4(r.exporter, 0x7F000001);
+  ba_addr_set_v4(r.xsrc, 0x01020304);
+  r.xsrc_port = 4000;
+  r.xdst_port = 80;
+  r.src_mask = 24;
+  r.dst_mask = 16;
+  r.dst_tos = 32;
+  r.vlan = 10;
+  r.dst_vlan = 20;
+  r.engine_type = 1;
+  r.engine_id = 2;
+  r.obs_domain = 77;
+  r.nat_event = 1;
+  r.fw_event = 3;
+  r.fw_xevent = 1002;
+  r.ingress_vrf = 5;
+  r.egress_vrf = 6;
+  r.mpls[0] = 100u << 4 | 3u << 1;
+  r.mpls[1] = 200u << 4 | 1;
+  r.in_src_mac = 0x001122334455ull;
+  r.out_dst_mac = 0xAABBCCDDEEFFull;
+  r.prev_as = 65001;
+  r.next_as = 65002;
+  r.direction = 1;
+  r.aggr_flows = 4;
+  static const struct { const char *f; int want; } t[] = {
+    {"out packets 3", 1}, {"out bytes > 699", 1}, {"out bytes > 700", 0}, {"in bytes 5000", 1},
+    {"bytes 700", 0}, {"next ip 10.0.0.1", 1}, {"next ip 10.0.0.2", 0}, {"next ip in [1.1.1.1 10.0.0.1]", 1},
+    {"bgpnext ip 2001:db8::9", 1}, {"bgpnext ip 0.0.0.0", 0}, {"router ip 127.0.0.1", 1},
+    {"router ip 127.0.0.2", 0}, {"xip 1.2.3.4", 1}, {"src xip 1.2.3.4", 1}, {"dst xip 1.2.3.4", 0},
+    {"dst xip 0.0.0.0", 1}, {"xnet 1.2.0.0/16", 1}, {"src xport 4000", 1}, {"dst nport 80", 1},
+    {"xport 81", 0}, {"src mask 24", 1}, {"dst mask 24", 0}, {"mask 16", 1}, {"tos 8", 1}, {"tos 32", 0},
+    {"dst tos 32", 1}, {"src and dst tos > 4", 1}, {"vlan 20", 1}, {"src vlan 20", 0}, {"dst vlan 20", 1},
+    {"engine-type 1", 1}, {"engine-id 1", 0}, {"engine-id > 1", 1}, {"observation domain id 77", 1},
+    {"nat event add", 1}, {"nat event delete", 0}, {"asa event deny", 1}, {"asa event denied egress", 1},
+    {"asa event denied ingress", 0}, {"asa xevent 1002", 1}, {"ingress vrf 5", 1}, {"egress vrf 5", 0},
+    {"mpls label1 100", 1}, {"mpls label2 100", 0}, {"mpls exp1 3", 1}, {"mpls eos 200", 1},
+    {"mpls eos 100", 0}, {"mpls any 200", 1}, {"mpls any 300", 0}, {"mac 00:11:22:33:44:55", 1},
+    {"in src mac 00:11:22:33:44:55", 1}, {"out mac 00:11:22:33:44:55", 0},
+    {"dst mac aa:bb:cc:dd:ee:ff", 1}, {"in dst mac aa:bb:cc:dd:ee:ff", 0}, {"prev as 65001", 1},
+    {"next as 65001", 0}, {"as in [100 7]", 1}, {"dst as in [100 7]", 0}, {"src and dst as in [100 200]", 1},
+    {"flowdir egress", 1}, {"flowdir 0", 0}, {"flows 4", 1}, {"flags 0", 0}, {"not flags S", 1},
+  };
+  for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
+    if (m(t[i].f, &r) != t[i].want) fail_msg("'%s' on the extended record: want %d", t[i].f, t[i].want);
+  /* numeric flags: exact equality on TCP flows, as nfdump */
+  ba_record_t syn = v4rec(1, 2, 3, 4, 6, BA_TCP_SYN);
+  ba_record_t synack = v4rec(1, 2, 3, 4, 6, BA_TCP_SYN | BA_TCP_ACK);
+  assert_int_equal(m("flags 2", &syn), 1);
+  assert_int_equal(m("flags 2", &synack), 0);
+  assert_int_equal(m("flags 0x12", &synack), 1);
+  assert_int_equal(m("flags S", &synack), 1);
+  assert_int_equal(m("not flags 2", &synack), 1);
+  assert_int_equal(m("flags > 2", &synack), 1);
+}
+
+/* Flat chains of 100,000 terms and lists of 100,000 items compile into trees
+ * every recursive walk survives, and evaluate like a loop over the terms. */
+static void test_huge_filters(void **state) {
+  (void)state;
+  enum { N = 100000 };
+  size_t cap = (size_t)N * 32;
+  char *f = malloc(cap);
+  assert_non_null(f);
+  ba_record_t r = v4rec(0x0A000001, 0x0A000002, 5555, 7777, 6, 0);
+  for (int variant = 0; variant < 4; variant++) {
+    size_t k = 0;
+    if (variant == 2) k += (size_t)snprintf(f + k, cap - k, "port in [");
+    if (variant == 3) k += (size_t)snprintf(f + k, cap - k, "ip in [");
+    for (int i = 0; i < N; i++) {
+      unsigned v = (unsigned)(i * 7919u) % 65536u;
+      if (variant == 0) k += (size_t)snprintf(f + k, cap - k, "%sport %u", i ? " or " : "", v);
+      if (variant == 1) k += (size_t)snprintf(f + k, cap - k, "%snot port %u", i ? " and " : "", v);
+      if (variant == 2) k += (size_t)snprintf(f + k, cap - k, "%u ", v);
+      if (variant == 3) k += (size_t)snprintf(f + k, cap - k, "10.%u.%u.%u ", i >> 16, (i >> 8) & 255, i & 255);
+    }
+    if (variant >= 2) k += (size_t)snprintf(f + k, cap - k, "]");
+    int present = 0; /* does any term name the record's ports? */
+    for (int i = 0; i < N; i++) {
+      unsigned v = (unsigned)(i * 7919u) % 65536u;
+      if (v == 5555 || v == 7777) present = 1;
+    }
+    int want = variant == 0 || variant == 2 ? present : variant == 1 ? !present : 1;
+    ba_query_t *q;
+    assert_int_equal(ba_query_create(&q), 0);
+    if (ba_query_compile(q, f) != 0) fail_msg("variant %d: %s", variant, ba_query_errmsg(q));
+    assert_int_equal(ba_query_match(q, &r), want);
+    char dump[256];
+    size_t len;
+    assert_int_equal(ba_query_dump(q, dump, sizeof(dump), &len), 0);
+    assert_true(variant >= 2 || len > sizeof(dump));
+    ba_query_free(q);
+  }
+  free(f);
+}
+
 static void test_window(void **state) {
   (void)state;
   uint64_t a, b;
@@ -337,6 +501,8 @@ int main(void) {
     cmocka_unit_test(test_bad),
     cmocka_unit_test(test_deep_nesting),
     cmocka_unit_test(test_eval),
+    cmocka_unit_test(test_eval_ext),
+    cmocka_unit_test(test_huge_filters),
     cmocka_unit_test(test_window),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
