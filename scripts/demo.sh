@@ -18,7 +18,7 @@ trap 'rm -rf "$DEMO_ST"' EXIT
 "$B" stat --store "$DEMO_ST/packets"
 echo
 echo "== bitarc query: UDP packets to DNS, NTP or DHCP ports (answered from the bitmap index)"
-"$B" query -r "$DEMO_ST/packets" 'udp and dst port in [53, 67, 123]' -n 10
+"$B" query -r "$DEMO_ST/packets" 'udp and dst port in [53, 67, 123]' -c 10
 echo
 echo "== bitarc query: the flows, top talkers by bytes"
 "$B" query -r "$DEMO_ST/flows" -s srcip/bytes -n 5 'any'

@@ -117,53 +117,110 @@ int ba_query_or_many(const ba_bitmap_t *const *bms, size_t n, uint64_t rows, ba_
                      ba_range_strategy_t strategy, int threads, ba_bitmap_t **out);
 
 /* ---------- parsing helpers shared with the CLI ---------- */
-/* nfdump's -t window "YYYY/MM/dd.hh:mm[:ss][-YYYY/MM/dd.hh:mm[:ss]]" or a
- * relative "3h" / "45m" / "2d" (the last N units before now_ns). local != 0
- * reads the times in the local time zone instead of UTC. */
-int ba_query_parse_window(const char *text, uint64_t now_ns, int local, uint64_t *start_ns,
-                          uint64_t *end_ns);
+/* The -t window: nfdump's "YYYY/MM/dd.hh:mm[:ss][-YYYY/MM/dd.hh:mm[:ss]]"
+ * (end inclusive), nfdump's "+N" / "-N" (the first N seconds from the data's
+ * first flow / the last N seconds up to its last: rel_s = +N / -N, start and
+ * end unset), or bitarc's relative "3h" / "45m" / "2d" (the last N units
+ * before now_ns). local != 0 reads the dates in the local time zone (nfdump's
+ * default) instead of UTC. */
+typedef struct ba_query_window {
+  uint64_t start_ns, end_ns;  /* [start, end]; end UINT64_MAX = open */
+  int64_t rel_s;
+} ba_query_window_t;
+int ba_query_parse_window(const char *text, uint64_t now_ns, int local, ba_query_window_t *w);
+/* ANDs a time window onto the compiled filter. whole != 0 keeps the flows
+ * lying entirely inside [start, end] (nfdump's -t: first >= start and last
+ * <= end, compared in milliseconds); whole == 0 keeps the flows that start in
+ * it. Call after ba_query_compile; the run's exec window should also be set
+ * (it selects segments). */
+int ba_query_restrict_time(ba_query_t *q, uint64_t start_ns, uint64_t end_ns, int whole);
 
 /* ---------- output formatting (text into a caller buffer) ---------- */
 typedef struct ba_query_format ba_query_format_t;
-/* "line", "long", "csv", "ndjson" or "fmt:<text with %tokens>" (tokens as
- * nfdump: %ts %te %td %pr %sa %da %sap %dap %sp %dp %flg %pkt %byt %fl %tos
- * %in %out %sas %das %ra %bps %pps %bpp). On a bad spec returns BA_ERR_SYNTAX
- * and writes the reason into err. Times print in UTC unless local != 0. */
-int ba_query_format_create(const char *spec, int local, ba_query_format_t **out, char *err, size_t errcap);
+/* Format flags. */
+enum {
+  BA_FMT_LOCAL = 1u << 0, /* print times in the local time zone (nfdump's default) */
+  BA_FMT_PLAIN = 1u << 1, /* numbers unscaled, protocols as numbers (nfdump -N) */
+  BA_FMT_V6LONG = 1u << 2 /* IPv6 addresses in full (nfdump -6, "line6", "long6") */
+};
+/* nfdump's output formats: "line", "long", "extended", "biline", "bilong",
+ * "nsel", "nel" (each also with a trailing 6: full IPv6 addresses), "csv"
+ * (nfdump 1.7.1's 48 columns), "pipe", "raw", "null", "fmt:<text with
+ * %tokens>" (nfdump's tokens; an unknown token is an error naming it), and
+ * bitarc's "ndjson" (also "json"). `flags` is a mask of BA_FMT_*. On a bad
+ * spec returns BA_ERR_SYNTAX and writes the reason into err. */
+int ba_query_format_create(const char *spec, unsigned flags, ba_query_format_t **out, char *err, size_t errcap);
 void ba_query_format_free(ba_query_format_t *f);
 /* Header line (len 0 if the format has none), then one line per record; every
- * output ends in '\n'. `flows` is what %fl prints (1 for a plain record, the
- * group size for aggregates). *len gets the full length; on truncation
- * BA_ERR_OVERFLOW (cap 1024 always suffices for line/long/csv/ndjson). */
+ * output ends in '\n' (null: nothing). `flows` is what %fl prints (1 for a
+ * plain record, the group size for aggregates). *len gets the full length; on
+ * truncation BA_ERR_OVERFLOW (cap 2048 always suffices for the fixed formats).
+ * A format handle caches dates: use one per thread. */
 int ba_query_format_header(const ba_query_format_t *f, char *buf, size_t cap, size_t *len);
 int ba_query_format_record(const ba_query_format_t *f, const ba_record_t *r, uint64_t flows, char *buf,
                            size_t cap, size_t *len);
 /* Columns (ba_col_t) the format prints. */
 uint32_t ba_query_format_columns(const ba_query_format_t *f);
+/* The format's kind: 0 text (line, long, fmt, raw, ndjson), 1 csv, 2 pipe, 3 null. */
+int ba_query_format_kind(const ba_query_format_t *f);
+/* nfdump's protocol name (ProtoString: "TCP", "ICMP6", ...; numbers above 137). */
+const char *ba_query_proto_name(unsigned proto);
+/* nfdump's number scaling (format_number): "1234", "  1.2 M" (fixed width)
+ * or unscaled with BA_FMT_PLAIN. Returns the length written into out[32]. */
+size_t ba_query_format_number(uint64_t v, unsigned flags, int fixed_width, char out[32]);
 
 /* ---------- statistics (-s) and aggregation (-A) ---------- */
+/* Fields a group key can hold (nfdump's -s elements and -A fields). The
+ * pair elements (BA_AGG_IP, _PORT, _AS, _IF, _MASK, _VLAN) count each flow
+ * twice, once for its source side and once for its destination side; the key
+ * holds the value in the source-side field. */
 enum {
   BA_AGG_SRCIP = 1u << 0, BA_AGG_DSTIP = 1u << 1, BA_AGG_SRCPORT = 1u << 2, BA_AGG_DSTPORT = 1u << 3,
-  BA_AGG_PROTO = 1u << 4,
-  BA_AGG_IP = 1u << 5,    /* -s ip: each flow counts for its src and its dst address */
-  BA_AGG_PORT = 1u << 6   /* -s port: likewise for ports */
+  BA_AGG_PROTO = 1u << 4, BA_AGG_IP = 1u << 5, BA_AGG_PORT = 1u << 6, BA_AGG_SRCAS = 1u << 7,
+  BA_AGG_DSTAS = 1u << 8, BA_AGG_AS = 1u << 9, BA_AGG_INIF = 1u << 10, BA_AGG_OUTIF = 1u << 11,
+  BA_AGG_IF = 1u << 12, BA_AGG_TOS = 1u << 13, BA_AGG_DSTTOS = 1u << 14, BA_AGG_SRCVLAN = 1u << 15,
+  BA_AGG_DSTVLAN = 1u << 16, BA_AGG_VLAN = 1u << 17, BA_AGG_SRCMASK = 1u << 18, BA_AGG_DSTMASK = 1u << 19,
+  BA_AGG_MASK = 1u << 20, BA_AGG_ROUTER = 1u << 21, BA_AGG_NEXTHOP = 1u << 22, BA_AGG_BGPNEXTHOP = 1u << 23,
+  BA_AGG_DIR = 1u << 24, BA_AGG_PREVAS = 1u << 25, BA_AGG_NEXTAS = 1u << 26, BA_AGG_ODID = 1u << 27,
+  BA_AGG_RECORD = 1u << 28 /* -s record: the 5-tuple, shown as a flow line */
 };
-typedef enum ba_agg_order { BA_ORDER_FLOWS = 0, BA_ORDER_PACKETS, BA_ORDER_BYTES } ba_agg_order_t;
+typedef enum ba_agg_order {
+  BA_ORDER_FLOWS = 0, BA_ORDER_PACKETS, BA_ORDER_BYTES, BA_ORDER_PPS, BA_ORDER_BPS, BA_ORDER_BPP,
+  BA_ORDER_TSTART, BA_ORDER_TEND
+} ba_agg_order_t;
+typedef struct ba_query_agg_spec {
+  uint32_t fields;         /* BA_AGG_* */
+  uint8_t v4bits, v6bits;  /* prefix length applied to the address fields (nfdump's srcip4/24); 0 = all */
+  uint8_t bidir;           /* -A only: 1 = nfdump -b (a flow and its reverse are one group; the
+                              reverse's counters go to out_packets/out_bytes), 2 = -B (the side
+                              with the lower port is the server) */
+} ba_query_agg_spec_t;
 typedef struct ba_query_agg_row {
-  ba_record_t key;  /* the grouped fields set (an -s ip/port key is in src/src_port), others zero;
-                       first_ns/last_ns = min first / max last of the group */
+  ba_record_t key;  /* the grouped fields set, others zero; first_ns/last_ns = min first / max
+                       last of the group; packets/bytes/out_packets/out_bytes the sums */
   uint64_t flows, packets, bytes;
 } ba_query_agg_row_t;
 typedef struct ba_query_agg ba_query_agg_t;
-/* "srcip,dstip,srcport,dstport,proto" (any subset, also "ip", "port") into
- * BA_AGG_* bits; BA_ERR_SYNTAX for an unknown name. */
-int ba_query_agg_parse(const char *fields, uint32_t *out);
-int ba_query_agg_create(uint32_t fields, ba_query_agg_t **out);
+/* -s element ("srcip", "dstport", "ip", "srcip4/24", "record", ...; element = 1: exactly one
+ * element) or -A list ("srcip,dstip,srcport,dstport,proto", "srcip4/24,dstport"; element = 0);
+ * BA_ERR_SYNTAX naming the unknown field in err. */
+int ba_query_agg_parse(const char *fields, int element, ba_query_agg_spec_t *out, char *err, size_t errcap);
+/* Order name: flows packets bytes pps bps bpp tstart tend. */
+int ba_query_agg_order(const char *name, ba_agg_order_t *out);
+const char *ba_query_agg_order_name(ba_agg_order_t o);
+/* nfdump's header for a -s element ("Src IP Addr"). */
+const char *ba_query_agg_title(uint32_t field);
+/* The -s element's value of a group as nfdump prints it; returns its length. */
+size_t ba_query_agg_value(uint32_t field, const ba_record_t *key, unsigned fmt_flags, int full_v6, char *buf,
+                          size_t cap);
+int ba_query_agg_create(const ba_query_agg_spec_t *spec, ba_query_agg_t **out);
 void ba_query_agg_free(ba_query_agg_t *a);
 int ba_query_agg_add(ba_query_agg_t *a, const ba_record_t *recs, size_t n);
-/* Groups sorted by the order (descending; ties by key), valid until the next
- * add or free. */
+/* Groups sorted by the order (descending counters or rates, ascending times;
+ * ties by key), valid until the next add or free. */
 int ba_query_agg_result(ba_query_agg_t *a, ba_agg_order_t order, const ba_query_agg_row_t **rows, size_t *n);
+/* Sorts records for -O (the same orders; flows = 1 per record, ties keep their order). */
+void ba_query_sort_records(ba_record_t *recs, size_t n, ba_agg_order_t order);
 
 #ifdef __cplusplus
 }

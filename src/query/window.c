@@ -83,14 +83,41 @@ int qp_parse_rel(const char *s, size_t len, uint64_t *ns) {
   return 0;
 }
 
-int ba_query_parse_window(const char *text, uint64_t now_ns, int local, uint64_t *start_ns,
-                          uint64_t *end_ns) {
-  BA_RETURN_IF(!text || !start_ns || !end_ns, BA_ERR_INVALID);
+/* A wall-clock time parsed as if UTC, read in the local time zone instead
+ * (as nfdump's mktime; an ambiguous or skipped DST hour as mktime decides). */
+static uint64_t naive_to_local(uint64_t naive_ns) {
+  time_t t = (time_t)(naive_ns / 1000000000ull);
+  struct tm tm;
+  gmtime_r(&t, &tm);
+  tm.tm_isdst = -1;
+  time_t l = mktime(&tm);
+  if (l < 0) return 0;
+  return (uint64_t)l * 1000000000ull + naive_ns % 1000000000ull;
+}
+
+/* nfdump's delta window: "+N" / "-N" seconds. */
+static int parse_delta(const char *text, int64_t *out) {
+  size_t len = strlen(text);
+  if (len < 2 || len > 10 || (text[0] != '+' && text[0] != '-')) return -1;
+  int64_t v = 0;
+  for (size_t i = 1; i < len; i++) {
+    if (!isdigit((unsigned char)text[i])) return -1;
+    v = v * 10 + (text[i] - '0');
+  }
+  if (v == 0) return -1;
+  *out = text[0] == '-' ? -v : v;
+  return 0;
+}
+
+int ba_query_parse_window(const char *text, uint64_t now_ns, int local, ba_query_window_t *w) {
+  BA_RETURN_IF(!text || !w, BA_ERR_INVALID);
+  memset(w, 0, sizeof(*w));
   size_t len = strlen(text);
   uint64_t rel;
+  if (text[0] == '+' || text[0] == '-') return parse_delta(text, &w->rel_s) == 0 ? 0 : BA_ERR_SYNTAX;
   if (qp_parse_rel(text, len, &rel) == 0) {
-    *start_ns = rel > now_ns ? 0 : now_ns - rel;
-    *end_ns = now_ns + 1;
+    w->start_ns = rel > now_ns ? 0 : now_ns - rel;
+    w->end_ns = now_ns;
     return 0;
   }
   /* Split at the '-' that follows the first time (dates use '/'; ISO '-'
@@ -107,17 +134,38 @@ int ba_query_parse_window(const char *text, uint64_t now_ns, int local, uint64_t
   if (qp_parse_iso(text, l1, &a) < 0) return BA_ERR_SYNTAX;
   if (dash && qp_parse_iso(dash + 1, len - l1 - 1, &b) < 0) return BA_ERR_SYNTAX;
   if (local) {
-    /* Shift by the local offset at that instant. */
-    time_t t = (time_t)(a / 1000000000ull);
-    struct tm tm;
-    localtime_r(&t, &tm);
-    uint64_t off = (uint64_t)(int64_t)tm.tm_gmtoff * 1000000000ull;
-    a -= off;
-    if (b != UINT64_MAX) b -= off;
+    a = naive_to_local(a);
+    if (b != UINT64_MAX) b = naive_to_local(b);
   }
   if (dash && b < a) return BA_ERR_SYNTAX;
-  *start_ns = a;
-  /* An end time is inclusive of its last second, as nfdump's. */
-  *end_ns = b == UINT64_MAX ? UINT64_MAX : b + 1000000000ull;
+  w->start_ns = a;
+  w->end_ns = b;
+  return 0;
+}
+
+int ba_query_restrict_time(ba_query_t *q, uint64_t start_ns, uint64_t end_ns, int whole) {
+  BA_RETURN_IF(!q || !q->root, BA_ERR_INVALID);
+  qnode_t *a = qp_mk(QN_TIME, 0), *b = qp_mk(QN_TIME, 0), *j1 = qp_mk(QN_AND, 0), *j2 = qp_mk(QN_AND, 0);
+  if (!a || !b || !j1 || !j2) {
+    qnode_free(a);
+    qnode_free(b);
+    qnode_free(j1);
+    qnode_free(j2);
+    return BA_ERR_NOMEM;
+  }
+  a->field = QF_FIRST;
+  a->cmp = QC_GE;
+  a->value = start_ns;
+  /* nfdump compares milliseconds: a flow ending within the end's millisecond is inside */
+  uint64_t end = end_ns >= UINT64_MAX - 999999ull ? UINT64_MAX : end_ns / 1000000ull * 1000000ull + 999999ull;
+  b->field = whole ? QF_LAST : QF_FIRST;
+  b->cmp = QC_LE;
+  b->value = end;
+  j1->kid[0] = a;
+  j1->kid[1] = b;
+  j2->kid[0] = q->root;
+  j2->kid[1] = j1;
+  q->root = j2;
+  q->cols = qnode_columns(j2);
   return 0;
 }

@@ -66,8 +66,8 @@ for V in 5 9 10; do
   kill -TERM "$cpid" "$npid"
   wait "$cpid" || { echo "FAIL: bitarc collect exited with $?"; cat "$TMP/col$V.err"; fail=1; }
   wait "$npid" || true
-  "$BITARC" query -r "$st" -o csv -q 'any' | tail -n +2 |
-    awk -F, '{p=$8; sp=$6; dp=$7; if (p=="ICMP"||p=="ICMP6") {sp="-"; dp="-"}; print $4","$5","sp","dp","p","$11","$12}' |
+  "$BITARC" query -r "$st" -o csv -q 'any' |
+    awk -F, 'NF>13 {p=$8; sp=$6; dp=$7; if (p=="ICMP"||p=="ICMP6") {sp="-"; dp="-"}; print $4","$5","sp","dp","p","$12","$13}' |
     sort > "$TMP/got$V"
   nfdump -R "$nd" -q -o csv | awk -F, 'NF>13 {p=$8; sp=$6; dp=$7; if (p=="ICMP"||p=="ICMP6") {sp="-"; dp="-"}; print $4","$5","sp","dp","p","$12","$13}' |
     sort > "$TMP/want$V"

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "bitarc/query.h"
 #include "testsupport.h"
@@ -480,19 +481,49 @@ static void test_huge_filters(void **state) {
 
 static void test_window(void **state) {
   (void)state;
-  uint64_t a, b;
-  assert_int_equal(ba_query_parse_window("2024/07/11.09:15-2024/07/11.10:00:30", 0, 0, &a, &b), 0);
-  assert_true(a == 1720689300ull * 1000000000ull);
-  assert_true(b == (1720692030ull + 1) * 1000000000ull);
-  assert_int_equal(ba_query_parse_window("2024/07/11.09:15:07", 0, 0, &a, &b), 0);
-  assert_true(a == 1720689307ull * 1000000000ull);
-  assert_true(b == UINT64_MAX);
-  assert_int_equal(ba_query_parse_window("3h", NOW_NS, 0, &a, &b), 0);
-  assert_true(a == NOW_NS - 3ull * 3600 * 1000000000ull);
-  assert_true(b > NOW_NS);
-  assert_int_equal(ba_query_parse_window("2024/07/11", 0, 0, &a, &b), 0);
-  assert_int_equal(ba_query_parse_window("yesterday", 0, 0, &a, &b), BA_ERR_SYNTAX);
-  assert_int_equal(ba_query_parse_window("2024/07/11.10:00-2024/07/11.09:00", 0, 0, &a, &b), BA_ERR_SYNTAX);
+  ba_query_window_t w;
+  assert_int_equal(ba_query_parse_window("2024/07/11.09:15-2024/07/11.10:00:30", 0, 0, &w), 0);
+  assert_true(w.start_ns == 1720689300ull * 1000000000ull);
+  assert_true(w.end_ns == 1720692030ull * 1000000000ull);
+  assert_int_equal(ba_query_parse_window("2024/07/11.09:15:07", 0, 0, &w), 0);
+  assert_true(w.start_ns == 1720689307ull * 1000000000ull);
+  assert_true(w.end_ns == UINT64_MAX);
+  assert_int_equal(ba_query_parse_window("3h", NOW_NS, 0, &w), 0);
+  assert_true(w.start_ns == NOW_NS - 3ull * 3600 * 1000000000ull);
+  assert_true(w.end_ns == NOW_NS);
+  assert_int_equal(ba_query_parse_window("+600", NOW_NS, 0, &w), 0);
+  assert_true(w.rel_s == 600);
+  assert_int_equal(ba_query_parse_window("-3600", NOW_NS, 0, &w), 0);
+  assert_true(w.rel_s == -3600);
+  assert_int_equal(ba_query_parse_window("+0", 0, 0, &w), BA_ERR_SYNTAX);
+  assert_int_equal(ba_query_parse_window("+6x", 0, 0, &w), BA_ERR_SYNTAX);
+  assert_int_equal(ba_query_parse_window("2024/07/11", 0, 0, &w), 0);
+  assert_int_equal(ba_query_parse_window("yesterday", 0, 0, &w), BA_ERR_SYNTAX);
+  assert_int_equal(ba_query_parse_window("2024/07/11.10:00-2024/07/11.09:00", 0, 0, &w), BA_ERR_SYNTAX);
+  /* local time: Europe/Prague is UTC+2 in July */
+  setenv("TZ", "Europe/Prague", 1);
+  tzset();
+  assert_int_equal(ba_query_parse_window("2024/07/11.09:15-2024/07/11.10:00", 0, 1, &w), 0);
+  assert_true(w.start_ns == (1720689300ull - 7200) * 1000000000ull);
+  assert_true(w.end_ns == (1720692000ull - 7200) * 1000000000ull);
+  unsetenv("TZ");
+  tzset();
+  /* whole-flow window vs started-in-window */
+  ba_record_t r = v4rec(1, 2, 3, 4, 17, 0); /* starts 11:00:00, lasts 2.5 s */
+  uint64_t s0 = NOW_NS - 3600ull * 1000000000ull;
+  for (int whole = 0; whole < 2; whole++) {
+    ba_query_t *q;
+    assert_int_equal(ba_query_create(&q), 0);
+    assert_int_equal(ba_query_compile(q, "any"), 0);
+    assert_int_equal(ba_query_restrict_time(q, s0, s0 + 2000000000ull, whole), 0);
+    assert_int_equal(ba_query_match(q, &r), !whole);
+    ba_query_free(q);
+    assert_int_equal(ba_query_create(&q), 0);
+    assert_int_equal(ba_query_compile(q, "proto udp"), 0);
+    assert_int_equal(ba_query_restrict_time(q, s0, s0 + 2500000000ull, whole), 0);
+    assert_int_equal(ba_query_match(q, &r), 1);
+    ba_query_free(q);
+  }
 }
 
 int main(void) {

@@ -95,17 +95,35 @@ static void test_format(void **state) {
   fmt_eq("fmt:%sap -> %dap", &r, "   172.16.16.128:53936 ->    172.16.16.150:135  \n");
   fmt_eq("fmt:%flg|%pkt|%byt|%fl|%tos", &r, "...A..S.|       3|     180|    1|  2\n");
   fmt_eq("fmt:%in %out %sas %das %ra", &r, "     4      5  64500  15169        127.0.0.1\n");
-  fmt_eq("fmt:%bpp %pps %bps", &r, "   60        0        0\n");
+  fmt_eq("fmt:%bpp %pps %bps", &r, "    60        0        0\n");
+  /* nfdump's tokens: raw epoch times, in/out counters, networks, engine, empty MPLS */
+  fmt_eq("fmt:%tsr|%ter|%tds", &r, "1278798210.035|1278801933.039|        3723.004\n");
+  fmt_eq("fmt:%ipkt|%opkt|%ibyt|%obyt|%stos|%dtos", &r, "       3|       0|     180|       0|   2|   0\n");
+  fmt_eq("fmt:%sn|%dn|%smk|%dmk|%svln|%dvln", &r,
+         "   172.16.16.128/0 |   172.16.16.150/0 |    0|    0|    0|    0\n");
+  fmt_eq("fmt:%pkt1", &r, "       31\n"); /* nfdump: a token ends at a non-letter */
+  fmt_eq("fmt:%eng|%nh|%dir|%mpls10", &r, "  0/0  |         0.0.0.0|  I|       0-0-0\n");
   fmt_eq("line", &r,
          "2010-07-10 21:43:30.035     01:02:03.004 TCP      172.16.16.128:53936 ->    172.16.16.150:135          3  "
          "    180     1\n");
   fmt_eq("csv", &r,
-         "2010-07-10 21:43:30.035,2010-07-10 22:45:33.039,3723.004,172.16.16.128,172.16.16.150,53936,135,TCP,"
-         "...A..S.,2,3,180,1,4,5,64500,15169,127.0.0.1\n");
+         "2010-07-10 21:43:30,2010-07-10 22:45:33,3723.004,172.16.16.128,172.16.16.150,53936,135,TCP,"
+         "...A..S.,0,2,3,180,0,0,4,5,64500,15169,0,0,0,0,0.0.0.0,0.0.0.0,0,0,00:00:00:00:00:00,00:00:00:00:00:00,"
+         "00:00:00:00:00:00,00:00:00:00:00:00,0-0-0,0-0-0,0-0-0,0-0-0,0-0-0,0-0-0,0-0-0,0-0-0,0-0-0,0-0-0,"
+         "    0.000,    0.000,    0.000,127.0.0.1,0/0,0,1970-01-01 00:00:00.000\n");
+  fmt_eq("pipe", &r, "2|1278798210035|1278801933039|6|0|0|0|2886733952|53936|0|0|0|2886733974|135|64500|15169|4|5|18|2|3|180\n");
+  r.bytes = 123456789;
+  fmt_eq("fmt:%byt|%bps", &r, " 123.5 M|  265284\n");
+  r.bytes = 180;
   r.ipver = 6;
   static const uint8_t a6[16] = {0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
   memcpy(r.src, a6, 16);
   fmt_eq("fmt:%sa", &r, "     2001:db8::1\n");
+  static const uint8_t l6[16] = {0x20, 0x01, 0x06, 0x20, 0x10, 0, 0xca, 0xfe, 0x02, 0x0e, 0x35, 0xff, 0xfe, 0xc0, 0xfe, 0xd5};
+  memcpy(r.src, l6, 16);
+  fmt_eq("fmt:%sap", &r, "2001:62..c0:fed5.53936\n"); /* condensed, '.' before an IPv6 port, as nfdump */
+  fmt_eq("fmt:%sa", &r, "2001:62..c0:fed5\n");
+  memcpy(r.src, a6, 16);
   fmt_eq("ndjson", &r,
          "{\"type\":\"FLOW\",\"first\":\"2010-07-10T21:43:30.035\",\"last\":\"2010-07-10T22:45:33.039\","
          "\"first_ns\":1278798210035000000,\"last_ns\":1278801933039000000,\"ipver\":6,\"src_addr\":\"2001:db8::1\","
@@ -117,6 +135,19 @@ static void test_format(void **state) {
   assert_int_equal(ba_query_format_create("fmt:%sa %zz", 0, &f, err, sizeof(err)), BA_ERR_SYNTAX);
   assert_non_null(strstr(err, "%zz"));
   assert_int_equal(ba_query_format_create("xml", 0, &f, err, sizeof(err)), BA_ERR_SYNTAX);
+  assert_int_equal(ba_query_format_create("fmt:", 0, &f, err, sizeof(err)), BA_ERR_SYNTAX);
+  assert_int_equal(ba_query_format_create("fmt:%tsx", 0, &f, err, sizeof(err)), BA_ERR_SYNTAX);
+  assert_non_null(strstr(err, "%tsx"));
+  assert_int_equal(ba_query_format_create("fmt:%ja3", 0, &f, err, sizeof(err)), BA_ERR_SYNTAX);
+  assert_non_null(strstr(err, "no data"));
+  /* the header is built from nfdump's token headers */
+  assert_int_equal(ba_query_format_create("line", 0, &f, err, sizeof(err)), 0);
+  char hb[512];
+  size_t hl;
+  assert_int_equal(ba_query_format_header(f, hb, sizeof(hb), &hl), 0);
+  assert_string_equal(hb, "Date first seen             Duration     Proto      Src IP Addr:Port          Dst IP "
+                          "Addr:Port   Packets    Bytes Flows\n");
+  ba_query_format_free(f);
   /* truncation is reported with the needed length */
   assert_int_equal(ba_query_format_create("line", 0, &f, err, sizeof(err)), 0);
   char small[10];
@@ -141,13 +172,19 @@ static void test_agg(void **state) {
     recs[i].packets = 1 + ba_rng_below(&rng, 10);
     recs[i].bytes = 100 * recs[i].packets;
   }
-  uint32_t f;
-  assert_int_equal(ba_query_agg_parse("srcip,dstport", &f), 0);
-  assert_int_equal(f, BA_AGG_SRCIP | BA_AGG_DSTPORT);
-  assert_int_equal(ba_query_agg_parse("srcip,bogus", &f), BA_ERR_SYNTAX);
-  assert_int_equal(ba_query_agg_parse("ip,srcport", &f), BA_ERR_SYNTAX);
+  ba_query_agg_spec_t f;
+  char err[128];
+  assert_int_equal(ba_query_agg_parse("srcip,dstport", 0, &f, err, sizeof(err)), 0);
+  assert_int_equal(f.fields, BA_AGG_SRCIP | BA_AGG_DSTPORT);
+  assert_int_equal(ba_query_agg_parse("srcip,bogus", 0, &f, err, sizeof(err)), BA_ERR_SYNTAX);
+  assert_non_null(strstr(err, "bogus"));
+  assert_int_equal(ba_query_agg_parse("ip,srcport", 0, &f, err, sizeof(err)), BA_ERR_SYNTAX);
+  assert_int_equal(ba_query_agg_parse("srcip,dstip", 1, &f, err, sizeof(err)), BA_ERR_SYNTAX);
+  assert_int_equal(ba_query_agg_parse("srcip4/24", 1, &f, err, sizeof(err)), 0);
+  assert_int_equal(f.v4bits, 24);
   ba_query_agg_t *a;
-  assert_int_equal(ba_query_agg_create(BA_AGG_SRCIP | BA_AGG_DSTPORT, &a), 0);
+  assert_int_equal(ba_query_agg_parse("srcip,dstport", 0, &f, err, sizeof(err)), 0);
+  assert_int_equal(ba_query_agg_create(&f, &a), 0);
   assert_int_equal(ba_query_agg_add(a, recs, N / 2), 0);
   assert_int_equal(ba_query_agg_add(a, recs + N / 2, N - N / 2), 0);
   const ba_query_agg_row_t *rows;
@@ -172,7 +209,8 @@ static void test_agg(void **state) {
   assert_int_equal(tf, N);
   ba_query_agg_free(a);
   /* -s ip: every flow counted for both addresses */
-  assert_int_equal(ba_query_agg_create(BA_AGG_IP, &a), 0);
+  assert_int_equal(ba_query_agg_parse("ip", 1, &f, err, sizeof(err)), 0);
+  assert_int_equal(ba_query_agg_create(&f, &a), 0);
   assert_int_equal(ba_query_agg_add(a, recs, N), 0);
   assert_int_equal(ba_query_agg_result(a, BA_ORDER_FLOWS, &rows, &ng), 0);
   tf = 0;

@@ -1,0 +1,57 @@
+/* bitarc query's output side (cmd_query_out.c): the record sink (print,
+ * buffer for -O, aggregate, write pcap) and the tables and summary printed
+ * after the run, in nfdump's formats. */
+#ifndef BA_CLI_QUERY_OUT_H
+#define BA_CLI_QUERY_OUT_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "bitarc/query.h"
+
+#define QO_MAX_STATS 16
+#define BA_FORWARD_CLI(e)    \
+  do {                      \
+    int rc_ = (e);          \
+    if (rc_ < 0) return rc_; \
+  } while (0)
+
+typedef struct qstat {
+  ba_query_agg_spec_t spec;
+  ba_agg_order_t order;
+  ba_query_agg_t *agg;
+  const char *text;
+} qstat_t;
+
+typedef struct qout {
+  ba_query_format_t *fmt;
+  unsigned fmt_flags;
+  FILE *out;
+  int count_only, quiet, full_v6;
+  qstat_t stats[QO_MAX_STATS];
+  int nstats;
+  ba_query_agg_t *agg;     /* -A / -a / -b / -B */
+  int sort;                /* -O given */
+  ba_agg_order_t sort_order;
+  ba_record_t *held;       /* -O: records kept for sorting */
+  size_t nheld, held_cap;
+  uint64_t topn;           /* -n */
+  FILE *pcap;
+  const char *pcap_path;
+  int pcap_link;           /* -1 until the first frame */
+  uint64_t pcap_skipped;   /* frames of another link type, or flow records */
+  char *line;
+  size_t line_cap;
+  int io_error;
+} qout_t;
+
+int qo_sink(void *vctx, const ba_record_t *recs, size_t n);
+/* Prints one formatted record (grows the line buffer). */
+int qo_print(qout_t *o, const ba_record_t *r, uint64_t flows);
+void qo_pcap_finish(qout_t *o);
+/* After the run: -O output, -A groups, -s tables. */
+int qo_finish(qout_t *o, const ba_query_stats_t *qs);
+/* nfdump's summary (text or csv) unless quiet. */
+void qo_summary(const qout_t *o, const ba_query_stats_t *qs, double secs);
+
+#endif
