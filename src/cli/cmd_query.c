@@ -326,16 +326,18 @@ static int setup_groups(const qopts_t *op, qout_t *o) {
   for (int i = 0; i < op->nstat; i++) {
     char field[96];
     snprintf(field, sizeof(field), "%s", op->stat[i]);
-    /* the order follows the last '/' unless that is a prefix length (srcip4/24) */
-    char *slash = strrchr(field, '/');
+    /* orders follow the first '/' that is not a prefix length (srcip4/24):
+     * nfdump's srcip/bytes/packets, also srcip/bytes:packets */
+    char *slash = field;
+    while ((slash = strchr(slash, '/')) && slash[1] >= '0' && slash[1] <= '9') slash++;
     const char *ord = "flows";
-    if (slash && !(slash[1] >= '0' && slash[1] <= '9')) {
+    if (slash) {
       *slash = 0;
       ord = slash + 1;
     }
     char ords[96];
     snprintf(ords, sizeof(ords), "%s", ord);
-    for (char *tok = strtok(ords, ":"); tok; tok = strtok(NULL, ":")) {
+    for (char *tok = strtok(ords, ":/"); tok; tok = strtok(NULL, ":/")) {
       if (o->nstats == QO_MAX_STATS) break;
       qstat_t *st = &o->stats[o->nstats];
       if (ba_query_agg_parse(field, 1, &st->spec, err, sizeof(err)) < 0) {
