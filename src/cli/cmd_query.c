@@ -475,7 +475,7 @@ static int run_query(const qopts_t *op, ba_query_t *q, ba_store_t *st, qout_t *o
   if (o->pcap_skipped)
     ba_cli_err("query", "%" PRIu64 " matching records not written to %s (flow records or another link type)",
                o->pcap_skipped, o->pcap_path);
-  if (!op->quiet && !op->count_only && !o->pcap) qo_summary(o, &qs, secs);
+  if (!op->quiet && !op->count_only) qo_summary(o, &qs, secs);
   int ret = 0;
   if (qs.rows_damaged) {
     ba_cli_err("query", "%" PRIu64 " rows in damaged blocks were skipped: %s", qs.rows_damaged, ba_store_errmsg(st));

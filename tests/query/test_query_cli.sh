@@ -95,6 +95,12 @@ done
 # ---------- packets: -w pcap, tshark as the peer ----------
 "$MK" "$tmp/pk" 5000 packets 4 || fail "mkstore packets"
 "$B" query -r "$tmp/pk" -q -w "$tmp/all.pcap" any || fail "-w"
+# the summary of a packet store and of -w counts the packets' bytes and times
+out=$("$B" query -r "$tmp/pk" -w "$tmp/all2.pcap" --tz utc any)
+echo "$out" | grep -q "total bytes: [1-9]" || fail "-w summary bytes: $out"
+echo "$out" | grep -q "Time window: 2024-07-11" || fail "-w summary window: $out"
+out=$("$B" query -r "$tmp/pk" -c 3 --tz utc any | tail -3)
+echo "$out" | grep -q "total bytes: [1-9]" || fail "packet summary bytes: $out"
 if command -v tshark >/dev/null 2>&1; then
   total=$(tshark -r "$tmp/all.pcap" 2>/dev/null | wc -l)
   [ "$total" -eq 5000 ] || fail "pcap has $total frames"
