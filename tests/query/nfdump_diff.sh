@@ -70,7 +70,7 @@ done <<'F'
 any
 proto tcp
 proto udp
-icmp
+proto icmp
 ipv4
 not ipv6
 src ip 10.4.0.1
@@ -157,7 +157,7 @@ F
 
 # 2. output formats, byte for byte
 for o in line long extended biline bilong line6 long6 extended6 pipe csv \
-  'fmt:%ts %te %td %tds %pr %sa %da %sap %dap %sp %dp %it %ic %flg %pkt %byt %fl %tos %stos %dtos %in %out %sas %das %nas %pas %ra %bps %pps %bpp %ipkt %opkt %ibyt %obyt %sn %dn %nh %nhb %smk %dmk %svln %dvln %dir %eng %mpls1 %mpls2 %mpls9 %ismc %odmc %idmc %osmc %tsr %tr' \
+  'fmt:%ts %te %td %tds %pr %sa %da %sap %dap %sp %dp %it %ic %flg %pkt %byt %fl %tos %stos %dtos %in %out %sas %das %nas %pas %ra %bps %pps %bpp %ipkt %opkt %ibyt %obyt %sn %dn %nh %nhb %smk %dmk %svln %dvln %dir %eng %mpls1 %mpls2 %mpls9 %ismc %odmc %idmc %osmc %tsr' \
   'fmt:%sa|%da|%xsa|%xda|%xsp|%xdp|%xsap|%xdap|%evt|%xevt|%ivrf|%evrf|%odid'; do
   if [ "$o" = csv ]; then
     # exid (nfdump's exporter number) and tr (receive time) are not stored by bitarc
@@ -184,8 +184,8 @@ for ord in bytes packets tstart tend bps; do
   nfd -q -N -O $ord -o 'fmt:%byt %pkt' 'proto udp' | tr -s ' ' > "$tmp/n.txt"
   bq -q -N -O $ord -o 'fmt:%byt %pkt' 'proto udp' | tr -s ' ' > "$tmp/b.txt"
   if [ $ord = bytes ] || [ $ord = packets ]; then
-    a=$(awk -v c=$([ $ord = bytes ] && echo 2 || echo 3) '{print $c}' "$tmp/n.txt" | md5sum)
-    b=$(awk -v c=$([ $ord = bytes ] && echo 2 || echo 3) '{print $c}' "$tmp/b.txt" | md5sum)
+    a=$(awk -v c=$([ $ord = bytes ] && echo 1 || echo 2) '{print $c}' "$tmp/n.txt" | md5sum)
+    b=$(awk -v c=$([ $ord = bytes ] && echo 1 || echo 2) '{print $c}' "$tmp/b.txt" | md5sum)
     [ "$a" = "$b" ] || bad "-O $ord: the sequences differ"
   fi
   [ "$(sort "$tmp/n.txt" | md5sum)" = "$(sort "$tmp/b.txt" | md5sum)" ] || bad "-O $ord: the records differ"
@@ -265,8 +265,8 @@ if command -v softflowd >/dev/null && command -v softflowctl >/dev/null; then
     # ICMP: nfcapd drops softflowd's v9 ICMP type/code (prints 0.0), bitarc keeps
     # it; the port columns are compared for the other protocols only.
     while IFS= read -r flt; do
-      nfdump -R "$tmp/bnf" -q -N -o "$fmt" "($flt) and not icmp and not proto icmp6" | grep -v '^No matching' | sort > "$tmp/n.txt"
-      "$B" query -r "$tmp/bst" -q -N -o "$fmt" "($flt) and not icmp and not proto icmp6" | sort > "$tmp/b.txt"
+      nfdump -R "$tmp/bnf" -q -N -o "$fmt" "($flt) and not proto icmp and not proto icmp6" | grep -v '^No matching' | sort > "$tmp/n.txt"
+      "$B" query -r "$tmp/bst" -q -N -o "$fmt" "($flt) and not proto icmp and not proto icmp6" | sort > "$tmp/b.txt"
       cmp -s "$tmp/n.txt" "$tmp/b.txt" || { bad "B $(basename "$f") '$flt': nfdump $(wc -l < "$tmp/n.txt"), bitarc $(wc -l < "$tmp/b.txt")"; diff "$tmp/n.txt" "$tmp/b.txt" | head -3; }
     done <<'F'
 any
@@ -289,8 +289,8 @@ F
     n6=$(nfdump -R "$tmp/bnf" -q -o 'fmt:%sa %da' ipv6 | grep -v '^No matching' | tr -s ' ' | awk '$1 == "::" || $2 == "::"' | wc -l)
     [ "$("$B" query -r "$tmp/bst" --count 'ip ::')" = "$n6" ] || bad "B ip ::"
     f2='fmt:%sa %da %pr %pkt %byt %tos'
-    a=$(nfdump -R "$tmp/bnf" -q -N -o "$f2" 'icmp or proto icmp6' | grep -v '^No matching' | sort | md5sum)
-    b=$("$B" query -r "$tmp/bst" -q -N -o "$f2" 'icmp or proto icmp6' | sort | md5sum)
+    a=$(nfdump -R "$tmp/bnf" -q -N -o "$f2" 'proto icmp or proto icmp6' | grep -v '^No matching' | sort | md5sum)
+    b=$("$B" query -r "$tmp/bst" -q -N -o "$f2" 'proto icmp or proto icmp6' | sort | md5sum)
     [ "$a" = "$b" ] || bad "B $(basename "$f") ICMP flows"
   done
 else
