@@ -223,6 +223,13 @@ done
 nfd -q -n 5 -N -s dstport/bytes any | awk 'NF>8 {print $5, $6, $7, $8}' > "$tmp/n.txt"
 bq -q -n 5 -N -s dstport/bytes any | awk 'NF>8 {print $5, $6, $7, $8}' > "$tmp/b.txt"
 cmp -s "$tmp/n.txt" "$tmp/b.txt" || { bad "-s dstport/bytes text table"; diff "$tmp/n.txt" "$tmp/b.txt" | head -4; }
+# the text tables byte for byte for the rate orders, and -s record as flow lines
+# (a top-N cut inside a tie may keep different groups: orders with few ties only)
+for st in srcip/pps dstip/bps proto/packets; do
+  nfd -q -n 5 -N -s "$st" 'proto udp' > "$tmp/n.txt"; bq -q -n 5 -N -s "$st" 'proto udp' > "$tmp/b.txt"
+  cmp -s "$tmp/n.txt" "$tmp/b.txt" || { bad "-s $st table"; diff "$tmp/n.txt" "$tmp/b.txt" | head -4; }
+done
+same "-s record/bytes" -q -N -n 5 -o line -s record/bytes 'proto udp'
 # two -s give two tables
 a=$(bq -q -n 3 -s srcip -s dstport any | grep -c '[0-9]')
 b=$(nfd -q -n 3 -s srcip -s dstport any | grep -c '[0-9]')
