@@ -68,7 +68,7 @@ typedef struct {
   uint8_t *frames, *raw, *out;
   size_t n, nf, fcap, rawcap, outcap;
   void *wrk;
-  uint64_t bytes[2][BA_NCOLS];
+  uint64_t bytes[2][BA_NCOLS2];
   uint64_t enc_ns[2], dec_ns[2]; /* encode + LZO, LZO + decode, all columns */
   ba_record_t *dec;
   ba_col_scratch_t *cs;
@@ -86,7 +86,7 @@ static void grow_buf(uint8_t **p, size_t *cap, size_t need) {
 static void colacc_flush(colacc *a) {
   if (!a->n) return;
   for (int major = 1; major <= 2; major++)
-    for (int c = 0; c < BA_NCOLS; c++) {
+    for (int c = 0; c < BA_NCOLS2; c++) {
       uint64_t t0 = ba_now_ns();
       size_t raw = ba_col_raw_max(major, c, a->n, a->nf);
       grow_buf(&a->raw, &a->rawcap, raw + 1);
@@ -105,7 +105,7 @@ static void colacc_flush(colacc *a) {
       uint64_t t2 = ba_now_ns();
       a->enc_ns[major - 1] += t1 - t0;
       a->dec_ns[major - 1] += t2 - t1;
-      if (c == BA_NCOLS - 1)
+      if (c == BA_NCOLS2 - 1)
         for (size_t i = 0; i < a->n; i++)
           if (a->dec[i].first_ns != a->recs[i].first_ns || a->dec[i].last_ns != a->recs[i].last_ns ||
               a->dec[i].bytes != a->recs[i].bytes || a->dec[i].dst_port != a->recs[i].dst_port)
@@ -128,7 +128,7 @@ static int colacc_sink(void *ctx, const ba_record_t *r, size_t n) {
   return 0;
 }
 
-static const char *const g_col_names[BA_NCOLS] = {
+static const char *const g_col_names[BA_NCOLS2] = {
     "first", "last", "src", "dst", "ports", "proto", "flags", "tos", "as",
     "if", "packets", "bytes", "exporter", "vlan", "icmp", "frame", "meta"};
 
@@ -170,7 +170,7 @@ void olsh_bench_columns(const recset *s, const ba_olsh_opts_t *opts) {
   printf("%-9s %11s %11s %11s %11s %11s %11s\n", "column", "1.0 arrival", "1.0 oLSH", "1.0 sorted",
          "2.0 arrival", "2.0 oLSH", "2.0 sorted");
   uint64_t tot[2][3] = {{0}};
-  for (int c = 0; c < BA_NCOLS; c++) {
+  for (int c = 0; c < BA_NCOLS2; c++) {
     printf("%-9s", g_col_names[c]);
     for (int v = 0; v < 2; v++)
       for (int mode = 0; mode < 3; mode++) {
