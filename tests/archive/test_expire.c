@@ -35,9 +35,9 @@ static void on_item(void *ctx, const ba_expire_item_t *it) {
 }
 
 static uint64_t file_size(const char *dir, const char *name) {
-  char p[600];
+  char p[4096];
   struct stat st;
-  snprintf(p, sizeof p, "%s/%s", dir, name);
+  if (snprintf(p, sizeof p, "%.2000s/%.2000s", dir, name) >= (int)sizeof p) return UINT64_MAX;
   return stat(p, &st) == 0 ? (uint64_t)st.st_size : UINT64_MAX;
 }
 
