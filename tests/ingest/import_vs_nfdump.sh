@@ -143,14 +143,18 @@ mkdir -p "$TMP/tree/a/b"
 cp "$TMP"/files/nfcapd_z_1 "$TMP/tree/a/nfcapd.1"
 cp "$TMP"/files/v1_lzo "$TMP/tree/a/b/nfcapd.2"
 echo "not a flow file" > "$TMP/tree/a/README"
-want=$(( $(nfdump -R "$TMP/tree" -q -o csv 2>/dev/null | grep -c ',') ))
+# (nfdump -R itself stops at the README: "Short read", so count file by file)
+want=0
+for f in "$TMP/tree/a/nfcapd.1" "$TMP/tree/a/b/nfcapd.2"; do
+  want=$((want + $(nfdump -r "$f" -q -o csv 2>/dev/null | grep -c ',' || true)))
+done
 "$BITARC" import --store "$TMP/st.tree" --report json "$TMP/tree" > "$TMP/tree.json"
 python3 - "$TMP/tree.json" "$want" <<'PY' || fail=1
 import json, sys
 r = json.load(open(sys.argv[1])); t = r["totals"]
 if t["files"] != 2 or t["skipped_files"] != 1 or t["records"] != int(sys.argv[2]) or t["stored"] != t["records"]:
-    print("FAIL: directory import: %s (nfdump -R: %s flows)" % (t, sys.argv[2])); sys.exit(1)
-print("ok: directory tree: 2 nfdump files (%d flows, as nfdump -R), 1 other file skipped" % t["records"])
+    print("FAIL: directory import: %s (nfdump: %s flows)" % (t, sys.argv[2])); sys.exit(1)
+print("ok: directory tree: 2 nfdump files (%d flows, as nfdump -r of each), 1 other file skipped" % t["records"])
 PY
 # a damaged file: cut inside its second block
 f="$TMP/files/v1_none"
