@@ -86,6 +86,10 @@ int ba_col_encode(int major, int col, const ba_record_t *r, size_t n, const uint
 int ba_col_decode(int major, int col, const uint8_t *raw, size_t raw_len, size_t n, ba_record_t *recs);
 /* Column-id bit mask of the columns that column `col` needs decoded first. */
 uint32_t ba_col_deps(int major, int col);
+/* Checks decoded records: caplen of each within BA_MAX_CAPLEN and their sum
+ * exactly frame_bytes (FRAME); kind a flow or a packet (META). */
+int ba_col_frames_fit(const ba_record_t *r, size_t n, size_t frame_bytes);
+int ba_col_meta_ok(const ba_record_t *r, size_t n);
 /* Zeroes the fields of column `col` in recs[0..n). */
 void ba_col_clear(int col, ba_record_t *recs, size_t n);
 /* 3.0 only: decodes rows rows[0..k) (ascending, < n) of a block into

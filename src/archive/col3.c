@@ -197,7 +197,7 @@ static int frame_offsets(ba_if_reader_t *caplen, size_t n, size_t frame_bytes, u
   return BA_OK;
 }
 
-int ba_col3_decode(int col, const uint8_t *raw, size_t raw_len, size_t n, ba_record_t *r) {
+int ba_col3_decode(int col, const uint8_t *raw, size_t raw_len, size_t n, ba_record_t *r, size_t *fields) {
   BA_RETURN_IF(col < 0 || col >= BA_NCOLS3, BA_ERR_INVALID);
   size_t nf = nfields(col), off = 0;
   uint64_t *v = ba_malloc((n ? n : 1) * sizeof *v);
@@ -213,24 +213,9 @@ int ba_col3_decode(int col, const uint8_t *raw, size_t raw_len, size_t n, ba_rec
   }
   ba_free(v);
   BA_FORWARD(rc);
-  if (col == BA_COLID_FRAME) {
-    uint64_t sum = 0;
-    for (size_t i = 0; i < n; i++) {
-      BA_RETURN_IF(r[i].caplen > BA_MAX_CAPLEN, BA_ERR_CORRUPT);
-      sum += r[i].caplen;
-    }
-    BA_RETURN_IF(sum != raw_len - off, BA_ERR_CORRUPT);
-    const uint8_t *fp = raw + off;
-    for (size_t i = 0; i < n; i++) {
-      r[i].frame = r[i].caplen ? fp : NULL;
-      fp += r[i].caplen;
-    }
-  } else {
-    BA_RETURN_IF(off != raw_len, BA_ERR_CORRUPT);
-  }
-  if (col == BA_COLID_META)
-    for (size_t i = 0; i < n; i++)
-      BA_RETURN_IF(r[i].kind != BA_REC_FLOW && r[i].kind != BA_REC_PACKET, BA_ERR_CORRUPT);
+  if (col == BA_COLID_FRAME) BA_FORWARD(ba_col_frames_fit(r, n, raw_len - off));
+  else BA_RETURN_IF(off != raw_len, BA_ERR_CORRUPT);
+  *fields = off;
   return BA_OK;
 }
 
@@ -247,9 +232,7 @@ int ba_col3_decode_rows(int col, const uint8_t *raw, size_t raw_len, size_t n, c
       BA_FORWARD(ba_if_get(&rd[f], rows[j], &v));
       f3_set(&out[j], &g_f3[col][f], v);
     }
-  if (col == BA_COLID_META)
-    for (size_t j = 0; j < k; j++)
-      BA_RETURN_IF(out[j].kind != BA_REC_FLOW && out[j].kind != BA_REC_PACKET, BA_ERR_CORRUPT);
+  if (col == BA_COLID_META) BA_FORWARD(ba_col_meta_ok(out, k));
   if (col == BA_COLID_FRAME) {
     uint64_t *start = ba_malloc((n ? n : 1) * sizeof *start);
     BA_RETURN_IF(!start, BA_ERR_NOMEM);
