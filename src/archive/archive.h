@@ -174,6 +174,15 @@ int ba_seg_name(uint64_t start_ns, unsigned seq, char *out, size_t cap);
  * exclusive, not waiting: BA_ERR_BUSY while a writer runs). */
 int ba_store_lock(const char *dir, int *dirfd, int *lockfd, char *errbuf, size_t errcap);
 
+/* Calls fn for each segment of the store (the caller holds its lock; dirfd is
+ * the store directory). fn returns BA_OK (counted in *nsegs), a positive value
+ * (skipped) or an error (its text in err); a segment that cannot be opened is
+ * an error. Returns the first error, its text in errbuf; the others go on. */
+typedef int (*ba_seg_each_fn)(void *ctx, int dirfd, ba_segment_t *seg, const char *name, char *err,
+                              size_t errcap);
+int ba_store_each_segment(const char *dir, int dirfd, ba_seg_each_fn fn, void *ctx, size_t *nsegs, char *errbuf,
+                          size_t errcap);
+
 /* Recovers every journal in the store (dirfd); adds recovered rows. */
 int ba_store_recover(int dirfd, const ba_store_opts_t *defaults, uint64_t *recovered,
                      char *errmsg, size_t errcap);
