@@ -197,9 +197,24 @@ static int frame_offsets(ba_if_reader_t *caplen, size_t n, size_t frame_bytes, u
   return BA_OK;
 }
 
+/* An absent column: every field's stored value is 0 (LAST: no duration, so
+ * last_ns = first_ns; FRAME: no frame). */
+static void set_absent(int col, ba_record_t *r, size_t n) {
+  size_t nf = nfields(col);
+  for (size_t k = 0; k < nf; k++)
+    for (size_t i = 0; i < n; i++) f3_set(&r[i], &g_f3[col][k], 0);
+  if (col == BA_COLID_FRAME)
+    for (size_t i = 0; i < n; i++) r[i].frame = NULL;
+}
+
 int ba_col3_decode(int col, const uint8_t *raw, size_t raw_len, size_t n, ba_record_t *r, size_t *fields) {
   BA_RETURN_IF(col < 0 || col >= BA_NCOLS3, BA_ERR_INVALID);
   size_t nf = nfields(col), off = 0;
+  if (raw_len == 0 && col != BA_COLID_META) {
+    set_absent(col, r, n);
+    *fields = 0;
+    return BA_OK;
+  }
   uint64_t *v = ba_malloc((n ? n : 1) * sizeof *v);
   BA_RETURN_IF(!v, BA_ERR_NOMEM);
   int rc = BA_OK;
@@ -222,10 +237,14 @@ int ba_col3_decode(int col, const uint8_t *raw, size_t raw_len, size_t n, ba_rec
 int ba_col3_decode_rows(int col, const uint8_t *raw, size_t raw_len, size_t n, const uint32_t *rows,
                         size_t k, ba_record_t *out) {
   BA_RETURN_IF(col < 0 || col >= BA_NCOLS3, BA_ERR_INVALID);
+  for (size_t j = 0; j < k; j++) BA_RETURN_IF(rows[j] >= n || (j && rows[j] <= rows[j - 1]), BA_ERR_INVALID);
+  if (raw_len == 0 && col != BA_COLID_META) {
+    set_absent(col, out, k);
+    return BA_OK;
+  }
   ba_if_reader_t rd[BA_COL3_MAXF];
   size_t nf = nfields(col), fields = 0;
   BA_FORWARD(open_fields(col, raw, raw_len, n, rd, &fields));
-  for (size_t j = 0; j < k; j++) BA_RETURN_IF(rows[j] >= n || (j && rows[j] <= rows[j - 1]), BA_ERR_INVALID);
   for (size_t f = 0; f < nf; f++)
     for (size_t j = 0; j < k; j++) {
       uint64_t v;

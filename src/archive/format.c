@@ -558,7 +558,7 @@ int ba_col_decode(int major, int col, const uint8_t *raw, size_t raw_len, size_t
                           : decode_v1(col, raw, raw_len, n, r, &fields));
   if (col == BA_COLID_META) BA_FORWARD(ba_col_meta_ok(r, n));
   if (col == BA_COLID_FRAME) {
-    const uint8_t *fp = raw + fields;
+    const uint8_t *fp = raw ? raw + fields : NULL; /* NULL: an absent 3.0 column */
     for (size_t i = 0; i < n; i++) {
       r[i].frame = r[i].caplen ? fp : NULL;
       fp += r[i].caplen;
