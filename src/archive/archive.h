@@ -86,6 +86,10 @@ int ba_col_encode(int major, int col, const ba_record_t *r, size_t n, const uint
 int ba_col_decode(int major, int col, const uint8_t *raw, size_t raw_len, size_t n, ba_record_t *recs);
 /* Column-id bit mask of the columns that column `col` needs decoded first. */
 uint32_t ba_col_deps(int major, int col);
+/* Checks decoded records: caplen of each within BA_MAX_CAPLEN and their sum
+ * exactly frame_bytes (FRAME); kind a flow or a packet (META). */
+int ba_col_frames_fit(const ba_record_t *r, size_t n, size_t frame_bytes);
+int ba_col_meta_ok(const ba_record_t *r, size_t n);
 /* Zeroes the fields of column `col` in recs[0..n). */
 void ba_col_clear(int col, ba_record_t *recs, size_t n);
 /* 3.0 only: decodes rows rows[0..k) (ascending, < n) of a block into
@@ -169,6 +173,15 @@ int ba_seg_name(uint64_t start_ns, unsigned seq, char *out, size_t cap);
 /* Opens the store directory and takes its writer lock (DIR/.lock, flock
  * exclusive, not waiting: BA_ERR_BUSY while a writer runs). */
 int ba_store_lock(const char *dir, int *dirfd, int *lockfd, char *errbuf, size_t errcap);
+
+/* Calls fn for each segment of the store (the caller holds its lock; dirfd is
+ * the store directory). fn returns BA_OK (counted in *nsegs), a positive value
+ * (skipped) or an error (its text in err); a segment that cannot be opened is
+ * an error. Returns the first error, its text in errbuf; the others go on. */
+typedef int (*ba_seg_each_fn)(void *ctx, int dirfd, ba_segment_t *seg, const char *name, char *err,
+                              size_t errcap);
+int ba_store_each_segment(const char *dir, int dirfd, ba_seg_each_fn fn, void *ctx, size_t *nsegs, char *errbuf,
+                          size_t errcap);
 
 /* Recovers every journal in the store (dirfd); adds recovered rows. */
 int ba_store_recover(int dirfd, const ba_store_opts_t *defaults, uint64_t *recovered,

@@ -197,9 +197,24 @@ static int frame_offsets(ba_if_reader_t *caplen, size_t n, size_t frame_bytes, u
   return BA_OK;
 }
 
-int ba_col3_decode(int col, const uint8_t *raw, size_t raw_len, size_t n, ba_record_t *r) {
+/* An absent column: every field's stored value is 0 (LAST: no duration, so
+ * last_ns = first_ns; FRAME: no frame). */
+static void set_absent(int col, ba_record_t *r, size_t n) {
+  size_t nf = nfields(col);
+  for (size_t k = 0; k < nf; k++)
+    for (size_t i = 0; i < n; i++) f3_set(&r[i], &g_f3[col][k], 0);
+  if (col == BA_COLID_FRAME)
+    for (size_t i = 0; i < n; i++) r[i].frame = NULL;
+}
+
+int ba_col3_decode(int col, const uint8_t *raw, size_t raw_len, size_t n, ba_record_t *r, size_t *fields) {
   BA_RETURN_IF(col < 0 || col >= BA_NCOLS3, BA_ERR_INVALID);
   size_t nf = nfields(col), off = 0;
+  if (raw_len == 0 && col != BA_COLID_META) {
+    set_absent(col, r, n);
+    *fields = 0;
+    return BA_OK;
+  }
   uint64_t *v = ba_malloc((n ? n : 1) * sizeof *v);
   BA_RETURN_IF(!v, BA_ERR_NOMEM);
   int rc = BA_OK;
@@ -213,43 +228,30 @@ int ba_col3_decode(int col, const uint8_t *raw, size_t raw_len, size_t n, ba_rec
   }
   ba_free(v);
   BA_FORWARD(rc);
-  if (col == BA_COLID_FRAME) {
-    uint64_t sum = 0;
-    for (size_t i = 0; i < n; i++) {
-      BA_RETURN_IF(r[i].caplen > BA_MAX_CAPLEN, BA_ERR_CORRUPT);
-      sum += r[i].caplen;
-    }
-    BA_RETURN_IF(sum != raw_len - off, BA_ERR_CORRUPT);
-    const uint8_t *fp = raw + off;
-    for (size_t i = 0; i < n; i++) {
-      r[i].frame = r[i].caplen ? fp : NULL;
-      fp += r[i].caplen;
-    }
-  } else {
-    BA_RETURN_IF(off != raw_len, BA_ERR_CORRUPT);
-  }
-  if (col == BA_COLID_META)
-    for (size_t i = 0; i < n; i++)
-      BA_RETURN_IF(r[i].kind != BA_REC_FLOW && r[i].kind != BA_REC_PACKET, BA_ERR_CORRUPT);
+  if (col == BA_COLID_FRAME) BA_FORWARD(ba_col_frames_fit(r, n, raw_len - off));
+  else BA_RETURN_IF(off != raw_len, BA_ERR_CORRUPT);
+  *fields = off;
   return BA_OK;
 }
 
 int ba_col3_decode_rows(int col, const uint8_t *raw, size_t raw_len, size_t n, const uint32_t *rows,
                         size_t k, ba_record_t *out) {
   BA_RETURN_IF(col < 0 || col >= BA_NCOLS3, BA_ERR_INVALID);
+  for (size_t j = 0; j < k; j++) BA_RETURN_IF(rows[j] >= n || (j && rows[j] <= rows[j - 1]), BA_ERR_INVALID);
+  if (raw_len == 0 && col != BA_COLID_META) {
+    set_absent(col, out, k);
+    return BA_OK;
+  }
   ba_if_reader_t rd[BA_COL3_MAXF];
   size_t nf = nfields(col), fields = 0;
   BA_FORWARD(open_fields(col, raw, raw_len, n, rd, &fields));
-  for (size_t j = 0; j < k; j++) BA_RETURN_IF(rows[j] >= n || (j && rows[j] <= rows[j - 1]), BA_ERR_INVALID);
   for (size_t f = 0; f < nf; f++)
     for (size_t j = 0; j < k; j++) {
       uint64_t v;
       BA_FORWARD(ba_if_get(&rd[f], rows[j], &v));
       f3_set(&out[j], &g_f3[col][f], v);
     }
-  if (col == BA_COLID_META)
-    for (size_t j = 0; j < k; j++)
-      BA_RETURN_IF(out[j].kind != BA_REC_FLOW && out[j].kind != BA_REC_PACKET, BA_ERR_CORRUPT);
+  if (col == BA_COLID_META) BA_FORWARD(ba_col_meta_ok(out, k));
   if (col == BA_COLID_FRAME) {
     uint64_t *start = ba_malloc((n ? n : 1) * sizeof *start);
     BA_RETURN_IF(!start, BA_ERR_NOMEM);

@@ -17,7 +17,11 @@ size_t ba_col3_raw_max(int col, size_t n, size_t frame_bytes);
  * never for META). */
 int ba_col3_encode(int col, const ba_record_t *r, size_t n, const uint8_t *frames, size_t frame_bytes,
                    uint8_t *out, size_t *len, ba_col_scratch_t *x);
-int ba_col3_decode(int col, const uint8_t *raw, size_t raw_len, size_t n, ba_record_t *r);
+/* The fields of a whole block (ba_col_decode checks META and attaches frames
+ * after it); *fields gets their bytes (FRAME: the frames follow them).
+ * raw_len 0 (not META) is an absent column: every stored value 0, so LAST
+ * gives last_ns = first_ns (decode FIRST first). Same in decode_rows. */
+int ba_col3_decode(int col, const uint8_t *raw, size_t raw_len, size_t n, ba_record_t *r, size_t *fields);
 /* Decodes rows rows[0..k) (ascending, < n) of a block of n rows into
  * out[0..k). LAST needs FIRST decoded into out first. Checks every field
  * header and the payload length, and each value it reads. */

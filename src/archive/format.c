@@ -529,31 +529,36 @@ static int decode_v2(int col, const uint8_t *raw, size_t raw_len, size_t n, ba_r
   }
   ba_free(v);
   BA_FORWARD(rc);
-  if (col == BA_COLID_FRAME) {
-    uint64_t sum = 0;
-    for (size_t i = 0; i < n; i++) {
-      BA_RETURN_IF(r[i].caplen > BA_MAX_CAPLEN, BA_ERR_CORRUPT);
-      sum += r[i].caplen;
-    }
-    BA_RETURN_IF(sum != raw_len - off, BA_ERR_CORRUPT);
-  } else {
-    BA_RETURN_IF(off != raw_len, BA_ERR_CORRUPT);
-  }
+  if (col == BA_COLID_FRAME) BA_FORWARD(ba_col_frames_fit(r, n, raw_len - off));
+  else BA_RETURN_IF(off != raw_len, BA_ERR_CORRUPT);
   *fields = off;
+  return BA_OK;
+}
+
+int ba_col_frames_fit(const ba_record_t *r, size_t n, size_t frame_bytes) {
+  uint64_t sum = 0;
+  for (size_t i = 0; i < n; i++) {
+    BA_RETURN_IF(r[i].caplen > BA_MAX_CAPLEN, BA_ERR_CORRUPT);
+    sum += r[i].caplen;
+  }
+  BA_RETURN_IF(sum != frame_bytes, BA_ERR_CORRUPT);
+  return BA_OK;
+}
+
+int ba_col_meta_ok(const ba_record_t *r, size_t n) {
+  for (size_t i = 0; i < n; i++) BA_RETURN_IF(r[i].kind != BA_REC_FLOW && r[i].kind != BA_REC_PACKET, BA_ERR_CORRUPT);
   return BA_OK;
 }
 
 int ba_col_decode(int major, int col, const uint8_t *raw, size_t raw_len, size_t n, ba_record_t *r) {
   BA_RETURN_IF(col < 0 || col >= (int)ba_seg_ncols(major) || !major_ok(major), BA_ERR_INVALID);
-  if (major >= 3) return ba_col3_decode(col, raw, raw_len, n, r);
   size_t fields = 0;
-  BA_FORWARD(major >= 2 ? decode_v2(col, raw, raw_len, n, r, &fields)
-                        : decode_v1(col, raw, raw_len, n, r, &fields));
-  if (col == BA_COLID_META)
-    for (size_t i = 0; i < n; i++)
-      BA_RETURN_IF(r[i].kind != BA_REC_FLOW && r[i].kind != BA_REC_PACKET, BA_ERR_CORRUPT);
+  BA_FORWARD(major >= 3   ? ba_col3_decode(col, raw, raw_len, n, r, &fields)
+             : major >= 2 ? decode_v2(col, raw, raw_len, n, r, &fields)
+                          : decode_v1(col, raw, raw_len, n, r, &fields));
+  if (col == BA_COLID_META) BA_FORWARD(ba_col_meta_ok(r, n));
   if (col == BA_COLID_FRAME) {
-    const uint8_t *fp = raw + fields;
+    const uint8_t *fp = raw ? raw + fields : NULL; /* NULL: an absent 3.0 column */
     for (size_t i = 0; i < n; i++) {
       r[i].frame = r[i].caplen ? fp : NULL;
       fp += r[i].caplen;

@@ -606,10 +606,7 @@ static int decode_group(ba_segment_t *g, uint32_t gi, uint32_t need, uint32_t ma
     if (!(need & (1u << c))) continue;
     int rc = load_col(g, gi, (int)c);
     if (rc == BA_OK) {
-      if (g->cache[c].len == 0 && ge->col_off[c] == 0)
-        ba_col_clear((int)c, g->recs, ge->rows);
-      else
-        rc = ba_col_decode(g->h.major, (int)c, g->cache[c].raw, g->cache[c].len, ge->rows, g->recs);
+      rc = ba_col_decode(g->h.major, (int)c, g->cache[c].raw, g->cache[c].len, ge->rows, g->recs);
     }
     if (rc < 0) return col_damaged(g, gi, (int)c, rc);
   }
@@ -663,7 +660,7 @@ static int pick_rows(ba_segment_t *g, uint32_t gi, const uint64_t *rows, size_t 
     memset(batch, 0, k * sizeof *batch);
     for (size_t j = 0; j < k; j++) idx[j] = (uint32_t)(rows[i + j] - base);
     for (unsigned c = 0; c < g->ncols; c++) {
-      if (!(need & (1u << c)) || g->cache[c].len == 0) continue;
+      if (!(need & (1u << c))) continue; /* len 0: an absent column (ba_col3_decode_rows) */
       int rc = ba_col_decode_rows(g->h.major, (int)c, g->cache[c].raw, g->cache[c].len, ge->rows, idx, k,
                                   batch);
       if (rc < 0) {

@@ -38,7 +38,10 @@ static int check_group(int fd, uint64_t fsize, uint64_t off, uint32_t gi, rec_st
   memset(st->recs, 0, (size_t)rows * sizeof *st->recs);
   for (int c = 0; c < (int)nc; c++) {
     BA_RETURN_IF(rel > UINT32_MAX, BA_ERR_CORRUPT);
-    if (lens[c] == 0) continue; /* absent 3.0 column: zeros (ba_group_check) */
+    if (lens[c] == 0) { /* absent 3.0 column (ba_group_check): stored values 0 */
+      BA_FORWARD(ba_col_decode(st->h.major, c, NULL, 0, rows, st->recs));
+      continue;
+    }
     e->col_off[c] = (uint32_t)rel;
     BA_FORWARD(ba_blk_read(fd, off + rel, fsize, &h, &st->buf, &st->cap));
     BA_RETURN_IF(h.type != BA_BLK_COLUMN || h.col != c || h.group != gi || h.rows != rows ||

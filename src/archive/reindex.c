@@ -161,6 +161,42 @@ int ba_store_lock(const char *dir, int *dirfd_out, int *lockfd_out, char *errbuf
   return BA_OK;
 }
 
+int ba_store_each_segment(const char *dir, int dirfd, ba_seg_each_fn fn, void *ctx, size_t *nsegs, char *errbuf,
+                          size_t errcap) {
+  ba_store_t *s = NULL;
+  int first = ba_store_open(dir, &s);
+  if (first < 0) snprintf(errbuf, errcap, "%s: %s", dir, ba_strerror(first));
+  for (size_t i = 0; s && i < ba_store_segment_count(s); i++) {
+    ba_segment_t *seg;
+    char err[512] = "";
+    int r = ba_store_segment(s, i, &seg);
+    if (r < 0) {
+      snprintf(err, sizeof err, "%s", ba_store_errmsg(s));
+    } else {
+      r = fn(ctx, dirfd, seg, ba_store_segment_name(s, i), err, sizeof err);
+      ba_segment_release(seg);
+      if (r == BA_OK && nsegs) (*nsegs)++;
+    }
+    if (r < 0 && first == BA_OK) {
+      first = r;
+      snprintf(errbuf, errcap, "%s", err);
+    }
+  }
+  ba_store_close(s);
+  return first;
+}
+
+typedef struct reindex_ctx {
+  ba_codec_t codec;
+  const char *device;
+  int threads;
+} reindex_ctx_t;
+
+static int reindex_seg(void *ctx, int dirfd, ba_segment_t *seg, const char *name, char *err, size_t errcap) {
+  const reindex_ctx_t *x = ctx;
+  return reindex_one(dirfd, seg, name, x->codec, x->device, x->threads, err, errcap);
+}
+
 int ba_store_reindex(const char *dir, ba_codec_t codec, const char *device, int threads,
                      size_t *nsegs, char *errbuf, size_t errcap) {
   char dummy[8];
@@ -184,25 +220,8 @@ int ba_store_reindex(const char *dir, ba_codec_t codec, const char *device, int 
   }
   int dirfd, lockfd;
   BA_FORWARD(ba_store_lock(dir, &dirfd, &lockfd, errbuf, errcap));
-  ba_store_t *s = NULL;
-  rc = ba_store_open(dir, &s);
-  int first = rc;
-  for (size_t i = 0; s && i < ba_store_segment_count(s); i++) {
-    ba_segment_t *seg;
-    int r = ba_store_segment(s, i, &seg);
-    char err[512] = "";
-    if (r < 0) {
-      snprintf(err, sizeof err, "%s", ba_store_errmsg(s));
-    } else {
-      r = reindex_one(dirfd, seg, ba_store_segment_name(s, i), codec, device, threads, err, sizeof err);
-      if (r == BA_OK && nsegs) (*nsegs)++;
-    }
-    if (r < 0 && first == BA_OK) {
-      first = r;
-      snprintf(errbuf, errcap, "%s", err);
-    }
-  }
-  ba_store_close(s);
+  reindex_ctx_t rx = {codec, device, threads};
+  int first = ba_store_each_segment(dir, dirfd, reindex_seg, &rx, nsegs, errbuf, errcap);
   close(lockfd);
   close(dirfd);
   return first;

@@ -108,6 +108,20 @@ static int upgrade_one(const char *dir, int dirfd, ba_segment_t *seg, const char
   return rc;
 }
 
+typedef struct upgrade_ctx {
+  const char *dir;
+  int threads;
+} upgrade_ctx_t;
+
+/* 3.0 segments are left alone (1: skipped, not counted). */
+static int upgrade_seg(void *ctx, int dirfd, ba_segment_t *seg, const char *name, char *err, size_t errcap) {
+  const upgrade_ctx_t *x = ctx;
+  ba_segment_info_t in;
+  BA_FORWARD(ba_segment_info(seg, &in));
+  if (in.version_major >= BA_SEG_MAJOR) return 1;
+  return upgrade_one(x->dir, dirfd, seg, name, x->threads, err, errcap);
+}
+
 int ba_store_upgrade(const char *dir, int threads, size_t *nsegs, char *errbuf, size_t errcap) {
   char dummy[8];
   if (!errbuf || errcap == 0) {
@@ -119,27 +133,8 @@ int ba_store_upgrade(const char *dir, int threads, size_t *nsegs, char *errbuf, 
   BA_RETURN_IF(!dir, BA_ERR_INVALID);
   int dirfd, lockfd;
   BA_FORWARD(ba_store_lock(dir, &dirfd, &lockfd, errbuf, errcap));
-  ba_store_t *s = NULL;
-  int first = ba_store_open(dir, &s);
-  if (first < 0) snprintf(errbuf, errcap, "%s: %s", dir, ba_strerror(first));
-  for (size_t i = 0; s && i < ba_store_segment_count(s); i++) {
-    ba_segment_t *seg;
-    ba_segment_info_t in;
-    char err[512] = "";
-    int r = ba_store_segment(s, i, &seg);
-    if (r < 0) {
-      snprintf(err, sizeof err, "%s", ba_store_errmsg(s));
-    } else if (ba_segment_info(seg, &in) == BA_OK && in.version_major < BA_SEG_MAJOR) {
-      r = upgrade_one(dir, dirfd, seg, ba_store_segment_name(s, i), threads, err, sizeof err);
-      ba_segment_release(seg);
-      if (r == BA_OK && nsegs) (*nsegs)++;
-    }
-    if (r < 0 && first == BA_OK) {
-      first = r;
-      snprintf(errbuf, errcap, "%s", err);
-    }
-  }
-  ba_store_close(s);
+  upgrade_ctx_t ux = {dir, threads};
+  int first = ba_store_each_segment(dir, dirfd, upgrade_seg, &ux, nsegs, errbuf, errcap);
   scratch_clear(dirfd);
   unlinkat(dirfd, SCRATCH, AT_REMOVEDIR);
   close(lockfd);

@@ -181,4 +181,27 @@ static inline uint32_t ref_attr(ba_attr_t a, const ba_record_t *r, uint64_t star
   }
 }
 
+/* The reference column of attribute a over a whole segment's records: as
+ * ref_attr, with ports held by fewer than n >> 10 rows (when that is at
+ * least 2) folded into their bin (doc/format.md §7.4): no SRC/DST_PORT
+ * value, a SRC/DST_PORT_BIN value instead. */
+static inline void ref_column(ba_attr_t a, const ba_record_t *r, size_t n, uint64_t start, uint64_t bin_ns,
+                              uint32_t *out) {
+  int port = a == BA_ATTR_SRC_PORT || a == BA_ATTR_DST_PORT, bin = a == BA_ATTR_SRC_PORT_BIN || a == BA_ATTR_DST_PORT_BIN;
+  if (!port && !bin) {
+    for (size_t i = 0; i < n; i++) out[i] = ref_attr(a, &r[i], start, bin_ns);
+    return;
+  }
+  int dst = a == BA_ATTR_DST_PORT || a == BA_ATTR_DST_PORT_BIN;
+  uint32_t *cnt = calloc(65536, sizeof *cnt);
+  for (size_t i = 0; i < n; i++) cnt[dst ? r[i].dst_port : r[i].src_port]++;
+  uint64_t thr = n >> 10;
+  for (size_t i = 0; i < n; i++) {
+    uint32_t p = dst ? r[i].dst_port : r[i].src_port;
+    int folded = thr >= 2 && cnt[p] < thr;
+    out[i] = port ? (folded ? UINT32_MAX : p) : (folded ? ba_port_bin(p) : UINT32_MAX);
+  }
+  free(cnt);
+}
+
 #endif

@@ -262,6 +262,9 @@ static void test_same_answers(void **state) {
     term pool[4096];
     size_t npool = 0;
     for (int a = 0; a < BA_ATTR_COUNT; a++) {
+      /* Port bins hold rows of several ports (their reference is in
+       * test_store's ref_column); exact port bitmaps are compared here. */
+      if (a == BA_ATTR_SRC_PORT_BIN || a == BA_ATTR_DST_PORT_BIN) continue;
       size_t nv;
       assert_int_equal(ba_segment_index_values(A, (ba_attr_t)a, NULL, 0, &nv), BA_OK);
       uint32_t *vals = malloc((nv ? nv : 1) * sizeof *vals);
