@@ -173,8 +173,11 @@ typedef struct ba_query_stats {
 } ba_query_stats_t;
 int ba_query_run(ba_query_t *q, ba_store_t *s, const ba_query_exec_opts_t *opts,
                  ba_record_sink_fn fn, void *ctx, ba_query_stats_t *stats);
-int ba_query_parse_window(const char *text, uint64_t now_ns, int local, uint64_t *start_ns,
-                          uint64_t *end_ns);
+typedef struct ba_query_window {
+  uint64_t start_ns, end_ns;
+  int64_t rel_s;
+} ba_query_window_t;
+int ba_query_parse_window(const char *text, uint64_t now_ns, int local, ba_query_window_t *w);
 
 typedef struct ba_query_format ba_query_format_t;
 int ba_query_format_create(const char *spec, int local, ba_query_format_t **out, char *err, size_t errcap);

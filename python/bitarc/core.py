@@ -62,12 +62,18 @@ def now_ns():
 
 
 def parse_window(text, now=None, local=False):
-    """nfdump's -t window (or "3h") as [start_ns, end_ns)."""
-    a, b = ffi.new("uint64_t *"), ffi.new("uint64_t *")
-    rc = lib().ba_query_parse_window(text.encode(), now_ns() if now is None else now, int(local), a, b)
+    """nfdump's -t window (or "3h") as [start_ns, end_ns) on the flows' start
+    time, as `bitarc query --window-start -t` reads it (end 0: no end). The
+    window's end is inclusive to the millisecond, so end_ns is 1 ms past it.
+    nfdump's relative "+N" / "-N" windows need the data's range: not here."""
+    w = ffi.new("ba_query_window_t *")
+    rc = lib().ba_query_parse_window(text.encode(), now_ns() if now is None else now, int(local), w)
     if rc < 0:
         raise ValueError(f"bad time window '{text}' (want YYYY/MM/dd.hh:mm[:ss][-YYYY/MM/dd.hh:mm[:ss]] or 3h)")
-    return a[0], b[0]
+    if w.rel_s:
+        raise ValueError(f"time window '{text}': relative +N/-N windows are not supported here")
+    end = 0 if w.end_ns == 2**64 - 1 else w.end_ns + 1_000_000
+    return w.start_ns, end
 
 
 def parse_agg_fields(text):

@@ -101,26 +101,25 @@ BA_NFFILE_PAIRS="$pairs" "$CMP" || { echo "FAIL: decoded flows differ from nfdum
 while read -r file ref; do
   st="$TMP/st.$(basename "$file")"
   "$BITARC" import --store "$st" -q "$file" || { echo "FAIL: bitarc import $file exited $?"; fail=1; continue; }
+  # Both sides print nfdump's csv (the same columns) and the same fmt: times
+  # to the millisecond; one parser reads both.
   "$BITARC" query -r "$st" -q -o csv 'any' > "$TMP/got.csv"
+  "$BITARC" query -r "$st" -q -o 'fmt:%ts|%te' 'any' > "$TMP/got.ts"
   nfdump -r "$ref" -q -o csv > "$TMP/want.csv" 2>/dev/null
   nfdump -r "$ref" -q -o 'fmt:%ts|%te' > "$TMP/want.ts" 2>/dev/null
-  python3 - "$TMP/got.csv" "$TMP/want.csv" "$TMP/want.ts" "$file" <<'PY' || fail=1
+  python3 - "$TMP/got.csv" "$TMP/got.ts" "$TMP/want.csv" "$TMP/want.ts" "$file" <<'PY' || fail=1
 import sys
-got_f, want_f, ts_f, name = sys.argv[1:5]
-# bitarc: ts,te,td,sa,da,sp,dp,pr,flg,stos,ipkt,ibyt,fl,in,out,sas,das,ra
-got = []
-for line in open(got_f).read().splitlines()[1:]:
-    c = line.split(",")
-    got.append((c[0], c[1], c[3], c[4], c[5], c[6], c[7], c[8], c[9], c[10], c[11], c[13], c[14], c[15], c[16], c[17]))
-# nfdump csv: ts,te,td,sa,da,sp,dp,pr,flg,fwd,stos,ipkt,ibyt,opkt,obyt,in,out,sas,das,...,ra (col 44)
-want = []
-tss = [l.split("|") for l in open(ts_f).read().splitlines()]
-rows = [l for l in open(want_f).read().splitlines() if l.count(",") > 40]
-if len(tss) != len(rows):
-    print("FAIL: %s: nfdump csv %d rows, fmt %d" % (name, len(rows), len(tss))); sys.exit(1)
-for c, t in zip((r.split(",") for r in rows), tss):
-    ra = c[44]
-    want.append((t[0].strip(), t[1].strip(), c[3], c[4], c[5], c[6], c[7], c[8], c[10], c[11], c[12], c[15], c[16], c[17], c[18], ra))
+got_f, got_ts, want_f, want_ts, name = sys.argv[1:6]
+# csv: ts,te,td,sa,da,sp,dp,pr,flg,fwd,stos,ipkt,ibyt,opkt,obyt,in,out,sas,das,...,ra (col 44)
+def load(csv_f, ts_f, who):
+    tss = [l.split("|") for l in open(ts_f).read().splitlines()]
+    rows = [l for l in open(csv_f).read().splitlines() if l.count(",") > 40]
+    if len(tss) != len(rows):
+        print("FAIL: %s: %s csv %d rows, fmt %d" % (name, who, len(rows), len(tss))); sys.exit(1)
+    return [(t[0].strip(), t[1].strip(), c[3], c[4], c[5], c[6], c[7], c[8], c[10], c[11], c[12], c[15], c[16],
+             c[17], c[18], c[44]) for c, t in zip((r.split(",") for r in rows), tss)]
+got = load(got_f, got_ts, "bitarc")
+want = load(want_f, want_ts, "nfdump")
 # nfdump prints 0.0.0.0 as router address when the flow has none: bitarc
 # keeps the exporter record's address there (checked in step 1)
 def key(r, keep_ra):

@@ -17,7 +17,7 @@ for t in dpkg-buildpackage dh help2man pkg-config man cc; do
   command -v $t >/dev/null || { echo "FAIL: $t missing (scripts/deps.sh installs it)" >&2; exit 1; }
 done
 tmp=$(mktemp -d)
-pkgs="bitarc libbitarc0 libbitarc-dev"
+pkgs="bitarc libbitarc0 libbitarc-dev python3-bitarc"
 cleanup() {
   apt-get purge -y -qq -o DPkg::Lock::Timeout=600 $pkgs >/dev/null 2>&1 || true
   rm -rf "$tmp"
@@ -39,7 +39,8 @@ ls "$tmp"/*.deb
 for p in $pkgs; do ls "$tmp"/${p}_${version}_*.deb >/dev/null || fail "no $p .deb"; done
 
 apt-get install -y -qq -o DPkg::Lock::Timeout=600 "$tmp"/bitarc_*.deb "$tmp"/libbitarc0_*.deb \
-  "$tmp"/libbitarc-dev_*.deb >"$tmp/install.log" 2>&1 || { cat "$tmp/install.log"; fail "install"; }
+  "$tmp"/libbitarc-dev_*.deb "$tmp"/python3-bitarc_*.deb >"$tmp/install.log" 2>&1 ||
+  { cat "$tmp/install.log"; fail "install"; }
 
 [ "$(/usr/bin/bitarc --version)" = "bitarc $version" ] || fail "bitarc --version: $(/usr/bin/bitarc --version)"
 LC_ALL=C MANPAGER=cat MANWIDTH=80 man bitarc 2>/dev/null | grep -q "bitarc-expire(1)" || fail "man bitarc"
@@ -62,6 +63,11 @@ cc -std=c11 -o "$tmp/consumer_static" "$SRC/tests/package/consumer.c" $(pkg-conf
 ! ldd "$tmp/consumer_static" | grep -q libbitarc || fail "static consumer still uses libbitarc.so"
 "$tmp/consumer_static" "$tmp/store2" || fail "consumer (static)"
 /usr/bin/bitarc query -r "$tmp/store" --count 'dst port 80' | grep -qx 334 || fail "bitarc query on the program's store"
+# The Python binding finds the installed library by itself.
+n=$(cd / && env -u BITARC_LIBRARY -u PYTHONPATH python3 -c \
+  "import sys, bitarc; print(bitarc.Store(sys.argv[1]).count('dst port 80').count)" "$tmp/store") ||
+  fail "python3 -c 'import bitarc' after installing python3-bitarc"
+[ "$n" = 334 ] || fail "bitarc (Python) counts $n, not 334"
 
 # No CUDA runtime in the binary or the library.
 for f in /usr/bin/bitarc /usr/lib/*/libbitarc.so.0; do

@@ -97,9 +97,9 @@ class Cluster(unittest.TestCase):
             self.assertEqual({sp.name for sp in cq.plans}, stores, win)
             self.assertEqual(set(cq.pruned), {"a", "b", "c"} - stores, win)
             self.assertEqual(cq.tasks, len(stores), win)
-            self.assertEqual(n, int(self.local("--count", "-t", win, "proto tcp")), win)
+            self.assertEqual(n, int(self.local("--count", "--window-start", "-t", win, "proto tcp")), win)
             self.assertEqual(self.cluster_cli("-o", "csv", "-t", win, "proto tcp"),
-                             self.local("-o", "csv", "-t", win, "proto tcp"), win)
+                             self.local("-o", "csv", "--window-start", "-t", win, "proto tcp"), win)
 
     def test_3_limit_does_not_fetch_everything(self):
         total = int(self.local("--count", "any"))

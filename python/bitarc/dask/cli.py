@@ -25,7 +25,8 @@ def _parser():
     p = argparse.ArgumentParser(prog="python3 -m bitarc.dask query", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--scheduler", required=True, metavar="ADDR", help="the Dask scheduler, tcp://HOST:PORT")
-    p.add_argument("-t", "--window", help="YYYY/MM/dd.hh:mm[:ss][-YYYY/MM/dd.hh:mm[:ss]] or 3h / 45m / 2d")
+    p.add_argument("-t", "--window", help="YYYY/MM/dd.hh:mm[:ss][-YYYY/MM/dd.hh:mm[:ss]] or 3h / 45m / 2d: "
+                   "the flows that start in it (as bitarc query --window-start)")
     p.add_argument("--tz", choices=("utc", "UTC", "local"), default="utc")
     p.add_argument("-f", "--filter-file", help="read the filter from FILE")
     p.add_argument("-o", "--output", default="line", help="line, long, csv, ndjson or 'fmt:...'")
