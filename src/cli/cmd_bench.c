@@ -74,6 +74,7 @@ static void build_usage(void) {
          "  --max-batch N  rows per device piece (default: as device memory allows)\n"
          "  --repeat N     runs per point, the best is kept (default 1)\n"
          "  --png FILE     also plot Fig. 5 to FILE, Fig. 6 to FILE-steps.png (default: none)\n"
+         "  --online       the store writer's online builder instead (default: off; --online --help)\n"
          "  -h, --help     this text\n\n"
          "examples:\n"
          "  bitarc bench build --device omp --png fig5.png\n"

@@ -11,6 +11,7 @@
  * walk over values in ascending order lets the next values' state be
  * prefetched. Each bitmap receives exactly the appends the row-at-a-time
  * algorithm makes, so the words are the same. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/common.h"
@@ -47,6 +48,10 @@ struct ba_idx_online {
   uint32_t *map;  /* !dense: value -> slot index + 1; 0 = absent */
   slot_t *slots;
   size_t nslots, cap; /* values seen; allocated slots (!dense) */
+  uint32_t *seen;     /* the values seen, in order of first sight (slot i's value when !dense):
+                         finish and free visit these, never the whole domain (a small
+                         segment must not pay for 65,536 slots it never touched) */
+  size_t seen_cap;
   uint64_t rows;
   uint32_t *keys, *tmp; /* sort scratch: value << (32 - vbits) | row offset */
   size_t kcap;
@@ -91,8 +96,8 @@ int ba_idx_online_create(ba_codec_t codec, uint32_t domain, ba_idx_online_t **ou
 
 void ba_idx_online_free(ba_idx_online_t *b) {
   if (!b) return;
-  size_t n = b->dense ? b->domain : b->nslots;
-  for (size_t i = 0; i < n; i++) ba_bitmap_free(b->slots[i].bm);
+  for (size_t i = 0; i < b->nslots; i++) ba_bitmap_free(b->slots[b->dense ? b->seen[i] : i].bm);
+  ba_free(b->seen);
   ba_free(b->slots);
   ba_free(b->map);
   ba_free(b->keys);
@@ -150,7 +155,13 @@ static int slot_of(ba_idx_online_t *b, uint32_t v, uint64_t g, slot_t **out) {
     s = &b->slots[b->nslots];
     memset(s, 0, sizeof *s);
   }
+  if (b->nslots == b->seen_cap) {
+    void *p = b->seen;
+    BA_FORWARD(ba_grow(&p, &b->seen_cap, b->nslots + 1, sizeof *b->seen));
+    b->seen = p;
+  }
   BA_FORWARD(ba_bitmap_create(b->codec, &s->bm));
+  b->seen[b->nslots] = v;
   s->last_group = (int64_t)g;
   s->pgap = g;
   s->pending = 0;
@@ -319,6 +330,11 @@ int ba_idx_online_add(ba_idx_online_t *b, const uint32_t *vals, size_t n) {
   return BA_OK;
 }
 
+static int cmp_u32(const void *x, const void *y) {
+  uint32_t a = *(const uint32_t *)x, c = *(const uint32_t *)y;
+  return (a > c) - (a < c);
+}
+
 int ba_idx_online_finish(ba_idx_online_t *b, ba_idx_attr_t *out) {
   BA_RETURN_IF(!b || !out, BA_ERR_INVALID);
   BA_RETURN_IF(b->err, b->err);
@@ -333,10 +349,12 @@ int ba_idx_online_finish(ba_idx_online_t *b, ba_idx_attr_t *out) {
       goto fail;
     }
   }
-  /* Ascending values. */
-  for (uint32_t v = 0; v < b->domain && k < n; v++) {
-    slot_t *s = b->dense ? &b->slots[v] : b->map[v] ? &b->slots[b->map[v] - 1] : NULL;
-    if (!s || !s->bm) continue;
+  /* Ascending values: the seen ones, sorted. */
+  if (n) qsort(b->seen, n, sizeof *b->seen, cmp_u32);
+  for (size_t i = 0; i < n; i++) {
+    uint32_t v = b->seen[i];
+    slot_t *s = b->dense ? &b->slots[v] : &b->slots[b->map[v] - 1];
+    if (!s->bm) continue;
     uint64_t start = (uint64_t)s->last_group * b->G;
     uint64_t left = b->rows - start; /* >= 1: the chunk holds a set row */
     unsigned keep = left < b->G ? (unsigned)left : b->G;

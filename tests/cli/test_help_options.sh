@@ -35,6 +35,7 @@ done
 check_help ingest "$tmp/ingest.help" "$SRC/src/cli/cmd_ingest.c" "$SRC/src/cli/cli.h"
 "$B" bench build --help >"$tmp/bench.help"
 "$B" bench range --help >>"$tmp/bench.help"
+"$B" bench build --online --help >>"$tmp/bench.help"
 check_help bench "$tmp/bench.help" "$SRC/src/cli/cmd_bench.c"
 "$B" bench --help | grep -q "range" || fail "bench --help"
 
