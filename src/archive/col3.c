@@ -121,6 +121,19 @@ void ba_col3_clear(int col, ba_record_t *r, size_t n) {
     for (size_t i = 0; i < n; i++) r[i].frame = NULL;
 }
 
+int ba_col3_maybe_present(int col, const ba_record_t *any) {
+  if (col == BA_COLID_META) return 1;
+  size_t nf = nfields(col);
+  for (size_t k = 0; k < nf; k++) {
+    const f3_t *f = &g_f3[col][k];
+    if (f->kind == K_DUR) return 1; /* a difference of two fields: not told by their bytes */
+    const uint8_t *p = (const uint8_t *)any + f->off;
+    for (unsigned b = 0; b < f->width; b++)
+      if (p[b]) return 1;
+  }
+  return 0;
+}
+
 size_t ba_col3_raw_min(int col, size_t n) {
   (void)n;
   return nfields(col) * BA_COL2_FIELD_HDR;

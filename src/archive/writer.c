@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "archive/archive.h"
+#include "archive/col3.h"
 #include "common/common.h"
 #include "reorder/olsh.h"
 
@@ -66,6 +67,7 @@ typedef struct job {
   ba_record_t *recs;
   uint8_t *frames;
   size_t nframes, cap_frames;
+  ba_record_t any; /* bytewise OR of recs[0..n): columns all zero are skipped */
   uint8_t *out[BA_NCOLS3]; /* block header + payload; out_len 0: absent column */
   size_t out_len[BA_NCOLS3], out_cap[BA_NCOLS3];
   int rc, pending;
@@ -172,6 +174,7 @@ static int job_get(ba_store_writer_t *w, job_t **out) {
   }
   j->n = 0;
   j->nframes = 0;
+  memset(&j->any, 0, sizeof j->any);
   j->rc = 0;
   j->next_free = NULL;
   *out = j;
@@ -193,6 +196,10 @@ static int job_work(ba_store_writer_t *w, job_t *j, int wi, int nw, tctx_t *tc) 
   }
   for (int c = wi; c < BA_NCOLS3; c += nw) {
     ba_compress_t cz = w->o.compress;
+    if (!ba_col3_maybe_present(c, &j->any)) { /* absent (doc/format.md §7.1), known without a scan */
+      j->out_len[c] = 0;
+      continue;
+    }
     size_t raw = ba_col_raw_max(BA_SEG_MAJOR, c, j->n, j->nframes);
     BA_RETURN_IF(raw > UINT32_MAX / 2, BA_ERR_OVERFLOW);
     if (raw > tc->raw_cap) {
@@ -542,6 +549,12 @@ static int close_slot(ba_store_writer_t *w, size_t i) {
   return slice_close(w, sl);
 }
 
+static inline void or_record(ba_record_t *acc, const ba_record_t *r) {
+  unsigned char *a = (unsigned char *)acc;
+  const unsigned char *b = (const unsigned char *)r;
+  for (size_t i = 0; i < sizeof *r; i++) a[i] |= b[i];
+}
+
 /* Copies records of one slice into its open group(s). */
 static int slice_add(ba_store_writer_t *w, slice_t *sl, const ba_record_t *recs, size_t n) {
   for (size_t i = 0; i < n; i++) {
@@ -562,6 +575,7 @@ static int slice_add(ba_store_writer_t *w, slice_t *sl, const ba_record_t *recs,
     }
     j->recs[j->n] = *r;
     j->recs[j->n].frame = NULL;
+    or_record(&j->any, &j->recs[j->n]);
     j->n++;
     sl->rows++;
     if (r->first_ns < sl->min_first) sl->min_first = r->first_ns;
