@@ -65,6 +65,7 @@ typedef struct job {
   slice_t *sl;
   uint32_t group, n;
   ba_record_t *recs;
+  uint32_t *vals; /* index values: attribute a of row i at [a * block_rows + i] */
   uint8_t *frames;
   size_t nframes, cap_frames;
   ba_record_t any; /* bytewise OR of recs[0..n): columns all zero are skipped */
@@ -100,9 +101,10 @@ struct slice {
 typedef struct tctx {
   void *wrk;
   ba_col_scratch_t *cs;
-  uint32_t *vals;
   uint8_t *raw;
   size_t raw_cap;
+  uint64_t *fv; /* gathered fields of the worker's columns */
+  size_t fv_cap;
 } tctx_t;
 
 struct ba_store_writer {
@@ -154,6 +156,7 @@ void ba_store_opts_init(ba_store_opts_t *o) {
 static void job_free(job_t *j) {
   if (!j) return;
   ba_free(j->recs);
+  ba_free(j->vals);
   ba_free(j->frames);
   for (int c = 0; c < BA_NCOLS3; c++) ba_free(j->out[c]);
   ba_free(j);
@@ -167,8 +170,9 @@ static int job_get(ba_store_writer_t *w, job_t **out) {
     j = ba_calloc(1, sizeof *j);
     BA_RETURN_IF(!j, BA_ERR_NOMEM);
     j->recs = ba_malloc((size_t)w->o.block_rows * sizeof *j->recs);
-    if (!j->recs) {
-      ba_free(j);
+    j->vals = ba_malloc((size_t)w->o.block_rows * BA_ATTR_COUNT * sizeof *j->vals);
+    if (!j->recs || !j->vals) {
+      job_free(j);
       return BA_ERR_NOMEM;
     }
   }
@@ -187,54 +191,80 @@ static void job_put(ba_store_writer_t *w, job_t *j) {
   w->free_jobs = j;
 }
 
-/* The work on one row group for worker `wi` of `nw` (nw = 1: everything). */
-static int job_work(ba_store_writer_t *w, job_t *j, int wi, int nw, tctx_t *tc) {
-  slice_t *sl = j->sl;
-  for (int a = wi; a < BA_ATTR_COUNT; a += nw) {
-    ba_attr_values((ba_attr_t)a, j->recs, j->n, sl->start, w->bin_ns, tc->vals);
-    BA_FORWARD(ba_idx_online_add(sl->idx[a], tc->vals, j->n));
+/* Grows a byte buffer to need bytes. */
+static int reserve(uint8_t **buf, size_t *cap, size_t need) {
+  if (need <= *cap) return BA_OK;
+  void *p = *buf;
+  int rc = ba_grow(&p, cap, need, 1);
+  *buf = p;
+  return rc;
+}
+
+/* Column c's block of group j (header + payload) from its gathered fields fv
+ * (clobbered); out_len 0 when the column is absent. */
+static int column_block(ba_store_writer_t *w, job_t *j, int c, uint64_t *fv, tctx_t *tc) {
+  ba_compress_t cz = w->o.compress;
+  size_t raw = ba_col_raw_max(BA_SEG_MAJOR, c, j->n, j->nframes);
+  BA_RETURN_IF(raw > UINT32_MAX / 2, BA_ERR_OVERFLOW);
+  /* Uncompressed (the 3.0 default): encoded straight into the block. */
+  uint8_t *dst;
+  if (cz == BA_COMPRESS_NONE) {
+    BA_FORWARD(reserve(&j->out[c], &j->out_cap[c], BA_BLK_HDR_BYTES + raw));
+    dst = j->out[c] + BA_BLK_HDR_BYTES;
+  } else {
+    BA_FORWARD(reserve(&tc->raw, &tc->raw_cap, raw));
+    dst = tc->raw;
   }
-  for (int c = wi; c < BA_NCOLS3; c += nw) {
-    ba_compress_t cz = w->o.compress;
-    if (!ba_col3_maybe_present(c, &j->any)) { /* absent (doc/format.md §7.1), known without a scan */
-      j->out_len[c] = 0;
-      continue;
-    }
-    size_t raw = ba_col_raw_max(BA_SEG_MAJOR, c, j->n, j->nframes);
-    BA_RETURN_IF(raw > UINT32_MAX / 2, BA_ERR_OVERFLOW);
-    if (raw > tc->raw_cap) {
-      void *p = tc->raw;
-      BA_FORWARD(ba_grow(&p, &tc->raw_cap, raw, 1));
-      tc->raw = p;
-    }
-    BA_FORWARD(ba_col_encode(BA_SEG_MAJOR, c, j->recs, j->n, j->frames, j->nframes, tc->raw, &raw, tc->cs));
-    if (raw == 0) { /* absent: every field zero (doc/format.md §7.1) */
-      j->out_len[c] = 0;
-      continue;
-    }
-    size_t need = BA_BLK_HDR_BYTES + ba_compress_bound(cz, raw);
-    if (need > j->out_cap[c]) {
-      void *p = j->out[c];
-      BA_FORWARD(ba_grow(&p, &j->out_cap[c], need, 1));
-      j->out[c] = p;
-    }
-    size_t clen = 0;
+  BA_FORWARD(ba_col3_encode_fields(c, fv, j->n, j->frames, j->nframes, dst, &raw, tc->cs));
+  j->out_len[c] = 0;
+  if (raw == 0) return BA_OK; /* absent: every field zero (doc/format.md §7.1) */
+  size_t clen = raw;
+  if (cz != BA_COMPRESS_NONE) {
+    BA_FORWARD(reserve(&j->out[c], &j->out_cap[c], BA_BLK_HDR_BYTES + ba_compress_bound(cz, raw)));
     uint8_t *payload = j->out[c] + BA_BLK_HDR_BYTES;
-    BA_FORWARD(ba_compress_block(cz, tc->raw, raw, payload, j->out_cap[c] - BA_BLK_HDR_BYTES,
-                                 &clen, tc->wrk));
+    BA_FORWARD(ba_compress_block(cz, tc->raw, raw, payload, j->out_cap[c] - BA_BLK_HDR_BYTES, &clen, tc->wrk));
     /* Kept compressed only where it pays (§7.1): a raw block is read
      * without decompression and its rows one by one. */
-    if (cz != BA_COMPRESS_NONE && clen > raw - raw / 8) {
+    if (clen > raw - raw / 8) {
       cz = BA_COMPRESS_NONE;
       memcpy(payload, tc->raw, raw);
       clen = raw;
     }
-    ba_blk_hdr_t h = {.type = BA_BLK_COLUMN, .col = (uint8_t)c, .compress = (uint8_t)cz,
-                      .rows = j->n, .raw_len = (uint32_t)raw, .comp_len = (uint32_t)clen,
-                      .group = j->group, .payload_crc = ba_crc32c(0, payload, clen)};
-    ba_blk_hdr_encode(&h, j->out[c]);
-    j->out_len[c] = BA_BLK_HDR_BYTES + clen;
   }
+  const uint8_t *payload = j->out[c] + BA_BLK_HDR_BYTES;
+  ba_blk_hdr_t h = {.type = BA_BLK_COLUMN, .col = (uint8_t)c, .compress = (uint8_t)cz,
+                    .rows = j->n, .raw_len = (uint32_t)raw, .comp_len = (uint32_t)clen,
+                    .group = j->group, .payload_crc = ba_crc32c(0, payload, clen)};
+  ba_blk_hdr_encode(&h, j->out[c]);
+  j->out_len[c] = BA_BLK_HDR_BYTES + clen;
+  return BA_OK;
+}
+
+/* The work on one row group for worker `wi` of `nw` (nw = 1: everything):
+ * its attributes' bitmaps, then its columns, whose fields are gathered from
+ * the records in one pass (not one strided pass per field). */
+static int job_work(ba_store_writer_t *w, job_t *j, int wi, int nw, tctx_t *tc) {
+  slice_t *sl = j->sl;
+  for (int a = wi; a < BA_ATTR_COUNT; a += nw)
+    BA_FORWARD(ba_idx_online_add(sl->idx[a], j->vals + (size_t)a * w->o.block_rows, j->n));
+  int cols[BA_NCOLS3];
+  size_t nc = 0, nfv = 0;
+  for (int c = wi; c < BA_NCOLS3; c += nw) {
+    j->out_len[c] = 0;
+    if (!ba_col3_maybe_present(c, &j->any)) continue; /* absent, known without a scan */
+    cols[nc++] = c;
+    nfv += ba_col3_nfields(c);
+  }
+  if (nfv * j->n > tc->fv_cap) {
+    void *p = tc->fv;
+    int rc = ba_grow(&p, &tc->fv_cap, nfv * j->n, sizeof *tc->fv);
+    tc->fv = p;
+    BA_FORWARD(rc);
+  }
+  ba_col3_gather(cols, nc, j->recs, j->n, tc->fv);
+  uint64_t *fv = tc->fv;
+  for (size_t q = 0; q < nc; fv += ba_col3_nfields(cols[q]) * j->n, q++)
+    BA_FORWARD(column_block(w, j, cols[q], fv, tc));
   return BA_OK;
 }
 
@@ -555,15 +585,16 @@ static inline void or_record(ba_record_t *acc, const ba_record_t *r) {
   for (size_t i = 0; i < sizeof *r; i++) a[i] |= b[i];
 }
 
-/* Copies records of one slice into its open group(s). */
-static int slice_add(ba_store_writer_t *w, slice_t *sl, const ba_record_t *recs, size_t n) {
-  for (size_t i = 0; i < n; i++) {
+/* Appends k records (k <= the room left in j) to the open group j of sl;
+ * submits j when it is full. */
+static int group_add(ba_store_writer_t *w, slice_t *sl, job_t *j, const ba_record_t *recs, size_t k) {
+  /* The index values are taken here, from the caller's records while they
+   * are in cache, one short run per attribute, rather than by the workers
+   * from the copies (a strided pass over the whole group per attribute). */
+  for (int a = 0; a < BA_ATTR_COUNT; a++)
+    ba_attr_values((ba_attr_t)a, recs, k, sl->start, w->bin_ns, j->vals + (size_t)a * w->o.block_rows + j->n);
+  for (size_t i = 0; i < k; i++) {
     const ba_record_t *r = &recs[i];
-    if (!sl->cur) {
-      BA_FORWARD(job_get(w, &sl->cur));
-      sl->cur->sl = sl;
-    }
-    job_t *j = sl->cur;
     if (r->caplen) {
       if (j->nframes + r->caplen > j->cap_frames) {
         void *p = j->frames;
@@ -581,10 +612,24 @@ static int slice_add(ba_store_writer_t *w, slice_t *sl, const ba_record_t *recs,
     if (r->first_ns < sl->min_first) sl->min_first = r->first_ns;
     if (r->first_ns > sl->max_first) sl->max_first = r->first_ns;
     sl->kinds |= r->kind == BA_REC_PACKET ? 2u : 1u;
-    if (j->n == w->o.block_rows) {
-      sl->cur = NULL;
-      BA_FORWARD(submit(w, j));
+  }
+  if (j->n == w->o.block_rows) {
+    sl->cur = NULL;
+    BA_FORWARD(submit(w, j));
+  }
+  return BA_OK;
+}
+
+/* Copies records of one slice into its open group(s). */
+static int slice_add(ba_store_writer_t *w, slice_t *sl, const ba_record_t *recs, size_t n) {
+  for (size_t i = 0; i < n;) {
+    if (!sl->cur) {
+      BA_FORWARD(job_get(w, &sl->cur));
+      sl->cur->sl = sl;
     }
+    size_t k = BA_MIN(n - i, (size_t)(w->o.block_rows - sl->cur->n));
+    BA_FORWARD(group_add(w, sl, sl->cur, recs + i, k));
+    i += k;
   }
   return BA_OK;
 }
@@ -701,8 +746,8 @@ static void writer_free(ba_store_writer_t *w) {
   }
   for (int i = 0; i <= MAX_WORKERS; i++) {
     ba_free(w->tc[i].wrk);
-    ba_free(w->tc[i].vals);
     ba_free(w->tc[i].raw);
+    ba_free(w->tc[i].fv);
     ba_col_scratch_free(w->tc[i].cs);
   }
   pthread_mutex_destroy(&w->mu);
@@ -796,8 +841,7 @@ int ba_store_writer_open(const char *dir, const ba_store_opts_t *opts, ba_store_
   w->nw = o.threads >= 2 ? o.threads : 0;
   for (int i = 0; i <= (w->nw ? w->nw : 0); i++) {
     w->tc[i].wrk = ba_malloc(ba_compress_wrkmem());
-    w->tc[i].vals = ba_malloc((size_t)o.block_rows * sizeof(uint32_t));
-    if (!w->tc[i].wrk || !w->tc[i].vals || ba_col_scratch_create(&w->tc[i].cs) < 0) {
+    if (!w->tc[i].wrk || ba_col_scratch_create(&w->tc[i].cs) < 0) {
       rc = BA_ERR_NOMEM;
       goto fail;
     }
