@@ -298,10 +298,18 @@ static uint64_t pdict_estimate(const uint64_t *key, const uint8_t *used, const u
 static size_t encode2_int(enc_scratch_t *x, uint64_t *v, size_t n, unsigned w, int allow_planes,
                           uint8_t *out) {
   uint64_t m = wmask(w);
-  uint64_t mn = UINT64_MAX, g = 0, v0 = n ? v[0] : 0;
+  uint64_t mn = UINT64_MAX, mx = 0, g = 0, v0 = n ? v[0] : 0;
+  /* zmax: the largest zigzag row-to-row difference from row 1 on, which is
+   * DELTA's width at scale 1 whatever the minimum (it cancels). */
+  uint64_t zmax = 0;
   exdiv_t eg = exdiv_make(1);
   for (size_t i = 0; i < n; i++) {
-    if (v[i] < mn) mn = v[i];
+    mn = v[i] < mn ? v[i] : mn;
+    mx = v[i] > mx ? v[i] : mx;
+    if (i) {
+      uint64_t z = zz((v[i] - v[i - 1]) & m, w, m);
+      zmax = z > zmax ? z : zmax;
+    }
     uint64_t d = v[i] >= v0 ? v[i] - v0 : v0 - v[i];
     if (g != 1 && (g == 0 || !exdiv_divides(&eg, d))) {
       g = gcd64(g, d);
@@ -354,12 +362,11 @@ static size_t encode2_int(enc_scratch_t *x, uint64_t *v, size_t n, unsigned w, i
       }
       prev = k;
     }
-  } else if (sc == 1) { /* 3.0 (no planes), the common scale */
-    for (size_t i = 0; i < n; i++) {
-      uint64_t k = v[i] - mn, z = zz((k - prev) & m, w, m);
-      maxk = k > maxk ? k : maxk;
-      maxz = z > maxz ? z : maxz;
-      prev = k;
+  } else if (sc == 1) { /* 3.0 (no planes), the common scale: from the first pass */
+    if (n) {
+      uint64_t z0 = zz((v0 - mn) & m, w, m); /* row 0's delta is from 0 */
+      maxk = mx - mn;
+      maxz = z0 > zmax ? z0 : zmax;
     }
   } else {
     for (size_t i = 0; i < n; i++) {
