@@ -70,29 +70,6 @@ uint32_t ba_col_bit(int col) {
   return col == BA_COLID_META ? 0u : 1u << (col - 1);
 }
 
-static inline uint64_t f3_get(const ba_record_t *r, const f3_t *f) {
-  const uint8_t *p = (const uint8_t *)r + f->off;
-  switch (f->kind) {
-    case K_BE32: return (uint64_t)p[0] << 24 | (uint64_t)p[1] << 16 | (uint64_t)p[2] << 8 | p[3];
-    case K_DUR: return r->last_ns - r->first_ns;
-    default: break;
-  }
-  if (f->width == 1) return *p;
-  if (f->width == 2) {
-    uint16_t x;
-    memcpy(&x, p, 2);
-    return x;
-  }
-  if (f->width == 4) {
-    uint32_t x;
-    memcpy(&x, p, 4);
-    return x;
-  }
-  uint64_t v;
-  memcpy(&v, p, 8);
-  return v;
-}
-
 /* LAST (K_DUR) needs first_ns set in r already. */
 static inline void f3_set(ba_record_t *r, const f3_t *f, uint64_t v) {
   uint8_t *p = (uint8_t *)r + f->off;
@@ -121,6 +98,19 @@ void ba_col3_clear(int col, ba_record_t *r, size_t n) {
     for (size_t i = 0; i < n; i++) r[i].frame = NULL;
 }
 
+int ba_col3_maybe_present(int col, const ba_record_t *any) {
+  if (col == BA_COLID_META) return 1;
+  size_t nf = nfields(col);
+  for (size_t k = 0; k < nf; k++) {
+    const f3_t *f = &g_f3[col][k];
+    if (f->kind == K_DUR) return 1; /* a difference of two fields: not told by their bytes */
+    const uint8_t *p = (const uint8_t *)any + f->off;
+    for (unsigned b = 0; b < f->width; b++)
+      if (p[b]) return 1;
+  }
+  return 0;
+}
+
 size_t ba_col3_raw_min(int col, size_t n) {
   (void)n;
   return nfields(col) * BA_COL2_FIELD_HDR;
@@ -132,39 +122,96 @@ size_t ba_col3_raw_max(int col, size_t n, size_t frame_bytes) {
   return s + (col == BA_COLID_FRAME ? frame_bytes : 0);
 }
 
-int ba_col3_encode(int col, const ba_record_t *r, size_t n, const uint8_t *frames, size_t frame_bytes,
-                   uint8_t *out, size_t *len, ba_col_scratch_t *x) {
-  BA_RETURN_IF(col < 0 || col >= BA_NCOLS3 || !len, BA_ERR_INVALID);
+size_t ba_col3_nfields(int col) { return col >= 0 && col < BA_NCOLS3 ? nfields(col) : 0; }
+
+/* Field f of rows r[0..n) into v, the field's kind and width chosen once. */
+static void gather_field(const f3_t *f, const ba_record_t *r, size_t n, uint64_t *v) {
+  const uint8_t *b = (const uint8_t *)r + f->off;
+  const size_t st = sizeof *r;
+  if (f->kind == K_DUR) {
+    for (size_t i = 0; i < n; i++) v[i] = r[i].last_ns - r[i].first_ns;
+    return;
+  }
+  if (f->kind == K_BE32) {
+    for (size_t i = 0; i < n; i++, b += st) v[i] = (uint64_t)b[0] << 24 | (uint64_t)b[1] << 16 | (uint64_t)b[2] << 8 | b[3];
+    return;
+  }
+  switch (f->width) {
+    case 1:
+      for (size_t i = 0; i < n; i++, b += st) v[i] = *b;
+      break;
+    case 2:
+      for (size_t i = 0; i < n; i++, b += st) {
+        uint16_t x;
+        memcpy(&x, b, 2);
+        v[i] = x;
+      }
+      break;
+    case 4:
+      for (size_t i = 0; i < n; i++, b += st) {
+        uint32_t x;
+        memcpy(&x, b, 4);
+        v[i] = x;
+      }
+      break;
+    default:
+      for (size_t i = 0; i < n; i++, b += st) memcpy(&v[i], b, 8);
+      break;
+  }
+}
+
+/* Rows per gathering step: their records (about 50 KB) stay in cache while
+ * every field of every column asked for is taken from them. */
+#define GATHER_ROWS 128
+
+void ba_col3_gather(const int *cols, size_t ncols, const ba_record_t *r, size_t n, uint64_t *fv) {
+  for (size_t i0 = 0; i0 < n; i0 += GATHER_ROWS) {
+    size_t k = BA_MIN((size_t)GATHER_ROWS, n - i0);
+    uint64_t *dst = fv;
+    for (size_t c = 0; c < ncols; c++) {
+      size_t nf = nfields(cols[c]);
+      for (size_t f = 0; f < nf; f++, dst += n) gather_field(&g_f3[cols[c]][f], r + i0, k, dst + i0);
+    }
+  }
+}
+
+int ba_col3_encode_fields(int col, uint64_t *fv, size_t n, const uint8_t *frames, size_t frame_bytes,
+                          uint8_t *out, size_t *len, ba_col_scratch_t *x) {
+  BA_RETURN_IF(col < 0 || col >= BA_NCOLS3 || !len || !x, BA_ERR_INVALID);
   size_t nf = nfields(col);
   /* Absent: every field zero in every row (META is always written). */
   int present = col == BA_COLID_META;
-  for (size_t k = 0; k < nf && !present; k++)
-    for (size_t i = 0; i < n && !present; i++) present = f3_get(&r[i], &g_f3[col][k]) != 0;
+  for (size_t i = 0; i < nf * n && !present; i++) present = fv[i] != 0;
   if (!present) {
     *len = 0;
     return BA_OK;
   }
-  ba_col_scratch_t *own = NULL;
-  if (!x) {
-    BA_FORWARD(ba_col_scratch_create(&own));
-    x = own;
-  }
-  uint64_t *v = NULL;
-  int rc = ba_if_scratch_values(x, n, &v);
   uint8_t *p = out;
-  for (size_t k = 0; k < nf && rc == BA_OK; k++) {
-    const f3_t *f = &g_f3[col][k];
-    for (size_t i = 0; i < n; i++) v[i] = f3_get(&r[i], f);
-    p += ba_if_encode(x, v, n, f->width, 0, p);
-  }
-  ba_col_scratch_free(own);
-  BA_FORWARD(rc);
+  for (size_t k = 0; k < nf; k++) p += ba_if_encode(x, fv + k * n, n, g_f3[col][k].width, 0, p);
   if (col == BA_COLID_FRAME && frame_bytes) {
     memcpy(p, frames, frame_bytes);
     p += frame_bytes;
   }
   *len = (size_t)(p - out);
   return BA_OK;
+}
+
+int ba_col3_encode(int col, const ba_record_t *r, size_t n, const uint8_t *frames, size_t frame_bytes,
+                   uint8_t *out, size_t *len, ba_col_scratch_t *x) {
+  BA_RETURN_IF(col < 0 || col >= BA_NCOLS3 || !len, BA_ERR_INVALID);
+  ba_col_scratch_t *own = NULL;
+  if (!x) {
+    BA_FORWARD(ba_col_scratch_create(&own));
+    x = own;
+  }
+  uint64_t *v = NULL;
+  int rc = ba_if_scratch_values(x, nfields(col) * n, &v);
+  if (rc == BA_OK) {
+    ba_col3_gather(&col, 1, r, n, v);
+    rc = ba_col3_encode_fields(col, v, n, frames, frame_bytes, out, len, x);
+  }
+  ba_col_scratch_free(own);
+  return rc;
 }
 
 /* Opens the readers of every field of the column; *fields gets the bytes of

@@ -17,6 +17,19 @@ size_t ba_col3_raw_max(int col, size_t n, size_t frame_bytes);
  * never for META). */
 int ba_col3_encode(int col, const ba_record_t *r, size_t n, const uint8_t *frames, size_t frame_bytes,
                    uint8_t *out, size_t *len, ba_col_scratch_t *x);
+/* Fields of the column (ba_col3_gather gives each n values). */
+size_t ba_col3_nfields(int col);
+/* The fields of columns cols[0..ncols) of rows r[0..n), field after field
+ * (a column's fields in order, then the next column's), n values each, into
+ * fv; one pass over the rows. */
+void ba_col3_gather(const int *cols, size_t ncols, const ba_record_t *r, size_t n, uint64_t *fv);
+/* ba_col3_encode from the column's gathered fields fv (clobbered). */
+int ba_col3_encode_fields(int col, uint64_t *fv, size_t n, const uint8_t *frames, size_t frame_bytes,
+                          uint8_t *out, size_t *len, ba_col_scratch_t *x);
+/* 0 when every field of column col is zero in every row of a block, told
+ * from `any`, the bytewise OR of its rows (then ba_col3_encode would give
+ * *len = 0 and need not run); 1 when it may have a nonzero field. */
+int ba_col3_maybe_present(int col, const ba_record_t *any);
 /* The fields of a whole block (ba_col_decode checks META and attaches frames
  * after it); *fields gets their bytes (FRAME: the frames follow them).
  * raw_len 0 (not META) is an absent column: every stored value 0, so LAST

@@ -22,6 +22,8 @@ enum { XF_FOR = 0, XF_DELTA = 1, XF_DICT = 2, XF_PDICT = 3 };
 struct ba_col_scratch {
   uint64_t *v;                 /* n values */
   size_t vcap;
+  uint8_t *ix;                 /* PDICT: each row's dictionary index + 1, 0 = exception */
+  size_t ixcap;
   uint32_t cur;                /* slot h is in use iff stamp[h] == cur */
   uint32_t stamp[PD_SLOTS];    /* PDICT counting table */
   uint64_t pkey[PD_SLOTS];
@@ -39,6 +41,7 @@ int ba_col_scratch_create(ba_col_scratch_t **out) {
 void ba_col_scratch_free(ba_col_scratch_t *x) {
   if (!x) return;
   ba_free(x->v);
+  ba_free(x->ix);
   ba_free(x);
 }
 
@@ -71,7 +74,30 @@ static inline uint64_t zz(uint64_t d, unsigned w, uint64_t m) {
 static inline uint64_t unzz(uint64_t z, uint64_t m) { return ((z >> 1) ^ (0 - (z & 1))) & m; }
 static inline unsigned bitlen(uint64_t x) { return x ? 64u - (unsigned)__builtin_clzll(x) : 0u; }
 
-static inline uint64_t div_sc(uint64_t x, uint64_t sc) { return sc == 1 ? x : x / sc; }
+/* Exact division and divisibility by a constant g = odd << shift without a
+ * divide instruction (Granlund & Montgomery 1994, §9): for odd o, x * o^-1
+ * mod 2^64 is x / o when o divides x, and above UINT64_MAX / o otherwise.
+ * Timestamps keep g at their resolution (10^6 for milliseconds in ns), where
+ * a 64-bit divide per row was the field encoder's largest cost. */
+typedef struct exdiv {
+  uint64_t inv, lim;
+  unsigned sh;
+} exdiv_t;
+
+static inline exdiv_t exdiv_make(uint64_t g) { /* g >= 1 */
+  exdiv_t e;
+  e.sh = (unsigned)__builtin_ctzll(g);
+  uint64_t o = g >> e.sh, x = o; /* x: o^-1 to 3 bits; each step doubles them */
+  for (int i = 0; i < 5; i++) x *= 2 - o * x;
+  e.inv = x;
+  e.lim = UINT64_MAX / o;
+  return e;
+}
+static inline int exdiv_divides(const exdiv_t *e, uint64_t x) {
+  return (x & ((((uint64_t)1) << e->sh) - 1)) == 0 && (x >> e->sh) * e->inv <= e->lim;
+}
+/* x / g for x a multiple of g. */
+static inline uint64_t exdiv_div(const exdiv_t *e, uint64_t x) { return (x >> e->sh) * e->inv; }
 
 /* Little-endian bit packing: value i occupies bits [i*b, (i+1)*b). */
 typedef struct bitw {
@@ -142,6 +168,11 @@ static int cmp_cand(const void *a, const void *b) {
  * Returns the cost in bits (UINT64_MAX: not worth trying). */
 static uint64_t pdict_plan(enc_scratch_t *x, const uint64_t *v, size_t n, unsigned w, unsigned exc_bits,
                            unsigned *b_out, size_t *k_out) {
+  if (x->ixcap < n) {
+    void *q = x->ix;
+    if (ba_grow(&q, &x->ixcap, n, 1) < 0) return UINT64_MAX; /* no memory: not tried */
+    x->ix = q;
+  }
   if (++x->cur == 0) { /* stamps wrapped: clear once every 2^32 uses */
     memset(x->stamp, 0, sizeof x->stamp);
     x->cur = 1;
@@ -202,13 +233,17 @@ static size_t pdict_write(enc_scratch_t *x, const uint64_t *v, size_t n, unsigne
   /* pcnt now: index + 1 of dictionary values, 0 for the others. */
   for (size_t d = 0; d < PD_MAX && x->stamp[x->ins[d]] == x->cur; d++) x->pcnt[x->ins[d]] = 0;
   for (size_t d = 0; d < k; d++) x->pcnt[pd_find(x, dict[d])] = (uint32_t)d + 1;
+  /* One table look-up per row (x->ix reserved by pdict_plan). */
+  uint8_t *ixr = x->ix;
   uint64_t emin = UINT64_MAX, emax = 0, ne = 0;
-  for (size_t i = 0; i < n; i++)
-    if (!x->pcnt[pd_find(x, v[i])]) {
+  for (size_t i = 0; i < n; i++) {
+    ixr[i] = (uint8_t)x->pcnt[pd_find(x, v[i])];
+    if (!ixr[i]) {
       ne++;
       if (v[i] < emin) emin = v[i];
       if (v[i] > emax) emax = v[i];
     }
+  }
   if (!ne) emin = emax = 0;
   unsigned eb = bitlen(emax - emin);
   uint8_t *p = out;
@@ -224,14 +259,11 @@ static size_t pdict_write(enc_scratch_t *x, const uint64_t *v, size_t n, unsigne
     for (unsigned q = 0; q < w; q++) *p++ = (uint8_t)(dict[d] >> (8 * q));
   uint64_t esc = ((uint64_t)1 << b) - 1;
   bitw_t bw = {p, 0, 0};
-  for (size_t i = 0; i < n; i++) {
-    uint32_t ix = x->pcnt[pd_find(x, v[i])];
-    bitw_put(&bw, ix ? ix - 1 : esc, b);
-  }
+  for (size_t i = 0; i < n; i++) bitw_put(&bw, ixr[i] ? (uint64_t)ixr[i] - 1 : esc, b);
   bitw_t be = {bitw_end(&bw), 0, 0};
   if (eb)
     for (size_t i = 0; i < n; i++)
-      if (!x->pcnt[pd_find(x, v[i])]) bitw_put(&be, v[i] - emin, eb);
+      if (!ixr[i]) bitw_put(&be, v[i] - emin, eb);
   return (size_t)(bitw_end(&be) - out);
 }
 
@@ -266,14 +298,28 @@ static uint64_t pdict_estimate(const uint64_t *key, const uint8_t *used, const u
 static size_t encode2_int(enc_scratch_t *x, uint64_t *v, size_t n, unsigned w, int allow_planes,
                           uint8_t *out) {
   uint64_t m = wmask(w);
-  uint64_t mn = UINT64_MAX, g = 0, v0 = n ? v[0] : 0;
+  uint64_t mn = UINT64_MAX, mx = 0, g = 0, v0 = n ? v[0] : 0;
+  /* zmax: the largest zigzag row-to-row difference from row 1 on, which is
+   * DELTA's width at scale 1 whatever the minimum (it cancels). */
+  uint64_t zmax = 0;
+  exdiv_t eg = exdiv_make(1);
   for (size_t i = 0; i < n; i++) {
-    if (v[i] < mn) mn = v[i];
+    mn = v[i] < mn ? v[i] : mn;
+    mx = v[i] > mx ? v[i] : mx;
+    if (i) {
+      uint64_t z = zz((v[i] - v[i - 1]) & m, w, m);
+      zmax = z > zmax ? z : zmax;
+    }
     uint64_t d = v[i] >= v0 ? v[i] - v0 : v0 - v[i];
-    if (g != 1 && (g == 0 || d % g != 0)) g = gcd64(g, d);
+    if (g != 1 && (g == 0 || !exdiv_divides(&eg, d))) {
+      g = gcd64(g, d);
+      if (g) eg = exdiv_make(g);
+    }
   }
   if (!n) mn = 0;
   uint64_t sc = g ? g : 1;
+  /* Every v[i] - mn is a multiple of sc (both v[i] - v0 and mn - v0 are). */
+  const exdiv_t esc = exdiv_make(sc);
   /* Distinct values, up to DICT_MAX. */
   uint64_t key[DICT_SLOTS];
   uint16_t slot_of[DICT_SLOTS];
@@ -304,16 +350,31 @@ static size_t encode2_int(enc_scratch_t *x, uint64_t *v, size_t n, unsigned w, i
    * each nonzero byte costs about three (a literal between two matches):
    * skewed values, a few large among many small, favour planes. */
   uint64_t maxk = 0, maxz = 0, prev = 0, nzk[8] = {0}, nzz[8] = {0};
-  for (size_t i = 0; i < n; i++) {
-    uint64_t k = div_sc(v[i] - mn, sc);
-    uint64_t z = zz((k - prev) & m, w, m);
-    if (k > maxk) maxk = k;
-    if (z > maxz) maxz = z;
-    for (unsigned b = 0; b < w; b++) {
-      nzk[b] += ((k >> (8 * b)) & 0xff) != 0;
-      nzz[b] += ((z >> (8 * b)) & 0xff) != 0;
+  if (allow_planes) {
+    for (size_t i = 0; i < n; i++) {
+      uint64_t k = exdiv_div(&esc, v[i] - mn);
+      uint64_t z = zz((k - prev) & m, w, m);
+      if (k > maxk) maxk = k;
+      if (z > maxz) maxz = z;
+      for (unsigned b = 0; b < w; b++) {
+        nzk[b] += ((k >> (8 * b)) & 0xff) != 0;
+        nzz[b] += ((z >> (8 * b)) & 0xff) != 0;
+      }
+      prev = k;
     }
-    prev = k;
+  } else if (sc == 1) { /* 3.0 (no planes), the common scale: from the first pass */
+    if (n) {
+      uint64_t z0 = zz((v0 - mn) & m, w, m); /* row 0's delta is from 0 */
+      maxk = mx - mn;
+      maxz = z0 > zmax ? z0 : zmax;
+    }
+  } else {
+    for (size_t i = 0; i < n; i++) {
+      uint64_t k = exdiv_div(&esc, v[i] - mn), z = zz((k - prev) & m, w, m);
+      maxk = k > maxk ? k : maxk;
+      maxz = z > maxz ? z : maxz;
+      prev = k;
+    }
   }
   unsigned b_for = bitlen(maxk), b_delta = bitlen(maxz), b_dict = nd > 1 ? bitlen(nd - 1) : 0;
   uint64_t pl_k = 0, pl_z = 0;
@@ -375,7 +436,7 @@ static size_t encode2_int(enc_scratch_t *x, uint64_t *v, size_t n, unsigned w, i
     p += BA_COL2_FIELD_HDR;
     prev = 0;
     for (size_t i = 0; i < n; i++) {
-      uint64_t k = div_sc(v[i] - mn, sc);
+      uint64_t k = exdiv_div(&esc, v[i] - mn);
       v[i] = method == XF_DELTA ? zz((k - prev) & m, w, m) : k;
       prev = k;
     }

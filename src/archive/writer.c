@@ -4,24 +4,19 @@
  * to the slice's journal (doc/format.md §5). Closing a slice appends the
  * index, row-group table and footer and renames the journal into a segment.
  *
- * Threads: with opts.threads = N >= 2 there are N workers. Worker w owns the
- * index attributes a with a % N == w and the columns c with c % N == w; every
- * worker takes the row groups in submission order, so each attribute's
- * bitmaps see rows in order. The caller copies records into the open group,
- * submits full groups to a ring and writes finished groups (in order) when it
- * needs a free slot. With N <= 1 everything runs in the caller. */
+ * Row groups (filling, building on the worker threads, appending to the
+ * journal) are in writer_groups.c. */
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include "archive/archive.h"
+#include "archive/writer_internal.h"
 #include "common/common.h"
 #include "reorder/olsh.h"
 
@@ -54,82 +49,7 @@ static uint64_t olsh_stub_buffered_frame_bytes(const ba_olsh_t *h) { (void)h; re
 #define ba_olsh_buffered_frame_bytes olsh_stub_buffered_frame_bytes
 #endif
 
-#define MAX_OPEN_SLICES 4
-#define MAX_WORKERS 16
-#define RING_JOBS 4
-
-typedef struct slice slice_t;
-
-typedef struct job {
-  slice_t *sl;
-  uint32_t group, n;
-  ba_record_t *recs;
-  uint8_t *frames;
-  size_t nframes, cap_frames;
-  uint8_t *out[BA_NCOLS3]; /* block header + payload; out_len 0: absent column */
-  size_t out_len[BA_NCOLS3], out_cap[BA_NCOLS3];
-  int rc, pending;
-  struct job *next_free;
-} job_t;
-
-struct slice {
-  ba_store_writer_t *w;
-  uint64_t start, end;
-  char name[96], open_name[104];
-  int fd;
-  uint64_t off;           /* end of the journal */
-  uint64_t rows;          /* rows given to groups */
-  uint64_t min_first, max_first;
-  uint32_t kinds;
-  ba_group_ent_t *groups;
-  size_t ngroups, cap_groups;
-  uint32_t next_group;
-  ba_idx_online_t *idx[BA_ATTR_COUNT];
-  job_t *cur;
-  ba_olsh_t *olsh;
-  uint64_t last_use;
-  /* A group of this slice failed to be built or written: the journal may end
-   * in a torn group and misses rows the slice counted, so nothing more is
-   * appended and the slice is never finished; the journal is left for
-   * recovery, which keeps its complete groups (doc/format.md §5). */
-  int failed;
-};
-
-typedef struct tctx {
-  void *wrk;
-  ba_col_scratch_t *cs;
-  uint32_t *vals;
-  uint8_t *raw;
-  size_t raw_cap;
-} tctx_t;
-
-struct ba_store_writer {
-  int dirfd, lockfd;
-  ba_store_opts_t o;
-  uint64_t slice_ns, bin_ns;
-  slice_t *open[MAX_OPEN_SLICES];
-  size_t nopen;
-  uint64_t use_clock;
-  int nw;
-  pthread_t tid[MAX_WORKERS];
-  int started;
-  tctx_t tc[MAX_WORKERS + 1]; /* [nw] = the caller */
-  pthread_mutex_t mu;
-  pthread_cond_t cv_work, cv_done;
-  job_t *ring[RING_JOBS];
-  uint64_t head, tail, wpos[MAX_WORKERS];
-  int stop;
-  job_t *free_jobs;
-  /* An emptied oLSH buffer kept for the next slice: its slots, chunks and
-   * frame arena stay allocated (and paged in) instead of growing again. */
-  ba_olsh_t *spare_olsh;
-  ba_store_writer_stats_t st;
-  uint64_t recovered;
-  int err;
-  char errmsg[512];
-};
-
-static void set_err(ba_store_writer_t *w, int rc, const char *fmt, ...) {
+void ba_writer_set_err(ba_store_writer_t *w, int rc, const char *fmt, ...) {
   if (w->err == 0) w->err = rc;
   va_list ap;
   va_start(ap, fmt);
@@ -146,251 +66,6 @@ void ba_store_opts_init(ba_store_opts_t *o) {
   o->time_bin_seconds = 60;
   o->reorder = BA_REORDER_NONE;
   o->threads = 2;
-}
-
-/* ---------- jobs ---------- */
-static void job_free(job_t *j) {
-  if (!j) return;
-  ba_free(j->recs);
-  ba_free(j->frames);
-  for (int c = 0; c < BA_NCOLS3; c++) ba_free(j->out[c]);
-  ba_free(j);
-}
-
-static int job_get(ba_store_writer_t *w, job_t **out) {
-  job_t *j = w->free_jobs;
-  if (j) {
-    w->free_jobs = j->next_free;
-  } else {
-    j = ba_calloc(1, sizeof *j);
-    BA_RETURN_IF(!j, BA_ERR_NOMEM);
-    j->recs = ba_malloc((size_t)w->o.block_rows * sizeof *j->recs);
-    if (!j->recs) {
-      ba_free(j);
-      return BA_ERR_NOMEM;
-    }
-  }
-  j->n = 0;
-  j->nframes = 0;
-  j->rc = 0;
-  j->next_free = NULL;
-  *out = j;
-  return BA_OK;
-}
-
-static void job_put(ba_store_writer_t *w, job_t *j) {
-  j->sl = NULL;
-  j->next_free = w->free_jobs;
-  w->free_jobs = j;
-}
-
-/* The work on one row group for worker `wi` of `nw` (nw = 1: everything). */
-static int job_work(ba_store_writer_t *w, job_t *j, int wi, int nw, tctx_t *tc) {
-  slice_t *sl = j->sl;
-  for (int a = wi; a < BA_ATTR_COUNT; a += nw) {
-    ba_attr_values((ba_attr_t)a, j->recs, j->n, sl->start, w->bin_ns, tc->vals);
-    BA_FORWARD(ba_idx_online_add(sl->idx[a], tc->vals, j->n));
-  }
-  for (int c = wi; c < BA_NCOLS3; c += nw) {
-    ba_compress_t cz = w->o.compress;
-    size_t raw = ba_col_raw_max(BA_SEG_MAJOR, c, j->n, j->nframes);
-    BA_RETURN_IF(raw > UINT32_MAX / 2, BA_ERR_OVERFLOW);
-    if (raw > tc->raw_cap) {
-      void *p = tc->raw;
-      BA_FORWARD(ba_grow(&p, &tc->raw_cap, raw, 1));
-      tc->raw = p;
-    }
-    BA_FORWARD(ba_col_encode(BA_SEG_MAJOR, c, j->recs, j->n, j->frames, j->nframes, tc->raw, &raw, tc->cs));
-    if (raw == 0) { /* absent: every field zero (doc/format.md §7.1) */
-      j->out_len[c] = 0;
-      continue;
-    }
-    size_t need = BA_BLK_HDR_BYTES + ba_compress_bound(cz, raw);
-    if (need > j->out_cap[c]) {
-      void *p = j->out[c];
-      BA_FORWARD(ba_grow(&p, &j->out_cap[c], need, 1));
-      j->out[c] = p;
-    }
-    size_t clen = 0;
-    uint8_t *payload = j->out[c] + BA_BLK_HDR_BYTES;
-    BA_FORWARD(ba_compress_block(cz, tc->raw, raw, payload, j->out_cap[c] - BA_BLK_HDR_BYTES,
-                                 &clen, tc->wrk));
-    /* Kept compressed only where it pays (§7.1): a raw block is read
-     * without decompression and its rows one by one. */
-    if (cz != BA_COMPRESS_NONE && clen > raw - raw / 8) {
-      cz = BA_COMPRESS_NONE;
-      memcpy(payload, tc->raw, raw);
-      clen = raw;
-    }
-    ba_blk_hdr_t h = {.type = BA_BLK_COLUMN, .col = (uint8_t)c, .compress = (uint8_t)cz,
-                      .rows = j->n, .raw_len = (uint32_t)raw, .comp_len = (uint32_t)clen,
-                      .group = j->group, .payload_crc = ba_crc32c(0, payload, clen)};
-    ba_blk_hdr_encode(&h, j->out[c]);
-    j->out_len[c] = BA_BLK_HDR_BYTES + clen;
-  }
-  return BA_OK;
-}
-
-typedef struct wstart {
-  ba_store_writer_t *w;
-  int wi;
-} wstart_t;
-
-static void *worker_run(void *arg) {
-  wstart_t *ws = arg;
-  ba_store_writer_t *w = ws->w;
-  int wi = ws->wi;
-  ba_free(ws);
-  for (;;) {
-    pthread_mutex_lock(&w->mu);
-    while (w->wpos[wi] == w->tail && !w->stop) pthread_cond_wait(&w->cv_work, &w->mu);
-    if (w->wpos[wi] == w->tail) {
-      pthread_mutex_unlock(&w->mu);
-      break;
-    }
-    job_t *j = w->ring[w->wpos[wi] % RING_JOBS];
-    pthread_mutex_unlock(&w->mu);
-    int rc = job_work(w, j, wi, w->nw, &w->tc[wi]);
-    pthread_mutex_lock(&w->mu);
-    if (rc < 0 && j->rc == 0) j->rc = rc;
-    w->wpos[wi]++;
-    if (--j->pending == 0) pthread_cond_broadcast(&w->cv_done);
-    pthread_mutex_unlock(&w->mu);
-  }
-  return NULL;
-}
-
-/* Appends a finished row group to its slice's journal at sl->off (one
- * pwritev; the offset recorded for the group is where its bytes go). */
-static int job_write(ba_store_writer_t *w, job_t *j) {
-  slice_t *sl = j->sl;
-  if (sl->failed) return w->err < 0 ? w->err : BA_ERR_IO; /* nothing after a hole */
-  if (j->rc < 0) {
-    sl->failed = 1;
-    set_err(w, j->rc, "%s: building row group %u failed: %s", sl->name, j->group,
-            ba_strerror(j->rc));
-    return j->rc;
-  }
-  const uint32_t gpl = ba_group_payload_bytes(BA_NCOLS3);
-  uint8_t gb[BA_BLK_HDR_BYTES + 24 + 4 * BA_NCOLS3];
-  uint8_t *gp = gb + BA_BLK_HDR_BYTES;
-  memset(gp, 0, gpl);
-  ba_store_le32(gp, j->group);
-  ba_store_le32(gp + 4, j->n);
-  ba_store_le32(gp + 8, BA_NCOLS3);
-  uint64_t first_row = (uint64_t)j->group * w->o.block_rows;
-  ba_store_le64(gp + 16, first_row);
-  for (int c = 0; c < BA_NCOLS3; c++) ba_store_le32(gp + 24 + 4 * c, (uint32_t)j->out_len[c]);
-  ba_blk_hdr_t h = {.type = BA_BLK_GROUP, .col = 0xFF, .compress = BA_COMPRESS_NONE, .rows = j->n,
-                    .raw_len = gpl, .comp_len = gpl, .group = j->group, .payload_crc = ba_crc32c(0, gp, gpl)};
-  ba_blk_hdr_encode(&h, gb);
-  struct iovec iov[1 + BA_NCOLS3];
-  iov[0].iov_base = gb;
-  iov[0].iov_len = sizeof gb;
-  ba_group_ent_t e = {.off = sl->off, .rows = j->n};
-  uint64_t len = sizeof gb;
-  for (int c = 0; c < BA_NCOLS3; c++) {
-    iov[1 + c].iov_base = j->out[c];
-    iov[1 + c].iov_len = j->out_len[c];
-    e.col_off[c] = j->out_len[c] ? (uint32_t)len : 0;
-    len += j->out_len[c];
-  }
-  if (len > UINT32_MAX) {
-    sl->failed = 1;
-    set_err(w, BA_ERR_OVERFLOW, "%s: row group %u too large", sl->name, j->group);
-    return BA_ERR_OVERFLOW;
-  }
-  e.len = (uint32_t)len;
-  /* pwritev may be partial: continue where it stopped. A failure leaves a
-   * torn group at the end of the journal: the slice is then failed. */
-  size_t done = 0;
-  while (done < len) {
-    size_t skip = done;
-    int k = 0;
-    while (skip >= iov[k].iov_len) skip -= iov[k++].iov_len;
-    struct iovec v[1 + BA_NCOLS3];
-    int nv = 0;
-    for (int i = k; i < 1 + BA_NCOLS3; i++, nv++) {
-      v[nv].iov_base = (uint8_t *)iov[i].iov_base + (i == k ? skip : 0);
-      v[nv].iov_len = iov[i].iov_len - (i == k ? skip : 0);
-    }
-    ssize_t r = pwritev(sl->fd, v, nv, (off_t)(sl->off + done));
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) {
-      sl->failed = 1;
-      set_err(w, BA_ERR_IO, "%s: write of row group %u at offset %llu: %s", sl->open_name, j->group,
-              (unsigned long long)(sl->off + done), r < 0 ? strerror(errno) : "nothing written");
-      return BA_ERR_IO;
-    }
-    done += (size_t)r;
-  }
-  if (sl->ngroups == sl->cap_groups) {
-    void *p = sl->groups;
-    int rc = ba_grow(&p, &sl->cap_groups, sl->ngroups + 1, sizeof(ba_group_ent_t));
-    if (rc < 0) {
-      sl->failed = 1;
-      set_err(w, rc, "%s: row group %u: %s", sl->name, j->group, ba_strerror(rc));
-      return rc;
-    }
-    sl->groups = p;
-  }
-  sl->groups[sl->ngroups++] = e;
-  sl->off += len;
-  w->st.bytes_archive += len;
-  return BA_OK;
-}
-
-/* Writes the oldest in-flight group. */
-static int reclaim_one(ba_store_writer_t *w) {
-  pthread_mutex_lock(&w->mu);
-  if (w->head == w->tail) {
-    pthread_mutex_unlock(&w->mu);
-    return BA_OK;
-  }
-  job_t *j = w->ring[w->head % RING_JOBS];
-  while (j->pending) pthread_cond_wait(&w->cv_done, &w->mu);
-  w->head++;
-  pthread_mutex_unlock(&w->mu);
-  int rc = job_write(w, j);
-  job_put(w, j);
-  return rc;
-}
-
-static int drain(ba_store_writer_t *w) {
-  int rc = BA_OK;
-  for (;;) {
-    pthread_mutex_lock(&w->mu);
-    int empty = w->head == w->tail;
-    pthread_mutex_unlock(&w->mu);
-    if (empty) break;
-    int r = reclaim_one(w);
-    if (r < 0 && rc == BA_OK) rc = r;
-  }
-  return rc;
-}
-
-static int submit(ba_store_writer_t *w, job_t *j) {
-  slice_t *sl = j->sl;
-  j->group = sl->next_group++;
-  if (w->nw == 0) {
-    int rc = job_work(w, j, 0, 1, &w->tc[0]);
-    if (rc < 0) j->rc = rc;
-    rc = job_write(w, j);
-    job_put(w, j);
-    return rc;
-  }
-  int rc = BA_OK;
-  pthread_mutex_lock(&w->mu);
-  int full = w->tail - w->head == RING_JOBS;
-  pthread_mutex_unlock(&w->mu);
-  if (full) rc = reclaim_one(w);
-  pthread_mutex_lock(&w->mu);
-  j->pending = w->nw;
-  w->ring[w->tail % RING_JOBS] = j;
-  w->tail++;
-  pthread_cond_broadcast(&w->cv_work);
-  pthread_mutex_unlock(&w->mu);
-  return rc;
 }
 
 /* ---------- slices ---------- */
@@ -454,7 +129,7 @@ static int slice_open(ba_store_writer_t *w, uint64_t start, slice_t **out) {
   sl->fd = openat(w->dirfd, sl->open_name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (sl->fd < 0) {
     rc = BA_ERR_IO;
-    set_err(w, rc, "%s: create: %s", sl->open_name, strerror(errno));
+    ba_writer_set_err(w, rc, "%s: create: %s", sl->open_name, strerror(errno));
     goto fail;
   }
   ba_seg_hdr_t h = {.major = BA_SEG_MAJOR, .minor = BA_SEG_MINOR,
@@ -465,7 +140,7 @@ static int slice_open(ba_store_writer_t *w, uint64_t start, slice_t **out) {
   uint8_t hb[BA_SEG_HDR_BYTES];
   ba_seg_hdr_encode(&h, hb);
   if ((rc = ba_write_full(sl->fd, hb, sizeof hb)) < 0) {
-    set_err(w, rc, "%s: write: %s", sl->open_name, strerror(errno));
+    ba_writer_set_err(w, rc, "%s: write: %s", sl->open_name, strerror(errno));
     unlinkat(w->dirfd, sl->open_name, 0);
     goto fail;
   }
@@ -473,7 +148,7 @@ static int slice_open(ba_store_writer_t *w, uint64_t start, slice_t **out) {
   *out = sl;
   return BA_OK;
 fail:
-  if (w->err == 0) set_err(w, rc, "%s: cannot open slice: %s", sl->name, ba_strerror(rc));
+  if (w->err == 0) ba_writer_set_err(w, rc, "%s: cannot open slice: %s", sl->name, ba_strerror(rc));
   slice_free(sl);
   return rc;
 }
@@ -492,13 +167,13 @@ static int slice_close(ba_store_writer_t *w, slice_t *sl) {
   if (sl->cur && sl->cur->n) {
     job_t *j = sl->cur;
     sl->cur = NULL;
-    int r = submit(w, j);
+    int r = ba_writer_submit(w, j);
     if (r < 0 && rc == BA_OK) rc = r;
   } else if (sl->cur) {
-    job_put(w, sl->cur);
+    ba_writer_job_put(w, sl->cur);
     sl->cur = NULL;
   }
-  int r = drain(w);
+  int r = ba_writer_drain(w);
   if (r < 0 && rc == BA_OK) rc = r;
   if (sl->failed) {
     /* Never publish it: the journal stays for recovery. */
@@ -526,10 +201,10 @@ static int slice_close(ba_store_writer_t *w, slice_t *sl) {
       w->st.bytes_index += f.bytes_index;
       w->st.records_stored += sl->rows;
     } else {
-      set_err(w, rc, "%s: finishing segment: %s (%s)", sl->name, ba_strerror(rc), strerror(errno));
+      ba_writer_set_err(w, rc, "%s: finishing segment: %s (%s)", sl->name, ba_strerror(rc), strerror(errno));
     }
   } else if (w->err == 0) {
-    set_err(w, rc, "%s: closing slice: %s", sl->name, ba_strerror(rc));
+    ba_writer_set_err(w, rc, "%s: closing slice: %s", sl->name, ba_strerror(rc));
   }
   for (int a = 0; a < BA_ATTR_COUNT; a++) ba_idx_attr_clear(&attrs[a]);
   slice_free(sl);
@@ -544,33 +219,14 @@ static int close_slot(ba_store_writer_t *w, size_t i) {
 
 /* Copies records of one slice into its open group(s). */
 static int slice_add(ba_store_writer_t *w, slice_t *sl, const ba_record_t *recs, size_t n) {
-  for (size_t i = 0; i < n; i++) {
-    const ba_record_t *r = &recs[i];
+  for (size_t i = 0; i < n;) {
     if (!sl->cur) {
-      BA_FORWARD(job_get(w, &sl->cur));
+      BA_FORWARD(ba_writer_job_get(w, &sl->cur));
       sl->cur->sl = sl;
     }
-    job_t *j = sl->cur;
-    if (r->caplen) {
-      if (j->nframes + r->caplen > j->cap_frames) {
-        void *p = j->frames;
-        BA_FORWARD(ba_grow(&p, &j->cap_frames, j->nframes + r->caplen, 1));
-        j->frames = p;
-      }
-      memcpy(j->frames + j->nframes, r->frame, r->caplen);
-      j->nframes += r->caplen;
-    }
-    j->recs[j->n] = *r;
-    j->recs[j->n].frame = NULL;
-    j->n++;
-    sl->rows++;
-    if (r->first_ns < sl->min_first) sl->min_first = r->first_ns;
-    if (r->first_ns > sl->max_first) sl->max_first = r->first_ns;
-    sl->kinds |= r->kind == BA_REC_PACKET ? 2u : 1u;
-    if (j->n == w->o.block_rows) {
-      sl->cur = NULL;
-      BA_FORWARD(submit(w, j));
-    }
+    size_t k = BA_MIN(n - i, (size_t)(w->o.block_rows - sl->cur->n));
+    BA_FORWARD(ba_writer_group_add(w, sl, sl->cur, recs + i, k));
+    i += k;
   }
   return BA_OK;
 }
@@ -625,7 +281,7 @@ int ba_store_writer_append(ba_store_writer_t *w, const ba_record_t *recs, size_t
     slice_t *sl;
     int rc = find_slice(w, start, &sl);
     if (rc < 0) {
-      if (w->err == 0) set_err(w, rc, "cannot open a slice: %s", ba_strerror(rc));
+      if (w->err == 0) ba_writer_set_err(w, rc, "cannot open a slice: %s", ba_strerror(rc));
       return rc;
     }
     sl->last_use = ++w->use_clock;
@@ -636,7 +292,7 @@ int ba_store_writer_append(ba_store_writer_t *w, const ba_record_t *recs, size_t
     if (sl->olsh) rc = ba_olsh_push(sl->olsh, recs + i, take, olsh_emit, sl);
     else rc = slice_add(w, sl, recs + i, take);
     if (rc < 0) {
-      if (w->err == 0) set_err(w, rc, "%s: %s", sl->name, ba_strerror(rc));
+      if (w->err == 0) ba_writer_set_err(w, rc, "%s: %s", sl->name, ba_strerror(rc));
       return rc;
     }
     i += take;
@@ -654,10 +310,10 @@ int ba_store_writer_append(ba_store_writer_t *w, const ba_record_t *recs, size_t
 int ba_store_writer_sync(ba_store_writer_t *w) {
   BA_RETURN_IF(!w, BA_ERR_INVALID);
   BA_RETURN_IF(w->err < 0, w->err);
-  BA_FORWARD(drain(w));
+  BA_FORWARD(ba_writer_drain(w));
   for (size_t i = 0; i < w->nopen; i++) {
     if (fsync(w->open[i]->fd) != 0) {
-      set_err(w, BA_ERR_IO, "%s: fsync: %s", w->open[i]->open_name, strerror(errno));
+      ba_writer_set_err(w, BA_ERR_IO, "%s: fsync: %s", w->open[i]->open_name, strerror(errno));
       return BA_ERR_IO;
     }
   }
@@ -674,21 +330,21 @@ static void writer_free(ba_store_writer_t *w) {
     for (int i = 0; i < w->started; i++) pthread_join(w->tid[i], NULL);
   }
   /* Jobs still in the ring belong to the ring. */
-  for (uint64_t k = w->head; k < w->tail; k++) job_put(w, w->ring[k % RING_JOBS]);
+  for (uint64_t k = w->head; k < w->tail; k++) ba_writer_job_put(w, w->ring[k % RING_JOBS]);
   for (size_t i = 0; i < w->nopen; i++) {
-    if (w->open[i]->cur) job_put(w, w->open[i]->cur);
+    if (w->open[i]->cur) ba_writer_job_put(w, w->open[i]->cur);
     slice_free(w->open[i]);
   }
   ba_olsh_free(w->spare_olsh);
   while (w->free_jobs) {
     job_t *j = w->free_jobs;
     w->free_jobs = j->next_free;
-    job_free(j);
+    ba_writer_job_free(j);
   }
   for (int i = 0; i <= MAX_WORKERS; i++) {
     ba_free(w->tc[i].wrk);
-    ba_free(w->tc[i].vals);
     ba_free(w->tc[i].raw);
+    ba_free(w->tc[i].fv);
     ba_col_scratch_free(w->tc[i].cs);
   }
   pthread_mutex_destroy(&w->mu);
@@ -761,7 +417,7 @@ int ba_store_writer_open(const char *dir, const ba_store_opts_t *opts, ba_store_
   int rc = BA_OK;
   if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
     rc = BA_ERR_IO;
-    set_err(w, rc, "%s: mkdir: %s", dir, strerror(errno));
+    ba_writer_set_err(w, rc, "%s: mkdir: %s", dir, strerror(errno));
     goto fail;
   }
   w->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -782,8 +438,7 @@ int ba_store_writer_open(const char *dir, const ba_store_opts_t *opts, ba_store_
   w->nw = o.threads >= 2 ? o.threads : 0;
   for (int i = 0; i <= (w->nw ? w->nw : 0); i++) {
     w->tc[i].wrk = ba_malloc(ba_compress_wrkmem());
-    w->tc[i].vals = ba_malloc((size_t)o.block_rows * sizeof(uint32_t));
-    if (!w->tc[i].wrk || !w->tc[i].vals || ba_col_scratch_create(&w->tc[i].cs) < 0) {
+    if (!w->tc[i].wrk || ba_col_scratch_create(&w->tc[i].cs) < 0) {
       rc = BA_ERR_NOMEM;
       goto fail;
     }
@@ -796,7 +451,7 @@ int ba_store_writer_open(const char *dir, const ba_store_opts_t *opts, ba_store_
     }
     ws->w = w;
     ws->wi = i;
-    if (pthread_create(&w->tid[i], NULL, worker_run, ws) != 0) {
+    if (pthread_create(&w->tid[i], NULL, ba_writer_worker_main, ws) != 0) {
       ba_free(ws);
       rc = BA_ERR_NOMEM;
       goto fail;

@@ -13,6 +13,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <stdlib.h>
@@ -181,6 +182,21 @@ static void *rx_main(void *arg) {
 
 /* ---------- set-up ---------- */
 
+/* Marks the queue's memory for transparent huge pages (where the kernel
+ * offers them on request), so filling it the first time faults once per
+ * 2 MiB instead of once per 4 KiB: under a burst those faults were a third
+ * of the receive thread's CPU. A hint on the whole pages inside the buffer;
+ * pages are still touched only as the queue fills. */
+static void ring_advise(uint8_t *p, uint64_t cap) {
+#ifdef MADV_HUGEPAGE
+  const uintptr_t pg = 4096;
+  uintptr_t lo = ((uintptr_t)p + pg - 1) & ~(pg - 1), hi = ((uintptr_t)p + cap) & ~(pg - 1);
+  if (hi > lo) (void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
+#else
+  (void)p, (void)cap;
+#endif
+}
+
 static void rx_free(rx_t *r) {
   if (!r) return;
   if (r->s.fd >= 0) close(r->s.fd);
@@ -204,6 +220,7 @@ static int rx_new(ba_collector_t *c, const char *listen, uint64_t cap, rx_t **ou
     rx_free(r);
     return BA_ERR_NOMEM;
   }
+  ring_advise(r->ring, cap);
   *out = r;
   return BA_OK;
 }

@@ -1,0 +1,330 @@
+/* Row groups of the store writer: the caller fills the open group of a
+ * slice (records, frames, index values), full groups are built on worker
+ * threads (bitmap index appends and column blocks) and appended in order to
+ * the slice's journal (doc/format.md §5).
+ *
+ * Threads: with opts.threads = N >= 2 there are N workers. Worker w owns the
+ * index attributes a with a % N == w and the columns c with c % N == w; every
+ * worker takes the row groups in submission order, so each attribute's
+ * bitmaps see rows in order. The caller copies records into the open group,
+ * submits full groups to a ring and writes finished groups (in order) when it
+ * needs a free slot. With N <= 1 everything runs in the caller. */
+#include <errno.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "archive/col3.h"
+#include "archive/writer_internal.h"
+#include "common/common.h"
+
+void ba_writer_job_free(job_t *j) {
+  if (!j) return;
+  ba_free(j->recs);
+  ba_free(j->vals);
+  ba_free(j->frames);
+  for (int c = 0; c < BA_NCOLS3; c++) ba_free(j->out[c]);
+  ba_free(j);
+}
+
+int ba_writer_job_get(ba_store_writer_t *w, job_t **out) {
+  job_t *j = w->free_jobs;
+  if (j) {
+    w->free_jobs = j->next_free;
+  } else {
+    j = ba_calloc(1, sizeof *j);
+    BA_RETURN_IF(!j, BA_ERR_NOMEM);
+    j->recs = ba_malloc((size_t)w->o.block_rows * sizeof *j->recs);
+    j->vals = ba_malloc((size_t)w->o.block_rows * BA_ATTR_COUNT * sizeof *j->vals);
+    if (!j->recs || !j->vals) {
+      ba_writer_job_free(j);
+      return BA_ERR_NOMEM;
+    }
+  }
+  j->n = 0;
+  j->nframes = 0;
+  memset(&j->any, 0, sizeof j->any);
+  j->rc = 0;
+  j->next_free = NULL;
+  *out = j;
+  return BA_OK;
+}
+
+void ba_writer_job_put(ba_store_writer_t *w, job_t *j) {
+  j->sl = NULL;
+  j->next_free = w->free_jobs;
+  w->free_jobs = j;
+}
+
+/* Grows a byte buffer to need bytes. */
+static int reserve(uint8_t **buf, size_t *cap, size_t need) {
+  if (need <= *cap) return BA_OK;
+  void *p = *buf;
+  int rc = ba_grow(&p, cap, need, 1);
+  *buf = p;
+  return rc;
+}
+
+/* Column c's block of group j (header + payload) from its gathered fields fv
+ * (clobbered); out_len 0 when the column is absent. */
+static int column_block(ba_store_writer_t *w, job_t *j, int c, uint64_t *fv, tctx_t *tc) {
+  ba_compress_t cz = w->o.compress;
+  size_t raw = ba_col_raw_max(BA_SEG_MAJOR, c, j->n, j->nframes);
+  BA_RETURN_IF(raw > UINT32_MAX / 2, BA_ERR_OVERFLOW);
+  /* Uncompressed (the 3.0 default): encoded straight into the block. */
+  uint8_t *dst;
+  if (cz == BA_COMPRESS_NONE) {
+    BA_FORWARD(reserve(&j->out[c], &j->out_cap[c], BA_BLK_HDR_BYTES + raw));
+    dst = j->out[c] + BA_BLK_HDR_BYTES;
+  } else {
+    BA_FORWARD(reserve(&tc->raw, &tc->raw_cap, raw));
+    dst = tc->raw;
+  }
+  BA_FORWARD(ba_col3_encode_fields(c, fv, j->n, j->frames, j->nframes, dst, &raw, tc->cs));
+  j->out_len[c] = 0;
+  if (raw == 0) return BA_OK; /* absent: every field zero (doc/format.md §7.1) */
+  size_t clen = raw;
+  if (cz != BA_COMPRESS_NONE) {
+    BA_FORWARD(reserve(&j->out[c], &j->out_cap[c], BA_BLK_HDR_BYTES + ba_compress_bound(cz, raw)));
+    uint8_t *payload = j->out[c] + BA_BLK_HDR_BYTES;
+    BA_FORWARD(ba_compress_block(cz, tc->raw, raw, payload, j->out_cap[c] - BA_BLK_HDR_BYTES, &clen, tc->wrk));
+    /* Kept compressed only where it pays (§7.1): a raw block is read
+     * without decompression and its rows one by one. */
+    if (clen > raw - raw / 8) {
+      cz = BA_COMPRESS_NONE;
+      memcpy(payload, tc->raw, raw);
+      clen = raw;
+    }
+  }
+  const uint8_t *payload = j->out[c] + BA_BLK_HDR_BYTES;
+  ba_blk_hdr_t h = {.type = BA_BLK_COLUMN, .col = (uint8_t)c, .compress = (uint8_t)cz,
+                    .rows = j->n, .raw_len = (uint32_t)raw, .comp_len = (uint32_t)clen,
+                    .group = j->group, .payload_crc = ba_crc32c(0, payload, clen)};
+  ba_blk_hdr_encode(&h, j->out[c]);
+  j->out_len[c] = BA_BLK_HDR_BYTES + clen;
+  return BA_OK;
+}
+
+/* The work on one row group for worker `wi` of `nw` (nw = 1: everything):
+ * its attributes' bitmaps, then its columns, whose fields are gathered from
+ * the records in one pass (not one strided pass per field). */
+static int job_work(ba_store_writer_t *w, job_t *j, int wi, int nw, tctx_t *tc) {
+  slice_t *sl = j->sl;
+  for (int a = wi; a < BA_ATTR_COUNT; a += nw)
+    BA_FORWARD(ba_idx_online_add(sl->idx[a], j->vals + (size_t)a * w->o.block_rows, j->n));
+  int cols[BA_NCOLS3];
+  size_t nc = 0, nfv = 0;
+  for (int c = wi; c < BA_NCOLS3; c += nw) {
+    j->out_len[c] = 0;
+    if (!ba_col3_maybe_present(c, &j->any)) continue; /* absent, known without a scan */
+    cols[nc++] = c;
+    nfv += ba_col3_nfields(c);
+  }
+  if (nfv * j->n > tc->fv_cap) {
+    void *p = tc->fv;
+    int rc = ba_grow(&p, &tc->fv_cap, nfv * j->n, sizeof *tc->fv);
+    tc->fv = p;
+    BA_FORWARD(rc);
+  }
+  ba_col3_gather(cols, nc, j->recs, j->n, tc->fv);
+  uint64_t *fv = tc->fv;
+  for (size_t q = 0; q < nc; fv += ba_col3_nfields(cols[q]) * j->n, q++)
+    BA_FORWARD(column_block(w, j, cols[q], fv, tc));
+  return BA_OK;
+}
+
+void *ba_writer_worker_main(void *arg) {
+  wstart_t *ws = arg;
+  ba_store_writer_t *w = ws->w;
+  int wi = ws->wi;
+  ba_free(ws);
+  for (;;) {
+    pthread_mutex_lock(&w->mu);
+    while (w->wpos[wi] == w->tail && !w->stop) pthread_cond_wait(&w->cv_work, &w->mu);
+    if (w->wpos[wi] == w->tail) {
+      pthread_mutex_unlock(&w->mu);
+      break;
+    }
+    job_t *j = w->ring[w->wpos[wi] % RING_JOBS];
+    pthread_mutex_unlock(&w->mu);
+    int rc = job_work(w, j, wi, w->nw, &w->tc[wi]);
+    pthread_mutex_lock(&w->mu);
+    if (rc < 0 && j->rc == 0) j->rc = rc;
+    w->wpos[wi]++;
+    if (--j->pending == 0) pthread_cond_broadcast(&w->cv_done);
+    pthread_mutex_unlock(&w->mu);
+  }
+  return NULL;
+}
+
+/* Appends a finished row group to its slice's journal at sl->off (one
+ * pwritev; the offset recorded for the group is where its bytes go). */
+static int job_write(ba_store_writer_t *w, job_t *j) {
+  slice_t *sl = j->sl;
+  if (sl->failed) return w->err < 0 ? w->err : BA_ERR_IO; /* nothing after a hole */
+  if (j->rc < 0) {
+    sl->failed = 1;
+    ba_writer_set_err(w, j->rc, "%s: building row group %u failed: %s", sl->name, j->group,
+            ba_strerror(j->rc));
+    return j->rc;
+  }
+  const uint32_t gpl = ba_group_payload_bytes(BA_NCOLS3);
+  uint8_t gb[BA_BLK_HDR_BYTES + 24 + 4 * BA_NCOLS3];
+  uint8_t *gp = gb + BA_BLK_HDR_BYTES;
+  memset(gp, 0, gpl);
+  ba_store_le32(gp, j->group);
+  ba_store_le32(gp + 4, j->n);
+  ba_store_le32(gp + 8, BA_NCOLS3);
+  uint64_t first_row = (uint64_t)j->group * w->o.block_rows;
+  ba_store_le64(gp + 16, first_row);
+  for (int c = 0; c < BA_NCOLS3; c++) ba_store_le32(gp + 24 + 4 * c, (uint32_t)j->out_len[c]);
+  ba_blk_hdr_t h = {.type = BA_BLK_GROUP, .col = 0xFF, .compress = BA_COMPRESS_NONE, .rows = j->n,
+                    .raw_len = gpl, .comp_len = gpl, .group = j->group, .payload_crc = ba_crc32c(0, gp, gpl)};
+  ba_blk_hdr_encode(&h, gb);
+  struct iovec iov[1 + BA_NCOLS3];
+  iov[0].iov_base = gb;
+  iov[0].iov_len = sizeof gb;
+  ba_group_ent_t e = {.off = sl->off, .rows = j->n};
+  uint64_t len = sizeof gb;
+  for (int c = 0; c < BA_NCOLS3; c++) {
+    iov[1 + c].iov_base = j->out[c];
+    iov[1 + c].iov_len = j->out_len[c];
+    e.col_off[c] = j->out_len[c] ? (uint32_t)len : 0;
+    len += j->out_len[c];
+  }
+  if (len > UINT32_MAX) {
+    sl->failed = 1;
+    ba_writer_set_err(w, BA_ERR_OVERFLOW, "%s: row group %u too large", sl->name, j->group);
+    return BA_ERR_OVERFLOW;
+  }
+  e.len = (uint32_t)len;
+  /* pwritev may be partial: continue where it stopped. A failure leaves a
+   * torn group at the end of the journal: the slice is then failed. */
+  size_t done = 0;
+  while (done < len) {
+    size_t skip = done;
+    int k = 0;
+    while (skip >= iov[k].iov_len) skip -= iov[k++].iov_len;
+    struct iovec v[1 + BA_NCOLS3];
+    int nv = 0;
+    for (int i = k; i < 1 + BA_NCOLS3; i++, nv++) {
+      v[nv].iov_base = (uint8_t *)iov[i].iov_base + (i == k ? skip : 0);
+      v[nv].iov_len = iov[i].iov_len - (i == k ? skip : 0);
+    }
+    ssize_t r = pwritev(sl->fd, v, nv, (off_t)(sl->off + done));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) {
+      sl->failed = 1;
+      ba_writer_set_err(w, BA_ERR_IO, "%s: write of row group %u at offset %llu: %s", sl->open_name, j->group,
+              (unsigned long long)(sl->off + done), r < 0 ? strerror(errno) : "nothing written");
+      return BA_ERR_IO;
+    }
+    done += (size_t)r;
+  }
+  if (sl->ngroups == sl->cap_groups) {
+    void *p = sl->groups;
+    int rc = ba_grow(&p, &sl->cap_groups, sl->ngroups + 1, sizeof(ba_group_ent_t));
+    if (rc < 0) {
+      sl->failed = 1;
+      ba_writer_set_err(w, rc, "%s: row group %u: %s", sl->name, j->group, ba_strerror(rc));
+      return rc;
+    }
+    sl->groups = p;
+  }
+  sl->groups[sl->ngroups++] = e;
+  sl->off += len;
+  w->st.bytes_archive += len;
+  return BA_OK;
+}
+
+/* Writes the oldest in-flight group. */
+static int reclaim_one(ba_store_writer_t *w) {
+  pthread_mutex_lock(&w->mu);
+  if (w->head == w->tail) {
+    pthread_mutex_unlock(&w->mu);
+    return BA_OK;
+  }
+  job_t *j = w->ring[w->head % RING_JOBS];
+  while (j->pending) pthread_cond_wait(&w->cv_done, &w->mu);
+  w->head++;
+  pthread_mutex_unlock(&w->mu);
+  int rc = job_write(w, j);
+  ba_writer_job_put(w, j);
+  return rc;
+}
+
+int ba_writer_drain(ba_store_writer_t *w) {
+  int rc = BA_OK;
+  for (;;) {
+    pthread_mutex_lock(&w->mu);
+    int empty = w->head == w->tail;
+    pthread_mutex_unlock(&w->mu);
+    if (empty) break;
+    int r = reclaim_one(w);
+    if (r < 0 && rc == BA_OK) rc = r;
+  }
+  return rc;
+}
+
+int ba_writer_submit(ba_store_writer_t *w, job_t *j) {
+  slice_t *sl = j->sl;
+  j->group = sl->next_group++;
+  if (w->nw == 0) {
+    int rc = job_work(w, j, 0, 1, &w->tc[0]);
+    if (rc < 0) j->rc = rc;
+    rc = job_write(w, j);
+    ba_writer_job_put(w, j);
+    return rc;
+  }
+  int rc = BA_OK;
+  pthread_mutex_lock(&w->mu);
+  int full = w->tail - w->head == RING_JOBS;
+  pthread_mutex_unlock(&w->mu);
+  if (full) rc = reclaim_one(w);
+  pthread_mutex_lock(&w->mu);
+  j->pending = w->nw;
+  w->ring[w->tail % RING_JOBS] = j;
+  w->tail++;
+  pthread_cond_broadcast(&w->cv_work);
+  pthread_mutex_unlock(&w->mu);
+  return rc;
+}
+
+static inline void or_record(ba_record_t *acc, const ba_record_t *r) {
+  unsigned char *a = (unsigned char *)acc;
+  const unsigned char *b = (const unsigned char *)r;
+  for (size_t i = 0; i < sizeof *r; i++) a[i] |= b[i];
+}
+
+int ba_writer_group_add(ba_store_writer_t *w, slice_t *sl, job_t *j, const ba_record_t *recs, size_t k) {
+  /* The index values are taken here, from the caller's records while they
+   * are in cache, one short run per attribute, rather than by the workers
+   * from the copies (a strided pass over the whole group per attribute). */
+  for (int a = 0; a < BA_ATTR_COUNT; a++)
+    ba_attr_values((ba_attr_t)a, recs, k, sl->start, w->bin_ns, j->vals + (size_t)a * w->o.block_rows + j->n);
+  for (size_t i = 0; i < k; i++) {
+    const ba_record_t *r = &recs[i];
+    if (r->caplen) {
+      if (j->nframes + r->caplen > j->cap_frames) {
+        void *p = j->frames;
+        BA_FORWARD(ba_grow(&p, &j->cap_frames, j->nframes + r->caplen, 1));
+        j->frames = p;
+      }
+      memcpy(j->frames + j->nframes, r->frame, r->caplen);
+      j->nframes += r->caplen;
+    }
+    j->recs[j->n] = *r;
+    j->recs[j->n].frame = NULL;
+    or_record(&j->any, &j->recs[j->n]);
+    j->n++;
+    sl->rows++;
+    if (r->first_ns < sl->min_first) sl->min_first = r->first_ns;
+    if (r->first_ns > sl->max_first) sl->max_first = r->first_ns;
+    sl->kinds |= r->kind == BA_REC_PACKET ? 2u : 1u;
+  }
+  if (j->n == w->o.block_rows) {
+    sl->cur = NULL;
+    BA_FORWARD(ba_writer_submit(w, j));
+  }
+  return BA_OK;
+}

@@ -1,0 +1,117 @@
+/* Internals of the store writer (writer.c: options, slices, segments;
+ * writer_groups.c: row groups on the worker threads). */
+#ifndef BA_ARCHIVE_WRITER_INTERNAL_H
+#define BA_ARCHIVE_WRITER_INTERNAL_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "archive/archive.h"
+#include "reorder/olsh.h"
+
+#define MAX_OPEN_SLICES 4
+#define MAX_WORKERS 16
+#define RING_JOBS 4
+
+typedef struct slice slice_t;
+
+typedef struct job {
+  slice_t *sl;
+  uint32_t group, n;
+  ba_record_t *recs;
+  uint32_t *vals; /* index values: attribute a of row i at [a * block_rows + i] */
+  uint8_t *frames;
+  size_t nframes, cap_frames;
+  ba_record_t any; /* bytewise OR of recs[0..n): columns all zero are skipped */
+  uint8_t *out[BA_NCOLS3]; /* block header + payload; out_len 0: absent column */
+  size_t out_len[BA_NCOLS3], out_cap[BA_NCOLS3];
+  int rc, pending;
+  struct job *next_free;
+} job_t;
+
+struct slice {
+  ba_store_writer_t *w;
+  uint64_t start, end;
+  char name[96], open_name[104];
+  int fd;
+  uint64_t off;           /* end of the journal */
+  uint64_t rows;          /* rows given to groups */
+  uint64_t min_first, max_first;
+  uint32_t kinds;
+  ba_group_ent_t *groups;
+  size_t ngroups, cap_groups;
+  uint32_t next_group;
+  ba_idx_online_t *idx[BA_ATTR_COUNT];
+  job_t *cur;
+  ba_olsh_t *olsh;
+  uint64_t last_use;
+  /* A group of this slice failed to be built or written: the journal may end
+   * in a torn group and misses rows the slice counted, so nothing more is
+   * appended and the slice is never finished; the journal is left for
+   * recovery, which keeps its complete groups (doc/format.md §5). */
+  int failed;
+};
+
+/* One thread's scratch (workers, and the caller when there are none). */
+typedef struct tctx {
+  void *wrk;
+  ba_col_scratch_t *cs;
+  uint8_t *raw;
+  size_t raw_cap;
+  uint64_t *fv; /* gathered fields of the worker's columns */
+  size_t fv_cap;
+} tctx_t;
+
+struct ba_store_writer {
+  int dirfd, lockfd;
+  ba_store_opts_t o;
+  uint64_t slice_ns, bin_ns;
+  slice_t *open[MAX_OPEN_SLICES];
+  size_t nopen;
+  uint64_t use_clock;
+  int nw;
+  pthread_t tid[MAX_WORKERS];
+  int started;
+  tctx_t tc[MAX_WORKERS + 1]; /* [nw] = the caller */
+  pthread_mutex_t mu;
+  pthread_cond_t cv_work, cv_done;
+  job_t *ring[RING_JOBS];
+  uint64_t head, tail, wpos[MAX_WORKERS];
+  int stop;
+  job_t *free_jobs;
+  /* An emptied oLSH buffer kept for the next slice: its slots, chunks and
+   * frame arena stay allocated (and paged in) instead of growing again. */
+  ba_olsh_t *spare_olsh;
+  ba_store_writer_stats_t st;
+  uint64_t recovered;
+  int err;
+  char errmsg[512];
+};
+
+typedef struct wstart {
+  ba_store_writer_t *w;
+  int wi;
+} wstart_t;
+
+/* The first error sticks (w->err); errmsg gets the detail. */
+void ba_writer_set_err(ba_store_writer_t *w, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* ---- row groups (writer_groups.c) ---- */
+/* A free group (recycled or new, with block_rows rows of room). */
+int ba_writer_job_get(ba_store_writer_t *w, job_t **out);
+void ba_writer_job_put(ba_store_writer_t *w, job_t *j);
+void ba_writer_job_free(job_t *j);
+/* Appends k records (k <= the room left in j) to the open group j of sl;
+ * submits j when it is full. */
+int ba_writer_group_add(ba_store_writer_t *w, slice_t *sl, job_t *j, const ba_record_t *recs, size_t k);
+/* Numbers a full (or a slice's last) group and hands it to the workers (or,
+ * without workers, builds and writes it in the caller). */
+int ba_writer_submit(ba_store_writer_t *w, job_t *j);
+/* Writes every group in flight, in order. */
+int ba_writer_drain(ba_store_writer_t *w);
+/* A worker thread's body; arg: a wstart_t from ba_malloc, freed by it. */
+void *ba_writer_worker_main(void *arg);
+
+#endif
