@@ -33,8 +33,9 @@ FILTERS = [
     "first seen > 2024-07-11T01:00", "src as 5 or in if 2", "net 2001:db8:0:1::/64", "tos 32",
     "net 147.32.0.0/16", "host 147.32.84.165", "proto tcp and packets > 100", "dst port 0",
 ]
-STATS = ["srcip", "dstip/bytes", "ip/packets", "srcport", "dstport/bytes", "port", "proto/packets"]
-AGGS = ["srcip,dstport", "proto", "dstip,srcport,proto", "srcip,dstip"]
+STATS = ["srcip", "dstip/bytes", "ip/packets", "srcport", "dstport/bytes", "port", "proto/packets", "srcip4/24/pps",
+         "record/bytes", "dstip/tstart:flows"]
+AGGS = ["srcip,dstport", "proto", "dstip,srcport,proto", "srcip,dstip", "srcip4/16,dstport"]
 
 
 class Cluster(unittest.TestCase):
@@ -78,7 +79,7 @@ class Cluster(unittest.TestCase):
             chunk = ["--chunk-rows", "700"] if i % 2 else []
             self.assertEqual(self.cluster_cli("-o", "csv", *chunk, f), want, f"{chunk} {f}")
             self.assertEqual(self.cluster_cli("--count", f), self.local("--count", f), f)
-            lim = ("-n", str(1 + 37 * i % 200))
+            lim = ("-c", str(1 + 37 * i % 200))
             self.assertEqual(self.cluster_cli("-o", "ndjson", "--chunk-rows", "900", *lim, f),
                              self.local("-o", "ndjson", *lim, f), f"{lim} {f}")
             s = STATS[i % len(STATS)]
@@ -87,6 +88,11 @@ class Cluster(unittest.TestCase):
             a = AGGS[i % len(AGGS)]
             self.assertEqual(self.cluster_cli("-o", "csv", "-A", a, f), self.local("-o", "csv", "-A", a, f),
                              f"-A {a} {f}")
+            if i % 4 == 0:
+                self.assertEqual(self.cluster_cli("-o", "csv", "-s", s, f), self.local("-o", "csv", "-s", s, f),
+                                 f"-o csv -s {s} {f}")
+                self.assertEqual(self.cluster_cli("-A", a, "-O", "bytes", f), self.local("-A", a, "-O", "bytes", f),
+                                 f"-A {a} -O bytes {f}")
 
     def test_2_windows_prune_stores_before_tasks(self):
         cases = [("2011/08/16.10:00-2011/08/16.12:00", {"c"}), ("2024/07/11.02:00-2024/07/11.03:30", {"a", "b"}),
@@ -110,7 +116,7 @@ class Cluster(unittest.TestCase):
         self.assertLess(cq.tasks, sum(len(sp.chunks) for sp in cq.plans))
         self.assertLess(cq.rows_moved, total)
         fmt = bitarc.Formatter("csv")
-        self.assertEqual(fmt.header() + fmt.records(rows), self.local("-o", "csv", "-n", "20", "any"))
+        self.assertEqual(fmt.records(rows), self.local("-o", "csv", "-c", "20", "any"))
 
     def test_4_syntax_error_before_any_task(self):
         with self.assertRaises(bitarc.FilterError):
