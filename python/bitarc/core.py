@@ -393,6 +393,7 @@ class Store:
         sink = ffi.cast("ba_record_sink_fn", lib().ba_query_agg_add)
         _, stats, warnings = self._run(query, sink, ffi.cast("void *", agg._a), start_ns=start_ns, end_ns=end_ns,
                                        limit=0, columns=COL_AGG, count_only=False, threads=threads, scan=False)
+        agg._any = stats["rows_matched"] > 0
         return Groups(spec, agg), Result(np.empty(0, RECORD), stats, warnings)
 
 
@@ -461,7 +462,9 @@ class Aggregator:
         if rc < 0:
             raise Error("aggregate", rc)
         self._a = ffi.gc(p[0], L.ba_query_agg_free)
-        self._n = 0
+        # whether records went in: ba_query_agg_result of an empty aggregator
+        # passes NULL to qsort_r (UBSan), so it is not asked then
+        self._any = False
 
     @property
     def mask(self):
@@ -491,6 +494,7 @@ class Aggregator:
         rc = lib().ba_query_agg_add(self._a, ptr, len(keep))
         if rc < 0:
             raise Error("aggregate", rc)
+        self._any = self._any or len(keep) > 0
 
     def merge(self, groups):
         """Adds partial groups (an AGG_ROW array of an aggregator of the same
@@ -517,6 +521,8 @@ class Aggregator:
     def groups(self, order="flows"):
         """Every group as an AGG_ROW array (a copy), sorted by the order
         (a name of ORDERS or its number)."""
+        if not self._any:
+            return np.empty(0, AGG_ROW)
         rows = ffi.new("ba_query_agg_row_t **")
         n = ffi.new("size_t *")
         rc = lib().ba_query_agg_result(self._a, parse_order(order), rows, n)
