@@ -27,7 +27,7 @@ from bitarc.dask.cli import query_main
 import support
 
 FILTERS = [
-    "any", "ipv6", "src ip 10.4.*.*", "ip 10.4.0-3.*", "dst net 10.5.0.0/24", "ip in [10.5.0.1, 2001:db8::/48]",
+    "any", "ipv6", "src ip 10.4.*.*", "ip 10.4.0-3.*", "dst net 10.5.5.0/24", "ip in [10.5.0.1, 2001:db8::/48]",
     "port 53", "dst port in [80 443 1024-2048]", "portrange 1-1023", "proto udp", "flags S and not flags AFRPU",
     "not flags SA", "bytes > 10k and src ip 10.4.*.*", "not (port 80 or proto icmp)", "icmp-type 8",
     "first seen > 2024-07-11T01:00", "src as 5 or in if 2", "net 2001:db8:0:1::/64", "tos 32",
