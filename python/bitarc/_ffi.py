@@ -102,6 +102,17 @@ int ba_store_writer_close(ba_store_writer_t *w);
 void ba_store_writer_get_stats(const ba_store_writer_t *w, ba_store_writer_stats_t *st);
 const char *ba_store_writer_errmsg(const ba_store_writer_t *w);
 
+typedef enum ba_col {
+  BA_COL_FIRST = 1, BA_COL_LAST = 2, BA_COL_SRC = 4, BA_COL_DST = 8,
+  BA_COL_PORTS = 16, BA_COL_PROTO = 32, BA_COL_FLAGS = 64, BA_COL_TOS = 128,
+  BA_COL_AS = 256, BA_COL_IF = 512, BA_COL_PACKETS = 1024, BA_COL_BYTES = 2048,
+  BA_COL_EXPORTER = 4096, BA_COL_VLAN = 8192, BA_COL_ICMP = 16384, BA_COL_FRAME = 32768,
+  BA_COL_OUT = 65536, BA_COL_NEXTHOP = 131072, BA_COL_MASK = 262144, BA_COL_DSTTOS = 524288,
+  BA_COL_ENGINE = 1048576, BA_COL_SAMPLING = 2097152, BA_COL_NAT = 4194304, BA_COL_FW = 8388608,
+  BA_COL_MPLS = 16777216, BA_COL_MAC = 33554432, BA_COL_BGPAS = 67108864, BA_COL_MISC = 134217728,
+  BA_COL_ALL = 268435455
+} ba_col_t;
+
 typedef struct ba_store ba_store_t;
 typedef struct ba_segment ba_segment_t;
 typedef struct ba_segment_info {
@@ -178,31 +189,61 @@ typedef struct ba_query_window {
   int64_t rel_s;
 } ba_query_window_t;
 int ba_query_parse_window(const char *text, uint64_t now_ns, int local, ba_query_window_t *w);
+int ba_query_restrict_time(ba_query_t *q, uint64_t start_ns, uint64_t end_ns, int whole);
 
 typedef struct ba_query_format ba_query_format_t;
-int ba_query_format_create(const char *spec, int local, ba_query_format_t **out, char *err, size_t errcap);
+enum { BA_FMT_LOCAL = 1, BA_FMT_PLAIN = 2, BA_FMT_V6LONG = 4 };
+int ba_query_format_create(const char *spec, unsigned flags, ba_query_format_t **out, char *err, size_t errcap);
 void ba_query_format_free(ba_query_format_t *f);
 int ba_query_format_header(const ba_query_format_t *f, char *buf, size_t cap, size_t *len);
 int ba_query_format_record(const ba_query_format_t *f, const ba_record_t *r, uint64_t flows, char *buf,
                            size_t cap, size_t *len);
 uint32_t ba_query_format_columns(const ba_query_format_t *f);
+int ba_query_format_kind(const ba_query_format_t *f);
+const char *ba_query_proto_name(unsigned proto);
+size_t ba_query_format_number(uint64_t v, unsigned flags, int fixed_width, char out[32]);
 
-typedef enum ba_agg_order { BA_ORDER_FLOWS = 0, BA_ORDER_PACKETS, BA_ORDER_BYTES } ba_agg_order_t;
+enum {
+  BA_AGG_SRCIP = 1, BA_AGG_DSTIP = 2, BA_AGG_SRCPORT = 4, BA_AGG_DSTPORT = 8,
+  BA_AGG_PROTO = 16, BA_AGG_IP = 32, BA_AGG_PORT = 64, BA_AGG_SRCAS = 128,
+  BA_AGG_DSTAS = 256, BA_AGG_AS = 512, BA_AGG_INIF = 1024, BA_AGG_OUTIF = 2048,
+  BA_AGG_IF = 4096, BA_AGG_TOS = 8192, BA_AGG_DSTTOS = 16384, BA_AGG_SRCVLAN = 32768,
+  BA_AGG_DSTVLAN = 65536, BA_AGG_VLAN = 131072, BA_AGG_SRCMASK = 262144, BA_AGG_DSTMASK = 524288,
+  BA_AGG_MASK = 1048576, BA_AGG_ROUTER = 2097152, BA_AGG_NEXTHOP = 4194304, BA_AGG_BGPNEXTHOP = 8388608,
+  BA_AGG_DIR = 16777216, BA_AGG_PREVAS = 33554432, BA_AGG_NEXTAS = 67108864, BA_AGG_ODID = 134217728,
+  BA_AGG_RECORD = 268435456
+};
+typedef enum ba_agg_order {
+  BA_ORDER_FLOWS = 0, BA_ORDER_PACKETS, BA_ORDER_BYTES, BA_ORDER_PPS, BA_ORDER_BPS, BA_ORDER_BPP,
+  BA_ORDER_TSTART, BA_ORDER_TEND
+} ba_agg_order_t;
+typedef struct ba_query_agg_spec {
+  uint32_t fields;
+  uint8_t v4bits, v6bits;
+  uint8_t bidir;
+} ba_query_agg_spec_t;
 typedef struct ba_query_agg_row {
   ba_record_t key;
   uint64_t flows, packets, bytes;
 } ba_query_agg_row_t;
 typedef struct ba_query_agg ba_query_agg_t;
-int ba_query_agg_parse(const char *fields, uint32_t *out);
-int ba_query_agg_create(uint32_t fields, ba_query_agg_t **out);
+int ba_query_agg_parse(const char *fields, int element, ba_query_agg_spec_t *out, char *err, size_t errcap);
+int ba_query_agg_order(const char *name, ba_agg_order_t *out);
+const char *ba_query_agg_order_name(ba_agg_order_t o);
+const char *ba_query_agg_title(uint32_t field);
+size_t ba_query_agg_value(uint32_t field, const ba_record_t *key, unsigned fmt_flags, int full_v6, char *buf,
+                          size_t cap);
+int ba_query_agg_create(const ba_query_agg_spec_t *spec, ba_query_agg_t **out);
 void ba_query_agg_free(ba_query_agg_t *a);
 int ba_query_agg_add(ba_query_agg_t *a, const ba_record_t *recs, size_t n);
 int ba_query_agg_result(ba_query_agg_t *a, ba_agg_order_t order, const ba_query_agg_row_t **rows, size_t *n);
+void ba_query_sort_records(ba_record_t *recs, size_t n, ba_agg_order_t order);
 """
 
-# Structs whose layout the test checks against the C headers.
+# Structs whose layout the test checks against the C headers (it also checks
+# every function prototype and enum constant of CDEF).
 CHECKED_STRUCTS = ("ba_record_t", "ba_store_opts_t", "ba_store_writer_stats_t", "ba_segment_info_t", "ba_query_exec_opts_t", "ba_query_stats_t",
-                   "ba_query_agg_row_t")
+                   "ba_query_window_t", "ba_query_agg_spec_t", "ba_query_agg_row_t")
 
 ffi = cffi.FFI()
 ffi.cdef(CDEF)

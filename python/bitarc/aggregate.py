@@ -1,58 +1,137 @@
-"""Exact merging of partial aggregates (numpy): groups of several runs with
-the same key become one group whose counters are the sums and whose time
-range is the union, which is what one run over all the records gives. Sorting
-follows the library's ba_query_agg_result: the counter descending, ties by
-source address, destination address, source port, destination port,
-protocol (bytes compared as unsigned, ports as numbers)."""
+"""Exact merging of partial aggregates and the -s / -A output of `bitarc
+query`, through the library.
+
+Merging: the groups of several runs go into one library aggregator
+(Aggregator.merging) as records carrying their counters, so groups with the
+same key become one group whose counters are the sums and whose time range
+is the union, sorted by ba_query_agg_result itself: what one run over all the
+records gives.
+
+Printing: the -s tables mirror src/cli/cmd_query_out.c (print_stat,
+stat_line) with the library's value, title, number and protocol helpers, so
+the output is byte for byte the CLI's."""
+
+import time
 
 import numpy as np
 
-from .records import AGG_ROW, concat, take
+from .core import FMT_LOCAL, FMT_PLAIN, AGG_RECORD, Aggregator, Groups, agg_title, agg_value, as_spec, \
+    format_number, order_name, parse_order, proto_name
+from .records import concat, take
 
-def _key_words(groups):
-    """The group keys as five uint64 columns, most significant first, whose
-    order is the C key order: source and destination address bytes read big
-    endian (memcmp order), then source port, destination port, protocol; the
-    last byte, ipver, only separates keys the C comparison calls equal."""
-    k = groups["key"]
-    n = len(groups)
-    src = np.ascontiguousarray(k["src"]).view(">u8").reshape(n, 2).astype(np.uint64)
-    dst = np.ascontiguousarray(k["dst"]).view(">u8").reshape(n, 2).astype(np.uint64)
-    tail = (k["src_port"].astype(np.uint64) << np.uint64(32)) | (k["dst_port"].astype(np.uint64) << np.uint64(16)) | \
-        (k["proto"].astype(np.uint64) << np.uint64(8)) | k["ipver"].astype(np.uint64)
-    return [src[:, 0], src[:, 1], dst[:, 0], dst[:, 1], tail]
+# BA_AGG_* fields printed 39 wide with -6 (addresses)
+_ADDR_FIELDS = (1 << 0) | (1 << 1) | (1 << 5) | (1 << 22) | (1 << 23) | (1 << 21)
+_AGG_PROTO = 1 << 4
 
 
-def merge_groups(parts):
-    """One AGG_ROW array with a group per distinct key of the given partial
-    AGG_ROW arrays (any order in, key order out)."""
+def merge_groups(parts, spec):
+    """One Groups with a group per distinct key of the partial AGG_ROW
+    arrays `parts` (each from an aggregator of `spec`). Groups are fed in
+    first-seen order (their start time; ties keep the order of `parts`), so
+    the rare groups the library's sort calls equal come out as one run
+    would list them."""
+    spec = as_spec(spec)
+    agg = Aggregator.merging(spec)
     parts = [p for p in parts if len(p)]
-    if not parts:
-        return np.empty(0, AGG_ROW)
-    g = concat(parts)
-    words = _key_words(g)
-    order = np.lexsort(words[::-1])  # stable: each key's partials keep their order
-    g = take(g, order)
-    words = [w[order] for w in words]
-    new = np.zeros(len(g), bool)
-    new[0] = True
-    for w in words:
-        new[1:] |= w[1:] != w[:-1]
-    starts = np.flatnonzero(new)
-    out = take(g, starts)  # key fields and kind of the group's first partial
-    for f in ("flows", "packets", "bytes"):
-        out[f] = np.add.reduceat(g[f], starts)
-    out["key"]["first_ns"] = np.minimum.reduceat(g["key"]["first_ns"], starts)
-    out["key"]["last_ns"] = np.maximum.reduceat(g["key"]["last_ns"], starts)
-    return out
+    if parts:
+        g = concat(parts)
+        agg.merge(take(g, np.argsort(g["key"]["first_ns"], kind="stable")))
+    return Groups(spec, agg)
 
 
-def sort_groups(groups, order):
-    """Groups sorted by counter `order` (0 flows, 1 packets, 2 bytes)
-    descending, ties by key ascending."""
-    if len(groups) == 0:
-        return groups
-    v = groups[("flows", "packets", "bytes")[order]].astype(np.uint64)
-    inv = np.iinfo(np.uint64).max - v
-    idx = np.lexsort(_key_words(groups)[::-1] + [inv])
-    return take(groups, idx)
+def _pct(a, b):
+    return float(a * 100) / float(b) if b else 0.0
+
+
+def _rate(v, first_ns, last_ns):
+    """nfdump's rate over the duration in seconds as a double, truncated."""
+    a, b = first_ns // 1000000, last_ns // 1000000
+    if b <= a:
+        return 0
+    return int(float(v) / (float(b - a) / 1000.0))
+
+
+def _date(ns, flags):
+    conv = time.localtime if flags & FMT_LOCAL else time.gmtime
+    return time.strftime("%Y-%m-%d %H:%M:%S", conv(ns // 1000000000))
+
+
+def _stat_line(field, g, stats, flags, full_v6, csv):
+    key = g["key"]
+    first, last = int(key["first_ns"]), int(key["last_ns"])
+    flows, packets, nbytes = int(g["flows"]), int(g["packets"]), int(g["bytes"])
+    val = agg_value(field, key, flags, csv or full_v6)
+    ms = last // 1000000 - first // 1000000 if last // 1000000 > first // 1000000 else 0
+    vpps = _rate(packets, first, last)
+    vbps = _rate(nbytes * 8 % (1 << 64), first, last)
+    bpp = nbytes // packets if packets else 0
+    proto = "any"
+    if field == _AGG_PROTO:
+        proto = str(int(key["proto"])) if flags & FMT_PLAIN else proto_name(int(key["proto"]))[:5]
+    d1 = _date(first, flags)
+    pf = _pct(flows, stats["rows_matched"])
+    pp = _pct(packets, stats["packets"])
+    pb = _pct(nbytes, stats["bytes"])
+    if csv:
+        return "%s,%s,%d.%03d,%s,%s,%d,%.1f,%d,%.1f,%d,%.1f,%d,%d,%d\n" % (
+            d1, _date(last, flags), ms // 1000, ms % 1000, proto, val, flows, pf, packets, pp, nbytes, pb, vpps,
+            vbps, bpp)
+    fl, pk, by, pps, bps = (format_number(v, flags, True) for v in (flows, packets, nbytes, vpps, vbps))
+    if flags & FMT_PLAIN:
+        dur = "%16.3f" % (ms / 1000.0)
+    elif ms < 86400000:
+        dur = "    %02d:%02d:%02d.%03d" % (ms // 3600000, ms // 60000 % 60, ms // 1000 % 60, ms % 1000)
+    else:
+        dur = "%2dd %02d:%02d:%02d.%03d" % (ms // 86400000, ms // 3600000 % 24, ms // 60000 % 60, ms // 1000 % 60,
+                                            ms % 1000)
+    w = 39 if full_v6 and field & _ADDR_FIELDS else 17
+    return "%s.%03d %9s %-5s %*s %8s(%4.1f) %8s(%4.1f) %8s(%4.1f) %8s %8s %5d\n" % (
+        d1, first // 1000000 % 1000, dur, proto, w, val, fl, pf, pk, pp, by, pb, pps, bps, bpp & 0xFFFFFFFF)
+
+
+def stat_table(spec, order, groups, stats, fmt, topn=10, quiet=False, full_v6=False):
+    """`bitarc query -s` output (bytes) for one statistic: `groups` are every
+    group (Groups), `stats` the run's (rows_matched, packets, bytes: the
+    percentages' totals), `fmt` the -o Formatter (text: nfdump's table, csv:
+    the csv table, -s record: flow lines), topn as -n (0 = all)."""
+    spec = as_spec(spec)
+    order = parse_order(order)
+    rows = groups.top(order)
+    show = rows[:topn] if topn and topn < len(rows) else rows
+    kind, flags = fmt.kind(), fmt.flags
+    ordn = order_name(order)
+    out = []
+    if spec.fields & AGG_RECORD:
+        if not quiet and kind == 0:
+            out.append(f"Top {topn} flows ordered by {ordn}:\n".encode())
+        if not quiet or kind == 1:
+            out.append(fmt.header())
+        recs = np.ascontiguousarray(show["key"]).copy()
+        recs["packets"], recs["bytes"] = show["packets"], show["bytes"]
+        out.append(fmt.records(recs, flows=show["flows"]))
+        if not quiet and kind == 0:
+            out.append(b"\n")
+        return b"".join(out)
+    title = agg_title(spec.fields)
+    if kind == 1:
+        out.append(b"ts,te,td,pr,val,fl,flP,ipkt,ipktP,ibyt,ibytP,ipps,ibps,ibpp\n")
+    elif not quiet:
+        out.append(f"Top {topn} {title} ordered by {ordn}:\n".encode())
+        out.append(("Date first seen                 Duration Proto %*s    Flows(%%)     Packets(%%)       Bytes(%%)"
+                    "         pps      bps   bpp\n" % (39 if full_v6 else 17, title)).encode())
+    out.extend(_stat_line(spec.fields, g, stats, flags, full_v6, kind == 1).encode() for g in show)
+    if kind != 1:
+        out.append(b"\n")
+    return b"".join(out)
+
+
+def agg_records(groups, fmt, order=None, quiet=False):
+    """`bitarc query -A` output (bytes): the header (unless quiet; csv
+    always), then every group as a record line, in first-seen order or, with
+    `order` (-O), sorted."""
+    rows = groups.top("tstart" if order is None else order)
+    out = [fmt.header()] if not quiet or fmt.kind() == 1 else []
+    recs = np.ascontiguousarray(rows["key"]).copy()
+    recs["packets"], recs["bytes"] = rows["packets"], rows["bytes"]
+    out.append(fmt.records(recs, flows=rows["flows"]))
+    return b"".join(out)

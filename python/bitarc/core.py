@@ -6,27 +6,43 @@
         res.rows["dst_port"]        # numpy structured array of bitarc.RECORD
         res.stats["rows_matched"]
         st.count("proto udp")       # from the bitmap index where it can
-        st.aggregate("any", "srcip").top("bytes", 10)
+        st.aggregate("any", "srcip4/24").top("bytes", 10)
 
 A Store handle, like the C one, is for one thread at a time."""
 
 import time
+from typing import NamedTuple
 
 import numpy as np
 
 from ._ffi import ffi, lib
-from .records import AGG_ROW, RECORD, as_c_records, concat, records_from_c
+from .records import AGG_ROW, RECORD, as_c_records, concat, from_c, records_from_c
 
 # ba_col_t
 COL_FIRST, COL_LAST, COL_SRC, COL_DST = 1 << 0, 1 << 1, 1 << 2, 1 << 3
 COL_PORTS, COL_PROTO, COL_FLAGS, COL_TOS = 1 << 4, 1 << 5, 1 << 6, 1 << 7
 COL_AS, COL_IF, COL_PACKETS, COL_BYTES = 1 << 8, 1 << 9, 1 << 10, 1 << 11
 COL_EXPORTER, COL_VLAN, COL_ICMP, COL_FRAME = 1 << 12, 1 << 13, 1 << 14, 1 << 15
-COL_ALL = 0xFFFF & ~COL_FRAME
-#: what an aggregate reads (as the CLI)
-COL_AGG = COL_SRC | COL_DST | COL_PORTS | COL_PROTO | COL_PACKETS | COL_BYTES | COL_FIRST | COL_LAST
+COL_OUT, COL_NEXTHOP, COL_MASK, COL_DSTTOS = 1 << 16, 1 << 17, 1 << 18, 1 << 19
+COL_ENGINE, COL_SAMPLING, COL_NAT, COL_FW = 1 << 20, 1 << 21, 1 << 22, 1 << 23
+COL_MPLS, COL_MAC, COL_BGPAS, COL_MISC = 1 << 24, 1 << 25, 1 << 26, 1 << 27
+#: every column but the packet frames
+COL_ALL = 0x0FFFFFFF & ~COL_FRAME
+#: what an aggregate reads (as the CLI: every field a key or a counter can use)
+COL_AGG = COL_ALL
 
-ORDERS = {"flows": 0, "packets": 1, "bytes": 2}
+#: ba_agg_order_t by name (-s FIELD/ORDER, -O ORDER)
+ORDERS = {"flows": 0, "packets": 1, "bytes": 2, "pps": 3, "bps": 4, "bpp": 5, "tstart": 6, "tend": 7}
+
+# BA_FMT_* flags of Formatter and the number/value helpers
+FMT_LOCAL, FMT_PLAIN, FMT_V6LONG = 1, 2, 4
+
+# BA_AGG_* pair elements (counted once per side) and the source-side field
+# whose key bytes they use
+_PAIR_TO_SRC = {1 << 5: 1 << 0, 1 << 6: 1 << 2, 1 << 9: 1 << 7, 1 << 12: 1 << 10, 1 << 17: 1 << 15,
+                1 << 20: 1 << 18}
+AGG_RECORD = 1 << 28
+_AGG_FIVE = 0x1F
 
 STAT_FIELDS = ("segments_total", "segments_used", "rows_total", "rows_candidate", "rows_matched",
                "blocks_read", "rows_damaged", "bitmap_ops", "first_ns", "last_ns", "packets", "bytes",
@@ -76,12 +92,97 @@ def parse_window(text, now=None, local=False):
     return w.start_ns, end
 
 
-def parse_agg_fields(text):
-    """'srcip,dstport' etc. into the BA_AGG_* bit mask."""
-    out = ffi.new("uint32_t *")
-    if lib().ba_query_agg_parse(text.encode(), out) < 0:
-        raise ValueError(f"bad aggregation fields '{text}'")
-    return out[0]
+class AggSpec(NamedTuple):
+    """ba_query_agg_spec_t as a plain (picklable) tuple: fields (BA_AGG_*
+    mask), v4bits / v6bits (address prefix lengths, 0 = all), bidir (-A only:
+    1 = nfdump -b, 2 = -B)."""
+    fields: int
+    v4bits: int = 0
+    v6bits: int = 0
+    bidir: int = 0
+
+    def c(self):
+        p = ffi.new("ba_query_agg_spec_t *")
+        p.fields, p.v4bits, p.v6bits, p.bidir = self
+        return p
+
+
+def parse_agg_fields(text, element=None):
+    """An AggSpec from fields text: a -A list ("srcip,dstport",
+    "srcip4/24,dstport"; element=False) or one -s element ("srcip", "ip",
+    "dstip6/64", "record"; element=True). element=None: a list, else one
+    element (so "ip" and "record" work too)."""
+    out = ffi.new("ba_query_agg_spec_t *")
+    err = ffi.new("char[]", 256)
+    rc = lib().ba_query_agg_parse(text.encode(), int(bool(element)), out, err, 256)
+    if rc < 0 and element is None:
+        rc2 = lib().ba_query_agg_parse(text.encode(), 1, out, ffi.new("char[]", 256), 256)
+        rc = rc2 if rc2 >= 0 else rc
+    if rc < 0:
+        raise ValueError(f"bad aggregation fields '{text}': {_str(err)}")
+    return AggSpec(out.fields, out.v4bits, out.v6bits, out.bidir)
+
+
+def as_spec(spec):
+    """An AggSpec from an AggSpec, fields text or a bare BA_AGG_* mask."""
+    if isinstance(spec, AggSpec):
+        return spec
+    if isinstance(spec, str):
+        return parse_agg_fields(spec)
+    if isinstance(spec, tuple):
+        return AggSpec(*spec)
+    return AggSpec(int(spec))
+
+
+def parse_order(name):
+    """An order name (flows packets bytes pps bps bpp tstart tend) or number
+    as ba_agg_order_t."""
+    if isinstance(name, int):
+        if not 0 <= name <= 7:
+            raise ValueError(f"bad order {name}")
+        return name
+    out = ffi.new("ba_agg_order_t *")
+    if lib().ba_query_agg_order(name.encode(), out) < 0:
+        raise ValueError(f"unknown order '{name}' (flows packets bytes pps bps bpp tstart tend)")
+    return int(out[0])
+
+
+def order_name(order):
+    return _str(lib().ba_query_agg_order_name(parse_order(order)))
+
+
+def format_number(v, flags=0, fixed_width=False):
+    """nfdump's number scaling ("1234", "  1.2 M"; unscaled with FMT_PLAIN)."""
+    buf = ffi.new("char[32]")
+    n = lib().ba_query_format_number(int(v), flags, int(fixed_width), buf)
+    return ffi.string(buf, n).decode()
+
+
+def proto_name(proto):
+    """nfdump's protocol name ("TCP", "ICMP6", ...)."""
+    return _str(lib().ba_query_proto_name(int(proto)))
+
+
+def agg_title(field):
+    """nfdump's -s header for a BA_AGG_* element ("Src IP Addr")."""
+    return _str(lib().ba_query_agg_title(int(field)))
+
+
+def agg_value(field, key, flags=0, full_v6=False):
+    """A -s element's value of a group key (a RECORD scalar or 1-array) as
+    nfdump prints it."""
+    ptr, keep = as_c_records(np.asarray(key, RECORD).reshape(1))
+    buf = ffi.new("char[]", 128)
+    n = lib().ba_query_agg_value(int(field), ptr, flags, int(full_v6), buf, 128)
+    return ffi.string(buf, n).decode()
+
+
+def sort_records(rows, order):
+    """A copy of a RECORD array sorted as `bitarc query -O ORDER` sorts."""
+    out = np.array(rows, RECORD, copy=True, order="C")
+    if len(out):
+        lib().ba_query_sort_records(ffi.from_buffer("ba_record_t[]", out), len(out), parse_order(order))
+    return out
 
 
 class Query:
@@ -116,6 +217,15 @@ class Query:
     def columns(self):
         return lib().ba_query_columns(self._q)
 
+    def restrict_time(self, start_ns, end_ns, whole=True):
+        """ANDs the window [start_ns, end_ns] onto the filter (end 2**64-1 =
+        open): whole keeps the flows lying entirely inside it (nfdump's -t),
+        else the flows that start in it. Give the run the window too (it
+        selects segments)."""
+        rc = lib().ba_query_restrict_time(self._q, start_ns, end_ns, int(whole))
+        if rc < 0:
+            raise Error("cannot restrict the filter to the window", rc)
+
 
 class Result:
     """Rows (RECORD array; empty for counts and aggregates) and the run's stats."""
@@ -129,16 +239,28 @@ class Result:
 
 
 class Groups:
-    """Aggregated groups (AGG_ROW array, any order) of one or many runs."""
+    """Aggregated groups of one or many runs, held by the library's
+    aggregator: .spec (AggSpec), .rows (AGG_ROW array in first-seen order,
+    as `bitarc query -A` without -O), .top(order, n)."""
 
-    def __init__(self, fields, rows):
-        self.fields, self.rows = fields, rows
+    def __init__(self, spec, agg):
+        self.spec, self._agg = as_spec(spec), agg
+
+    @property
+    def fields(self):
+        return self.spec.fields
+
+    @property
+    def rows(self):
+        return self._agg.groups("tstart")
+
+    def __len__(self):
+        return self._agg.count()
 
     def top(self, order="flows", n=None):
-        """Groups sorted as the CLI sorts them: the counter descending, ties by
-        key (source, destination, ports, protocol); the first n."""
-        from .aggregate import sort_groups
-        s = sort_groups(self.rows, ORDERS[order] if isinstance(order, str) else order)
+        """Groups sorted as the CLI sorts them (ba_query_agg_result: counters
+        and rates descending, times ascending, ties by key); the first n."""
+        s = self._agg.groups(order)
         return s if n is None else s[:n]
 
 
@@ -262,15 +384,17 @@ class Store:
         return Result(np.empty(0, RECORD), stats, warnings)
 
     def aggregate(self, query, fields, *, start_ns=0, end_ns=0, threads=1):
-        """Groups of the matching records by `fields` ("srcip,dstport", "ip",
-        ...): every group, unsorted (Groups.top sorts). Returns (Groups, Result)."""
-        mask = parse_agg_fields(fields) if isinstance(fields, str) else fields
-        agg = Aggregator(mask)
+        """Groups of the matching records by `fields` (an AggSpec or text:
+        "srcip,dstport", "srcip4/24", "ip", "record", ...): every group
+        (Groups.top sorts). Returns (Groups, Result)."""
+        spec = as_spec(fields)
+        agg = Aggregator(spec)
         # the library's own ba_query_agg_add is the sink: no Python per batch
         sink = ffi.cast("ba_record_sink_fn", lib().ba_query_agg_add)
         _, stats, warnings = self._run(query, sink, ffi.cast("void *", agg._a), start_ns=start_ns, end_ns=end_ns,
                                        limit=0, columns=COL_AGG, count_only=False, threads=threads, scan=False)
-        return Groups(mask, agg.groups()), Result(np.empty(0, RECORD), stats, warnings)
+        agg._any = stats["rows_matched"] > 0
+        return Groups(spec, agg), Result(np.empty(0, RECORD), stats, warnings)
 
 
 class StoreWriter:
@@ -327,45 +451,98 @@ class StoreWriter:
 
 
 class Aggregator:
-    """ba_query_agg: groups records by a BA_AGG_* mask."""
+    """ba_query_agg: groups records by an AggSpec (or fields text, or a
+    BA_AGG_* mask)."""
 
-    def __init__(self, mask):
+    def __init__(self, spec):
         L = lib()
+        self.spec = as_spec(spec)
         p = ffi.new("ba_query_agg_t **")
-        rc = L.ba_query_agg_create(mask, p)
+        rc = L.ba_query_agg_create(self.spec.c(), p)
         if rc < 0:
             raise Error("aggregate", rc)
         self._a = ffi.gc(p[0], L.ba_query_agg_free)
-        self.mask = mask
+        # whether records went in: ba_query_agg_result of an empty aggregator
+        # passes NULL to qsort_r (UBSan), so it is not asked then
+        self._any = False
+
+    @property
+    def mask(self):
+        return self.spec.fields
+
+    @classmethod
+    def merging(cls, spec):
+        """An aggregator that merges partial groups of `spec` (merge()):
+        pair elements become their source-side field (whose key bytes they
+        hold, counted once), so groups of equal keys merge and sort exactly
+        as one run over all the records would have them. -b/-B groups do
+        not merge exactly (a flow and its reverse may be in different parts):
+        refused."""
+        spec = as_spec(spec)
+        if spec.bidir:
+            raise ValueError("bidirectional (-b/-B) groups cannot be merged exactly")
+        f = spec.fields
+        if f & AGG_RECORD:
+            f = (f & ~AGG_RECORD) | _AGG_FIVE
+        for pair, src in _PAIR_TO_SRC.items():
+            if f & pair:
+                f = (f & ~pair) | src
+        return cls(spec._replace(fields=f))
 
     def add(self, rows):
         ptr, keep = as_c_records(rows)
         rc = lib().ba_query_agg_add(self._a, ptr, len(keep))
         if rc < 0:
             raise Error("aggregate", rc)
+        self._any = self._any or len(keep) > 0
 
-    def groups(self, order=0):
-        """Every group as an AGG_ROW array (a copy), sorted by the order."""
+    def merge(self, groups):
+        """Adds partial groups (an AGG_ROW array of an aggregator of the same
+        spec; see merging()): counters add, time ranges and TCP flags join."""
+        if len(groups) == 0:
+            return
+        recs = np.ascontiguousarray(groups["key"]).copy()
+        recs["packets"], recs["bytes"] = groups["packets"], groups["bytes"]
+        flows = groups["flows"].astype(np.uint64)
+        cap = np.uint64(0xFFFFFFFF)  # aggr_flows is 32-bit: bigger groups go in as several records
+        recs["aggr_flows"] = np.minimum(flows, cap)
+        self.add(recs)
+        rest = flows - np.minimum(flows, cap)
+        while rest.any():
+            more = recs[rest > 0].copy()
+            more["packets"], more["bytes"], more["out_packets"], more["out_bytes"] = 0, 0, 0, 0
+            more["aggr_flows"] = np.minimum(rest[rest > 0], cap)
+            self.add(more)
+            rest = rest - np.minimum(rest, cap)
+
+    def count(self):
+        return len(self.groups("flows"))
+
+    def groups(self, order="flows"):
+        """Every group as an AGG_ROW array (a copy), sorted by the order
+        (a name of ORDERS or its number)."""
+        if not self._any:
+            return np.empty(0, AGG_ROW)
         rows = ffi.new("ba_query_agg_row_t **")
         n = ffi.new("size_t *")
-        rc = lib().ba_query_agg_result(self._a, order, rows, n)
+        rc = lib().ba_query_agg_result(self._a, parse_order(order), rows, n)
         if rc < 0:
             raise Error("aggregate", rc)
-        if n[0] == 0:
-            return np.empty(0, AGG_ROW)
-        a = np.frombuffer(ffi.buffer(rows[0], n[0] * AGG_ROW.itemsize), AGG_ROW).copy()
-        a["key"]["frame"] = 0
-        return a
+        return from_c(rows[0], n[0], AGG_ROW)
 
 
 class Formatter:
-    """An output format of `bitarc query -o` (line, long, csv, ndjson, fmt:...)."""
+    """An output format of `bitarc query -o` (line, long, extended, csv,
+    pipe, raw, ndjson, fmt:...): local = times in the local time zone
+    (FMT_LOCAL), plain = unscaled numbers (-N, FMT_PLAIN), v6long = full IPv6
+    addresses (-6, FMT_V6LONG)."""
 
-    def __init__(self, spec="line", local=False):
+    def __init__(self, spec="line", local=False, plain=False, v6long=False):
         L = lib()
         p = ffi.new("ba_query_format_t **")
         err = ffi.new("char[]", 256)
-        rc = L.ba_query_format_create(spec.encode(), int(local), p, err, 256)
+        self.flags = (FMT_LOCAL if local else 0) | (FMT_PLAIN if plain else 0) | (FMT_V6LONG if v6long else 0)
+        rc = L.ba_query_format_create(spec.encode(), self.flags, p, err, 256)
         if rc < 0:
             raise ValueError(f"-o {spec}: {_str(err)}")
         self._f = ffi.gc(p[0], L.ba_query_format_free)
@@ -376,6 +553,10 @@ class Formatter:
 
     def columns(self):
         return lib().ba_query_format_columns(self._f)
+
+    def kind(self):
+        """0 text (line, long, fmt, raw, ndjson), 1 csv, 2 pipe, 3 null."""
+        return lib().ba_query_format_kind(self._f)
 
     def header(self):
         """The header line (b'' if the format has none)."""
@@ -397,10 +578,10 @@ class Formatter:
         return ffi.buffer(self._buf, self._len[0])[:]
 
     def records(self, rows, flows=None):
-        """The lines of a RECORD array as bytes; flows[i] (default 1) is what
-        %fl prints."""
+        """The lines of a RECORD array as bytes; flows[i] is what %fl prints
+        (default, as the CLI: the record's aggr_flows, or 1)."""
         ptr, keep = as_c_records(rows)
         one = self._one
         if flows is None:
-            return b"".join([one(ptr + i, 1) for i in range(len(keep))])
+            flows = np.maximum(keep["aggr_flows"], 1)
         return b"".join([one(ptr + i, int(flows[i])) for i in range(len(keep))])

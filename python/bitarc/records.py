@@ -41,13 +41,45 @@ RECORD = _dtype_of("ba_record_t")
 AGG_ROW = _dtype_of("ba_query_agg_row_t")
 
 
-def records_from_c(ptr, n):
-    """A copy of n C records at ptr as a RECORD array (frame pointers zeroed)."""
+def _gaps(dt, base=0):
+    """The padding bytes [start, end) of a struct dtype (C leaves them
+    undefined; copies of C structs get them zeroed so equal records compare
+    equal as bytes)."""
+    out, pos = [], 0
+    for off, sub in sorted((f[1], f[0]) for f in dt.fields.values()):
+        if off > pos:
+            out.append((base + pos, base + off))
+        if sub.fields:
+            out += _gaps(sub, base + off)
+        pos = off + sub.itemsize
+    if dt.itemsize > pos:
+        out.append((base + pos, base + dt.itemsize))
+    return out
+
+
+_GAPS = {RECORD: _gaps(RECORD), AGG_ROW: _gaps(AGG_ROW)}
+
+
+def from_c(ptr, n, dt):
+    """A copy of n C structs at ptr as an array of dtype dt (RECORD or
+    AGG_ROW): frame pointers and padding bytes zeroed."""
     if n == 0:
-        return np.empty(0, RECORD)
-    a = np.frombuffer(ffi.buffer(ptr, n * RECORD.itemsize), RECORD).copy()
-    a["frame"] = 0
+        return np.empty(0, dt)
+    a = np.frombuffer(ffi.buffer(ptr, n * dt.itemsize), dt).copy()
+    b = _rows(a)
+    for s, e in _GAPS[dt]:
+        b[:, s:e] = 0
+    if dt is RECORD:
+        a["frame"] = 0
+    else:
+        a["key"]["frame"] = 0
     return a
+
+
+def records_from_c(ptr, n):
+    """A copy of n C records at ptr as a RECORD array (frame pointers and
+    padding zeroed)."""
+    return from_c(ptr, n, RECORD)
 
 
 def as_c_records(arr):

@@ -2,19 +2,23 @@
 
 The same question as `bitarc query -r STORE`, asked of every store the
 workers of a Dask cluster announce; the same filter language and the same
-output (records, --count, -s, -A), merged exactly. Exit status: 0 ok, 1
-damaged blocks were skipped, 2 bad usage or input, 3 partial answer (a worker
-died and no other holds its stores; stderr names them)."""
+output (records, --count, -s tables, -A groups, -O order), merged exactly.
+-t keeps the flows that start in the window (bitarc query --window-start -t;
+--window-start is accepted and changes nothing). Not on a cluster: -b/-B
+(a flow and its reverse may be in different stores) and -c with -s/-A. The
+summary goes to stderr. Exit status: 0 ok, 1 damaged blocks were skipped, 2
+bad usage or input, 3 partial answer (a worker died and no other holds its
+stores; stderr names them)."""
 
 import argparse
 import sys
 import time
 
-from ..core import ORDERS, Error, FilterError, Formatter, parse_agg_fields
+from ..aggregate import agg_records, stat_table
+from ..core import FMT_LOCAL, Error, FilterError, Formatter, format_number, parse_agg_fields, parse_order, \
+    sort_records
 
-AGG_NAMES = {1: "Src IP Addr", 2: "Dst IP Addr", 32: "IP Addr", 4: "Src Port", 8: "Dst Port", 64: "Port",
-             16: "Protocol"}
-KEY_SPEC = {1: "fmt:%sa", 32: "fmt:%sa", 2: "fmt:%da", 4: "fmt:%sp", 64: "fmt:%sp", 8: "fmt:%dp"}
+FIVE = "srcip,dstip,srcport,dstport,proto"
 
 
 def err(msg):
@@ -27,14 +31,26 @@ def _parser():
     p.add_argument("--scheduler", required=True, metavar="ADDR", help="the Dask scheduler, tcp://HOST:PORT")
     p.add_argument("-t", "--window", help="YYYY/MM/dd.hh:mm[:ss][-YYYY/MM/dd.hh:mm[:ss]] or 3h / 45m / 2d: "
                    "the flows that start in it (as bitarc query --window-start)")
-    p.add_argument("--tz", choices=("utc", "UTC", "local"), default="utc")
+    p.add_argument("--window-start", action="store_true", help="accepted for bitarc query's sake: -t is always "
+                   "on start times here")
+    p.add_argument("--tz", choices=("utc", "UTC", "local"), default="local",
+                   help="time zone of -t and of printed times (default local, as bitarc query)")
     p.add_argument("-f", "--filter-file", help="read the filter from FILE")
-    p.add_argument("-o", "--output", default="line", help="line, long, csv, ndjson or 'fmt:...'")
-    p.add_argument("-n", "--limit", help="stop after N records (with -s/-A: the top N)")
-    p.add_argument("-c", "--count", action="store_true", help="print only the number of matching records")
-    p.add_argument("-s", "--stat", help="top-N statistics FIELD[/flows|packets|bytes]")
-    p.add_argument("-A", "--aggregate", help="aggregate over srcip,dstip,srcport,dstport,proto")
-    p.add_argument("-q", "--quiet", action="store_true", help="no summary on stderr")
+    p.add_argument("-o", "--output", default="line", help="line, long, extended, csv, pipe, raw, ndjson or 'fmt:...'")
+    p.add_argument("-c", "--limit", help="stop after N records")
+    p.add_argument("-n", "--top", default="10", help="-s: the top N (default 10, 0 = all)")
+    p.add_argument("--count", action="store_true", help="print only the number of matching records")
+    p.add_argument("-s", "--stat", action="append", default=[],
+                   help="top-N statistics ELEMENT[/ORDER[:ORDER...]] (repeatable; nfdump's elements, srcip4/24, "
+                   "record; orders flows packets bytes pps bps bpp tstart tend)")
+    p.add_argument("-A", "--aggregate", help="aggregate over fields (srcip,dstip,srcport,dstport,proto, "
+                   "srcip4/24, ...)")
+    p.add_argument("-a", action="store_true", help="-A " + FIVE)
+    p.add_argument("-O", "--order", help="order of -A groups or of records (flows packets bytes pps bps bpp tstart "
+                   "tend)")
+    p.add_argument("-N", dest="plain", action="store_true", help="numbers unscaled, protocols as numbers")
+    p.add_argument("-6", dest="v6", action="store_true", help="IPv6 addresses in full")
+    p.add_argument("-q", "--quiet", action="store_true", help="no header, no summary")
     p.add_argument("--grace", type=float, default=5.0,
                    help="seconds to wait for a store whose worker died to be served again (default 5)")
     p.add_argument("--chunk-rows", type=int, default=1 << 20,
@@ -65,45 +81,25 @@ def _show_caret(text, col):
     sys.stderr.write(f"  {text[ls:le]}\n  {pad}^\n")
 
 
-def _pct(a, b):
-    return 100.0 * a / b if b else 0.0
-
-
-def _stat_table(out, mask, order, groups, show, stats):
-    ordn = ("flows", "packets", "bytes")[order]
-    name = AGG_NAMES.get(mask, "Aggregate")
-    out.write(f"Top {show} {name} ordered by {ordn}:\n".encode())
-    out.write(("%-40s %18s %20s %22s\n" % (name, "Flows(%)", "Packets(%)", "Bytes(%)")).encode())
-    kf = Formatter(KEY_SPEC.get(mask, "fmt:%pr"))
-    for g in groups[:show]:
-        kt = kf.records(g["key"].reshape(1)).decode()[:-1].lstrip(" ")
-        out.write(("%-40s %10d(%5.1f) %12d(%5.1f) %14d(%5.1f)\n" % (
-            kt, g["flows"], _pct(g["flows"], stats["rows_matched"]), g["packets"],
-            _pct(g["packets"], stats["packets"]), g["bytes"], _pct(g["bytes"], stats["bytes"]))).encode())
-
-
-def _agg_records(out, fmt, groups):
-    out.write(fmt.header())
-    recs = groups["key"].copy()
-    recs["packets"] = groups["packets"]
-    recs["bytes"] = groups["bytes"]
-    out.write(fmt.records(recs, flows=groups["flows"]))
-
-
-def _summary(cq, wall, local):
+def _summary(cq, wall, flags):
+    """bitarc query's summary (on stderr here), and the cluster's line."""
     st = cq.stats
-    dur = (st["last_ns"] - st["first_ns"]) / 1e9 if st["last_ns"] > st["first_ns"] else 0.0
-    bps = st["bytes"] * 8 / dur if dur > 0 else 0.0
-    pps = st["packets"] / dur if dur > 0 else 0.0
-    bpp = st["bytes"] // st["packets"] if st["packets"] else 0
+    a, b = st["first_ns"] // 1000000, st["last_ns"] // 1000000
+    d = (b - a) / 1000.0 if st["rows_matched"] and b > a else 0.0
+    bps = int(float((st["bytes"] << 3) % (1 << 64)) / d) if d > 0 else 0
+    pps = int(float(st["packets"]) / d) if d > 0 else 0
+    bpp = st["bytes"] // st["packets"] if d > 0 and st["packets"] else 0
+    n = [format_number(v, flags) for v in (st["bytes"], st["packets"], bps, pps, bpp)]
     w = sys.stderr.write
-    w(f"Summary: total flows: {st['rows_matched']}, total bytes: {st['bytes']}, total packets: {st['packets']}, "
-      f"avg bps: {bps:.0f}, avg pps: {pps:.0f}, avg bpp: {bpp}\n")
+    w(f"Summary: total flows: {st['rows_matched']}, total bytes: {n[0]}, total packets: {n[1]}, "
+      f"avg bps: {n[2]}, avg pps: {n[3]}, avg bpp: {n[4]}\n")
     if st["rows_matched"]:
-        conv = time.localtime if local else time.gmtime
-        a = time.strftime("%Y-%m-%d %H:%M:%S", conv(st["first_ns"] // 10**9))
-        b = time.strftime("%Y-%m-%d %H:%M:%S", conv(st["last_ns"] // 10**9))
-        w(f"Time window: {a} - {b}\n")
+        conv = time.localtime if flags & FMT_LOCAL else time.gmtime
+        t1 = time.strftime("%Y-%m-%d %H:%M:%S", conv(st["first_ns"] // 10**9))
+        t2 = time.strftime("%Y-%m-%d %H:%M:%S", conv(st["last_ns"] // 10**9))
+        w(f"Time window: {t1} - {t2}\n")
+    else:
+        w("Time window: <unknown>\n")
     holders = {a for sp in cq.plans for a, _ in sp.holders}
     w(f"Total records in {st['segments_used']} of {st['segments_total']} segments: {st['rows_total']}, "
       f"candidates: {st['rows_candidate']}, passed: {st['rows_matched']}, blocks read: {st['blocks_read']}, "
@@ -112,57 +108,83 @@ def _summary(cq, wall, local):
       f"{cq.tasks} tasks, {cq.rows_moved} rows moved\n")
 
 
+def _count_arg(opt, v):
+    if not v.isdigit():
+        raise ValueError(f"{opt} wants a count, not '{v}'")
+    return int(v)
+
+
 def _options(a):
-    """Checks the options the way `bitarc query` does; returns (limit,
-    have_limit, mask, order, fmt)."""
-    limit, have_limit = 0, a.limit is not None
-    if have_limit:
-        if not a.limit.isdigit():
-            raise ValueError(f"-n wants a count, not '{a.limit}'")
-        limit = int(a.limit)
-    fmt = Formatter(a.output, a.tz == "local")
-    if a.stat and a.aggregate:
-        raise ValueError("use either -s or -A")
-    mask, order = 0, 0
-    if a.stat:
-        field, _, ordn = a.stat.partition("/")
-        if ordn:
-            if ordn not in ORDERS:
-                raise ValueError(f"-s {a.stat}: order must be flows, packets or bytes")
-            order = ORDERS[ordn]
+    """Checks the options the way `bitarc query` does; returns a dict: limit,
+    top, stats [(spec, order, text)], agg (spec or None), order (-O or None),
+    fmt."""
+    o = {"limit": _count_arg("-c", a.limit) if a.limit is not None else 0, "top": _count_arg("-n", a.top)}
+    o["fmt"] = Formatter(a.output, local=a.tz == "local", plain=a.plain, v6long=a.v6)
+    o["stats"] = []
+    for text in a.stat:
+        # orders follow the first '/' that is not a prefix length (srcip4/24): srcip/bytes, srcip/bytes:packets
+        i = 0
+        while True:
+            i = text.find("/", i)
+            if i < 0 or not text[i + 1:i + 2].isdigit():
+                break
+            i += 1
+        field, ords = (text, "flows") if i < 0 else (text[:i], text[i + 1:])
+        for tok in [t for t in ords.replace(":", "/").split("/") if t]:
+            try:
+                spec = parse_agg_fields(field, element=True)
+            except ValueError as e:
+                raise ValueError(f"-s {text}: {str(e).split(': ', 1)[-1]}") from None
+            try:
+                order = parse_order(tok)
+            except ValueError:
+                raise ValueError(f"-s {text}: unknown order '{tok}' (flows packets bytes pps bps bpp tstart tend)") \
+                    from None
+            o["stats"].append((spec, order))
+    o["agg"] = None
+    if a.aggregate or a.a:
+        fields = a.aggregate or FIVE
         try:
-            mask = parse_agg_fields(field)
-        except ValueError:
-            mask = 0
-        if bin(mask).count("1") != 1:
-            raise ValueError(f"-s {a.stat}: field must be one of srcip dstip ip srcport dstport port proto")
-    if a.aggregate:
+            o["agg"] = parse_agg_fields(fields, element=False)
+        except ValueError as e:
+            raise ValueError(f"-A {fields}: {str(e).split(': ', 1)[-1]}") from None
+    o["order"] = None
+    if a.order:
         try:
-            mask = parse_agg_fields(a.aggregate)
+            o["order"] = parse_order(a.order)
         except ValueError:
-            mask = -1
-        if mask < 0 or mask & (32 | 64):
-            raise ValueError(f"-A {a.aggregate}: fields must be among srcip,dstip,srcport,dstport,proto")
-    return limit, have_limit, mask, order, fmt
+            raise ValueError(f"-O {a.order}: unknown order (tstart tend flows packets bytes pps bps bpp)") from None
+    if o["limit"] and (o["stats"] or o["agg"]) and not a.count:
+        raise ValueError("-c with -s or -A is not supported on a cluster (the first N records of all stores "
+                         "are not aggregated on their workers)")
+    return o
 
 
-def _answer(cq, a, out, limit, have_limit, mask, order, fmt):
+def _answer(cq, a, out, o):
+    fmt = o["fmt"]
     if a.count:
-        n = cq.count()
-        out.write(f"{n}\n".encode())
+        out.write(f"{cq.count()}\n".encode())
         return
-    if mask:
-        groups = cq.aggregate(mask).top(order)
-        ng = len(groups)
-        show = min(limit, ng) if have_limit else (min(ng, 10) if a.stat else ng)
-        if a.stat:
-            _stat_table(out, mask, order, groups, show, cq.stats)
-        else:
-            _agg_records(out, fmt, groups[:show])
+    if o["agg"] is None and not o["stats"]:
+        if not a.quiet:
+            out.write(fmt.header())
+        if o["order"] is None:
+            for batch in cq.rows(limit=o["limit"], columns=fmt.columns()):
+                out.write(fmt.records(batch))
+        else:  # -O: every record first (all columns, as the CLI), then sorted
+            from ..records import RECORD, concat
+            import numpy as np
+            batches = [b for b in cq.rows(limit=o["limit"]) if len(b)]
+            rows = concat(batches) if batches else np.empty(0, RECORD)
+            rows = sort_records(rows, o["order"])
+            out.write(fmt.records(rows, flows=[int(f) if f else 1 for f in rows["aggr_flows"]]))
         return
-    out.write(fmt.header())
-    for batch in cq.rows(limit=limit, columns=fmt.columns()):
-        out.write(fmt.records(batch))
+    if o["agg"] is not None:
+        groups = cq.aggregate(o["agg"])
+        out.write(agg_records(groups, fmt, o["order"], a.quiet))
+    for spec, order in o["stats"]:
+        groups = cq.aggregate(spec)
+        out.write(stat_table(spec, order, groups, cq.stats, fmt, o["top"], a.quiet, a.v6))
 
 
 def query_main(argv, client=None, out=None, keep=None):
@@ -173,7 +195,7 @@ def query_main(argv, client=None, out=None, keep=None):
     a = _parser().parse_args(argv)
     try:
         text = _read_filter(a)
-        limit, have_limit, mask, order, fmt = _options(a)
+        opts = _options(a)
     except ValueError as e:
         err(str(e))
         return 2
@@ -202,9 +224,9 @@ def query_main(argv, client=None, out=None, keep=None):
     out = sys.stdout.buffer if out is None else out
     t0 = time.monotonic()
     try:
-        _answer(cq, a, out, limit, have_limit, mask, order, fmt)
+        _answer(cq, a, out, opts)
         out.flush()
-    except (Error, ClusterError) as e:
+    except (Error, ClusterError, ValueError) as e:
         err(f"query failed: {e}")
         return 2
     finally:
@@ -214,7 +236,7 @@ def query_main(argv, client=None, out=None, keep=None):
     for w in cq.warnings:
         err(f"warning: {w}")
     if not a.quiet and not a.count:
-        _summary(cq, wall, a.tz == "local")
+        _summary(cq, wall, opts["fmt"].flags)
     ret = 0
     if cq.stats["rows_damaged"] or cq.stats["segments_damaged"]:
         err(f"{cq.stats['rows_damaged']} rows in damaged blocks and {cq.stats['segments_damaged']} damaged segments "

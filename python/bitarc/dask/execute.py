@@ -5,7 +5,7 @@
     cq = ClusterQuery(Client("tcp://127.0.0.1:8786"), "dst port 445", window="2026/11/20.22:00-2026/11/21.06:00")
     n = cq.count()                        # counts add
     for batch in cq.rows(limit=100): ...  # RECORD arrays, time order, limit across all stores
-    groups = cq.aggregate("srcip")        # partial aggregates merged, then groups.top("bytes", 10)
+    groups = cq.aggregate("srcip4/24")    # partial aggregates merged, then groups.top("bytes", 10)
     cq.partial, cq.missing                # {"worker-name (tcp://...)": ["store", ...]} when a worker died
 
 Each store's share runs as a Dask task restricted (by the worker resource
@@ -26,7 +26,7 @@ import numpy as np
 from distributed.scheduler import KilledWorker
 
 from ..aggregate import merge_groups
-from ..core import COL_ALL, STAT_FIELDS, Groups, Query, parse_agg_fields, parse_window
+from ..core import COL_ALL, STAT_FIELDS, Query, as_spec, parse_window
 from ..records import RECORD, concat, take
 from .plan import cluster_view, live_holders, plan
 from .worker import resource_name, task_aggregate, task_count, task_rows
@@ -172,10 +172,14 @@ class ClusterQuery:
 
     def aggregate(self, fields):
         """Every group over all stores (merged from each store's complete
-        partial aggregate): a bitarc.Groups; .top(order, n) sorts as the CLI."""
-        mask = parse_agg_fields(fields) if isinstance(fields, str) else fields
+        partial aggregate): a bitarc.Groups; .top(order, n) sorts as the CLI.
+        `fields`: an AggSpec or its text ("srcip,dstport", "srcip4/24",
+        "ip", "record"); -b/-B groups do not merge exactly and are refused."""
+        spec = as_spec(fields)
+        if spec.bidir:
+            raise ValueError("bidirectional (-b/-B) aggregation is not supported on a cluster")
         plans = self.plan()
-        futs = [(sp, self._submit(sp, task_aggregate, self.start_ns, self.end_ns, mask)) for sp in plans]
+        futs = [(sp, self._submit(sp, task_aggregate, self.start_ns, self.end_ns, tuple(spec))) for sp in plans]
         parts = []
         for sp, f in futs:
             r = self._result(f, sp)
@@ -183,7 +187,7 @@ class ClusterQuery:
                 parts.append(r["groups"])
                 self.rows_moved += len(r["groups"])
         self._futures = []
-        return Groups(mask, merge_groups(parts))
+        return merge_groups(parts, spec)
 
     def rows(self, limit=0, columns=COL_ALL):
         """Matching records of all stores as RECORD batches in first_ns order

@@ -26,7 +26,7 @@ import click
 from distributed.core import Status
 from distributed.diagnostics.plugin import WorkerPlugin
 
-from ..core import COL_ALL, Query, Store
+from ..core import COL_ALL, AggSpec, Query, Store
 
 logger = logging.getLogger("bitarc.dask")
 
@@ -87,10 +87,11 @@ def task_count(store, text, now, start_ns, end_ns):
     return {"stats": res.stats, "warnings": res.warnings, "seconds": time.perf_counter() - t0}
 
 
-def task_aggregate(store, text, now, start_ns, end_ns, mask):
-    """Every group of the store (a partial aggregate, never a top N)."""
+def task_aggregate(store, text, now, start_ns, end_ns, spec):
+    """Every group of the store (a partial aggregate, never a top N); spec:
+    an AggSpec as a plain tuple."""
     t0 = time.perf_counter()
-    groups, res = _store(store).aggregate(Query(text, now), mask, start_ns=start_ns, end_ns=end_ns)
+    groups, res = _store(store).aggregate(Query(text, now), AggSpec(*spec), start_ns=start_ns, end_ns=end_ns)
     return {"groups": groups.rows, "stats": res.stats, "warnings": res.warnings, "seconds": time.perf_counter() - t0}
 
 
