@@ -66,6 +66,8 @@ struct ba_query_agg {
   uint32_t *slots;           /* hash slots: row index + 1, 0 = empty */
   size_t nslots;
   int sorted_by;
+  int keyver; /* the key holds a flow address: its IP version is part of the key (elsewhere, as
+                 nfdump, IPv4 and IPv6 flows of one port or protocol are one group) */
 };
 
 static const afield_t *find_field(const char *s, size_t l) {
@@ -184,6 +186,7 @@ int ba_query_agg_create(const ba_query_agg_spec_t *spec, ba_query_agg_t **out) {
     if ((g_f[i].bit & fields) && strcmp(g_f[i].name, "srctos")) {
       a->fl[a->nf++] = &g_f[i];
       a->klen += g_f[i].size;
+      if (g_f[i].kind == 1 && (g_f[i].bit & (BA_AGG_SRCIP | BA_AGG_DSTIP | BA_AGG_IP))) a->keyver = 1;
     }
   a->klen += 1; /* ipver */
   a->nslots = 1024;
@@ -240,7 +243,7 @@ static void make_key(const ba_query_agg_t *a, const ba_record_t *r, int side, in
     o += f->size;
   }
   k->ipver = r->ipver;
-  kb[o] = r->ipver;
+  kb[o] = a->keyver ? r->ipver : 0;
 }
 
 static uint64_t hash_bytes(const uint8_t *p, size_t n) {
@@ -393,7 +396,7 @@ int ba_query_agg_result(ba_query_agg_t *a, ba_agg_order_t order, const ba_query_
     /* Sorting moves rows: the keys are rebuilt in the new order and the
      * hash slots on the next add. */
     sctx_t c = {a, order};
-    qsort_r(a->rows, a->n, sizeof(*a->rows), row_cmp, &c);
+    if (a->n > 1) qsort_r(a->rows, a->n, sizeof(*a->rows), row_cmp, &c);
     for (size_t i = 0; i < a->n; i++) {
       uint8_t *kb = a->keys + i * a->klen;
       size_t o = 0;
@@ -401,7 +404,7 @@ int ba_query_agg_result(ba_query_agg_t *a, ba_agg_order_t order, const ba_query_
         memcpy(kb + o, (const uint8_t *)&a->rows[i].key + a->fl[j]->off, a->fl[j]->size);
         o += a->fl[j]->size;
       }
-      kb[o] = a->rows[i].key.ipver;
+      kb[o] = a->keyver ? a->rows[i].key.ipver : 0;
     }
     a->sorted_by = (int)order;
   }
@@ -420,5 +423,5 @@ static int rec_cmp(const void *pa, const void *pb, void *vctx) {
 
 void ba_query_sort_records(ba_record_t *recs, size_t n, ba_agg_order_t order) {
   if (n < 2) return;
-  qsort_r(recs, n, sizeof(*recs), rec_cmp, &order);
+  if (n > 1) qsort_r(recs, n, sizeof(*recs), rec_cmp, &order);
 }
