@@ -564,6 +564,36 @@ int ba_if_open(const uint8_t *in, size_t len, size_t n, unsigned w, ba_if_reader
   return BA_OK;
 }
 
+/* How many of the b-bit values (b <= 8) at rows [from, to) of a packed
+ * stream have every bit set (PDICT escapes). A 64-bit window holds 57 / b
+ * whole values; a value's lowest bit survives the AND of the window with its
+ * shifts by 1 .. b-1 only if all of its bits are set. */
+static uint64_t count_all_ones(const uint8_t *p, size_t len, size_t from, size_t to, unsigned b) {
+  uint64_t starts = 0, n = 0, pos = (uint64_t)from * b;
+  for (unsigned s = 0; s + b <= 64; s += b) starts |= 1ull << s;
+  size_t per = 57 / b;
+  for (size_t i = from; i < to;) {
+    size_t k = BA_MIN(to - i, per), byte = (size_t)(pos >> 3);
+    uint64_t x;
+    if (len >= 8 && byte <= len - 8) {
+      x = ba_load_le64(p + byte);
+    } else { /* the stream's last bytes (byte < len: rows < n) */
+      uint8_t t[8] = {0};
+      memcpy(t, p + byte, len - byte);
+      x = ba_load_le64(t);
+    }
+    unsigned nb = (unsigned)k * b; /* <= 57 */
+    x = (x >> (pos & 7)) & ((1ull << nb) - 1);
+    uint64_t y = x;
+    for (unsigned s = 1; s < b; s++) y &= x >> s;
+    /* escapes are rare: a loop beats popcount without the instruction */
+    for (y &= starts; y; y &= y - 1) n++;
+    i += k;
+    pos += nb;
+  }
+  return n;
+}
+
 static inline uint64_t dict_at(const ba_if_reader_t *r, uint64_t ix) {
   uint64_t x = 0;
   for (unsigned q = 0; q < r->w; q++) x |= (uint64_t)r->dict[ix * r->w + q] << (8 * q);
@@ -602,9 +632,7 @@ int ba_if_get(ba_if_reader_t *r, size_t row, uint64_t *out) {
         r->cur = 0;
         r->acc = 0;
       }
-      uint64_t e = r->acc;
-      for (size_t i = r->cur; i < row; i++)
-        e += bit_get(r->vals, r->vals_len, (uint64_t)i * r->bits, r->bits) == esc;
+      uint64_t e = r->acc + (row > r->cur ? count_all_ones(r->vals, r->vals_len, r->cur, row, r->bits) : 0);
       uint64_t ix = bit_get(r->vals, r->vals_len, (uint64_t)row * r->bits, r->bits);
       r->cur = row + 1;
       r->acc = e + (ix == esc);
