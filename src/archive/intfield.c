@@ -564,6 +564,15 @@ int ba_if_open(const uint8_t *in, size_t len, size_t n, unsigned w, ba_if_reader
   return BA_OK;
 }
 
+/* Bit count without the popcnt instruction (the build targets baseline
+ * x86-64, where __builtin_popcountll is a libgcc call). */
+static inline uint64_t popcount_swar(uint64_t x) {
+  x -= (x >> 1) & 0x5555555555555555ull;
+  x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
+  x = (x + (x >> 4)) & 0x0F0F0F0F0F0F0F0Full;
+  return (x * 0x0101010101010101ull) >> 56;
+}
+
 /* How many of the b-bit values (b <= 8) at rows [from, to) of a packed
  * stream have every bit set (PDICT escapes). A 64-bit window holds 57 / b
  * whole values; a value's lowest bit survives the AND of the window with its
@@ -586,8 +595,7 @@ static uint64_t count_all_ones(const uint8_t *p, size_t len, size_t from, size_t
     x = (x >> (pos & 7)) & ((1ull << nb) - 1);
     uint64_t y = x;
     for (unsigned s = 1; s < b; s++) y &= x >> s;
-    /* escapes are rare: a loop beats popcount without the instruction */
-    for (y &= starts; y; y &= y - 1) n++;
+    n += popcount_swar(y & starts);
     i += k;
     pos += nb;
   }
