@@ -197,6 +197,13 @@ static int frame_offsets(ba_if_reader_t *caplen, size_t n, size_t frame_bytes, u
   return BA_OK;
 }
 
+int ba_col3_absent_is_zero(int col) {
+  if (col < 0 || col >= BA_NCOLS3) return 0;
+  for (size_t k = 0; k < nfields(col); k++)
+    if (g_f3[col][k].kind == K_DUR) return 0;
+  return 1;
+}
+
 /* An absent column: every field's stored value is 0 (LAST: no duration, so
  * last_ns = first_ns; FRAME: no frame). */
 static void set_absent(int col, ba_record_t *r, size_t n) {

@@ -678,6 +678,7 @@ static int pick_rows(ba_segment_t *g, uint32_t gi, const uint64_t *rows, size_t 
   for (size_t j = 0; j < n; j++) idx[j] = (uint32_t)(rows[j] - base);
   for (unsigned c = 0; c < g->ncols; c++) {
     if (!(need & (1u << c))) continue; /* len 0: an absent column (ba_col3_decode_rows) */
+    if (g->cache[c].len == 0 && c != BA_COLID_META && ba_col3_absent_is_zero((int)c)) continue; /* zeroed */
     int rc = ba_col_decode_rows(g->h.major, (int)c, g->cache[c].raw, g->cache[c].len, ge->rows, idx, n, batch);
     if (rc < 0) {
       *damaged = 1;
