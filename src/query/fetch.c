@@ -7,9 +7,26 @@
 
 #include "query/plan_int.h"
 
+/* The run's totals over n delivered records. */
+static void add_totals(ba_query_stats_t *s, const ba_record_t *recs, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    const ba_record_t *x = &recs[i];
+    if (s->rows_matched + i == 0 || x->first_ns < s->first_ns) s->first_ns = x->first_ns;
+    if (x->last_ns > s->last_ns) s->last_ns = x->last_ns;
+    s->packets += x->packets;
+    s->bytes += x->bytes;
+  }
+  s->rows_matched += n;
+}
+
 int run_sink(void *vctx, const ba_record_t *recs, size_t n) {
   runctx_t *r = vctx;
   if (r->stopped) return QUERY_STOP;
+  if (!r->check && (!r->limit || r->stats->rows_matched + n < r->limit)) {
+    /* every record passes: no copy */
+    add_totals(r->stats, recs, n);
+    return n ? r->fn(r->ctx, recs, n) : 0;
+  }
   if (n > r->batch_cap) BA_FORWARD(ba_grow((void **)&r->batch, &r->batch_cap, n, sizeof(ba_record_t)));
   size_t k = 0;
   for (size_t i = 0; i < n; i++) {
@@ -20,15 +37,7 @@ int run_sink(void *vctx, const ba_record_t *recs, size_t n) {
     }
     r->batch[k++] = recs[i];
   }
-  for (size_t i = 0; i < k; i++) {
-    const ba_record_t *x = &r->batch[i];
-    ba_query_stats_t *s = r->stats;
-    if (s->rows_matched + i == 0 || x->first_ns < s->first_ns) s->first_ns = x->first_ns;
-    if (x->last_ns > s->last_ns) s->last_ns = x->last_ns;
-    s->packets += x->packets;
-    s->bytes += x->bytes;
-  }
-  r->stats->rows_matched += k;
+  add_totals(r->stats, r->batch, k);
   if (k) {
     int rc = r->fn(r->ctx, r->batch, k);
     if (rc) return rc;
