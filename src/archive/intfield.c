@@ -655,3 +655,69 @@ int ba_if_get(ba_if_reader_t *r, size_t row, uint64_t *out) {
     }
   }
 }
+
+int ba_if_get_rows(ba_if_reader_t *r, const uint32_t *rows, size_t k, uint64_t *out) {
+  if (k == 0) return BA_OK;
+  BA_RETURN_IF(rows[k - 1] >= r->n, BA_ERR_INVALID);
+  const uint8_t *v = r->vals;
+  size_t vl = r->vals_len;
+  unsigned b = r->bits;
+  uint64_t m = r->mask;
+  switch (r->method) {
+    case XF_FOR:
+      for (size_t j = 0; j < k; j++) out[j] = (r->base + bit_get(v, vl, (uint64_t)rows[j] * b, b) * r->scale) & m;
+      return BA_OK;
+    case XF_DICT:
+      for (size_t j = 0; j < k; j++) {
+        uint64_t ix = bit_get(v, vl, (uint64_t)rows[j] * b, b);
+        BA_RETURN_IF(ix >= r->nd, BA_ERR_CORRUPT);
+        out[j] = dict_at(r, ix);
+      }
+      return BA_OK;
+    case XF_DELTA: {
+      if (rows[0] < r->cur) {
+        r->cur = 0;
+        r->acc = 0;
+      }
+      /* sums mod 2^64 agree with the masked sums in the field's width */
+      uint64_t acc = r->acc;
+      size_t i = r->cur;
+      for (size_t j = 0; j < k; j++) {
+        for (; i <= rows[j]; i++) {
+          uint64_t z = bit_get(v, vl, (uint64_t)i * b, b);
+          acc += (z >> 1) ^ (0 - (z & 1));
+        }
+        out[j] = (r->base + acc * r->scale) & m;
+      }
+      r->cur = i;
+      r->acc = acc & m;
+      return BA_OK;
+    }
+    default: { /* XF_PDICT */
+      uint64_t esc = ((uint64_t)1 << b) - 1;
+      if (rows[0] < r->cur) {
+        r->cur = 0;
+        r->acc = 0;
+      }
+      uint64_t e = r->acc;
+      size_t cur = r->cur;
+      for (size_t j = 0; j < k; j++) {
+        size_t row = rows[j];
+        if (row > cur) e += count_all_ones(v, vl, cur, row, b);
+        uint64_t ix = bit_get(v, vl, (uint64_t)row * b, b);
+        cur = row + 1;
+        if (ix == esc) {
+          BA_RETURN_IF(e >= r->ne, BA_ERR_CORRUPT);
+          out[j] = (r->base + bit_get(r->exc, r->exc_len, e * r->eb, r->eb)) & m;
+          e++;
+        } else {
+          BA_RETURN_IF(ix >= r->nd, BA_ERR_CORRUPT);
+          out[j] = dict_at(r, ix);
+        }
+      }
+      r->cur = cur;
+      r->acc = e;
+      return BA_OK;
+    }
+  }
+}
