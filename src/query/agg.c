@@ -16,40 +16,42 @@ typedef struct afield {
   uint16_t off, size;  /* the field in ba_record_t */
   uint16_t off2;       /* pair elements: the destination-side field */
   uint8_t kind;        /* 0 number, 1 address, 2 MAC */
+  uint32_t cols;       /* BA_COL_* holding fld and fld2 */
 } afield_t;
 
-#define F(name, title, bit, fld, fld2, kind) \
-  {name, title, bit, offsetof(ba_record_t, fld), sizeof(((ba_record_t *)0)->fld), offsetof(ba_record_t, fld2), kind}
+#define F(name, title, bit, fld, fld2, kind, cols) \
+  {name, title, bit, offsetof(ba_record_t, fld), sizeof(((ba_record_t *)0)->fld), offsetof(ba_record_t, fld2), kind, \
+   cols}
 static const afield_t g_f[] = {
-  F("srcip", "Src IP Addr", BA_AGG_SRCIP, src, src, 1),
-  F("dstip", "Dst IP Addr", BA_AGG_DSTIP, dst, dst, 1),
-  F("ip", "IP Addr", BA_AGG_IP, src, dst, 1),
-  F("srcport", "Src Port", BA_AGG_SRCPORT, src_port, src_port, 0),
-  F("dstport", "Dst Port", BA_AGG_DSTPORT, dst_port, dst_port, 0),
-  F("port", "Port", BA_AGG_PORT, src_port, dst_port, 0),
-  F("proto", "Protocol", BA_AGG_PROTO, proto, proto, 0),
-  F("srcas", "Src AS", BA_AGG_SRCAS, src_as, src_as, 0),
-  F("dstas", "Dst AS", BA_AGG_DSTAS, dst_as, dst_as, 0),
-  F("as", "AS", BA_AGG_AS, src_as, dst_as, 0),
-  F("inif", "Input If", BA_AGG_INIF, in_if, in_if, 0),
-  F("outif", "Output If", BA_AGG_OUTIF, out_if, out_if, 0),
-  F("if", "In/Out If", BA_AGG_IF, in_if, out_if, 0),
-  F("tos", "Tos", BA_AGG_TOS, tos, tos, 0),
-  F("srctos", "Tos", BA_AGG_TOS, tos, tos, 0),
-  F("dsttos", "Dst Tos", BA_AGG_DSTTOS, dst_tos, dst_tos, 0),
-  F("srcvlan", "Src Vlan", BA_AGG_SRCVLAN, vlan, vlan, 0),
-  F("dstvlan", "Dst Vlan", BA_AGG_DSTVLAN, dst_vlan, dst_vlan, 0),
-  F("vlan", "Vlan", BA_AGG_VLAN, vlan, dst_vlan, 0),
-  F("srcmask", "Src Mask", BA_AGG_SRCMASK, src_mask, src_mask, 0),
-  F("dstmask", "Dst Mask", BA_AGG_DSTMASK, dst_mask, dst_mask, 0),
-  F("mask", "Mask", BA_AGG_MASK, src_mask, dst_mask, 0),
-  F("router", "Router IP", BA_AGG_ROUTER, exporter, exporter, 1),
-  F("nhip", "Nexthop IP", BA_AGG_NEXTHOP, next_hop, next_hop, 1),
-  F("nhbip", "Nexthop BGP IP", BA_AGG_BGPNEXTHOP, bgp_next_hop, bgp_next_hop, 1),
-  F("dir", "Dir", BA_AGG_DIR, direction, direction, 0),
-  F("prevas", "Prev AS", BA_AGG_PREVAS, prev_as, prev_as, 0),
-  F("nextas", "Next AS", BA_AGG_NEXTAS, next_as, next_as, 0),
-  F("odid", "obs domainID", BA_AGG_ODID, obs_domain, obs_domain, 0),
+  F("srcip", "Src IP Addr", BA_AGG_SRCIP, src, src, 1, BA_COL_SRC),
+  F("dstip", "Dst IP Addr", BA_AGG_DSTIP, dst, dst, 1, BA_COL_DST),
+  F("ip", "IP Addr", BA_AGG_IP, src, dst, 1, BA_COL_SRC | BA_COL_DST),
+  F("srcport", "Src Port", BA_AGG_SRCPORT, src_port, src_port, 0, BA_COL_PORTS),
+  F("dstport", "Dst Port", BA_AGG_DSTPORT, dst_port, dst_port, 0, BA_COL_PORTS),
+  F("port", "Port", BA_AGG_PORT, src_port, dst_port, 0, BA_COL_PORTS),
+  F("proto", "Protocol", BA_AGG_PROTO, proto, proto, 0, BA_COL_PROTO),
+  F("srcas", "Src AS", BA_AGG_SRCAS, src_as, src_as, 0, BA_COL_AS),
+  F("dstas", "Dst AS", BA_AGG_DSTAS, dst_as, dst_as, 0, BA_COL_AS),
+  F("as", "AS", BA_AGG_AS, src_as, dst_as, 0, BA_COL_AS),
+  F("inif", "Input If", BA_AGG_INIF, in_if, in_if, 0, BA_COL_IF),
+  F("outif", "Output If", BA_AGG_OUTIF, out_if, out_if, 0, BA_COL_IF),
+  F("if", "In/Out If", BA_AGG_IF, in_if, out_if, 0, BA_COL_IF),
+  F("tos", "Tos", BA_AGG_TOS, tos, tos, 0, BA_COL_TOS),
+  F("srctos", "Tos", BA_AGG_TOS, tos, tos, 0, BA_COL_TOS),
+  F("dsttos", "Dst Tos", BA_AGG_DSTTOS, dst_tos, dst_tos, 0, BA_COL_DSTTOS),
+  F("srcvlan", "Src Vlan", BA_AGG_SRCVLAN, vlan, vlan, 0, BA_COL_VLAN),
+  F("dstvlan", "Dst Vlan", BA_AGG_DSTVLAN, dst_vlan, dst_vlan, 0, BA_COL_DSTTOS),
+  F("vlan", "Vlan", BA_AGG_VLAN, vlan, dst_vlan, 0, BA_COL_VLAN | BA_COL_DSTTOS),
+  F("srcmask", "Src Mask", BA_AGG_SRCMASK, src_mask, src_mask, 0, BA_COL_MASK),
+  F("dstmask", "Dst Mask", BA_AGG_DSTMASK, dst_mask, dst_mask, 0, BA_COL_MASK),
+  F("mask", "Mask", BA_AGG_MASK, src_mask, dst_mask, 0, BA_COL_MASK),
+  F("router", "Router IP", BA_AGG_ROUTER, exporter, exporter, 1, BA_COL_EXPORTER),
+  F("nhip", "Nexthop IP", BA_AGG_NEXTHOP, next_hop, next_hop, 1, BA_COL_NEXTHOP),
+  F("nhbip", "Nexthop BGP IP", BA_AGG_BGPNEXTHOP, bgp_next_hop, bgp_next_hop, 1, BA_COL_NEXTHOP),
+  F("dir", "Dir", BA_AGG_DIR, direction, direction, 0, BA_COL_ENGINE),
+  F("prevas", "Prev AS", BA_AGG_PREVAS, prev_as, prev_as, 0, BA_COL_BGPAS),
+  F("nextas", "Next AS", BA_AGG_NEXTAS, next_as, next_as, 0, BA_COL_BGPAS),
+  F("odid", "obs domainID", BA_AGG_ODID, obs_domain, obs_domain, 0, BA_COL_ENGINE),
 };
 #undef F
 #define PAIRS (BA_AGG_IP | BA_AGG_PORT | BA_AGG_AS | BA_AGG_IF | BA_AGG_VLAN | BA_AGG_MASK)
@@ -151,6 +153,14 @@ int ba_query_agg_order(const char *name, ba_agg_order_t *out) {
 const char *ba_query_agg_order_name(ba_agg_order_t o) {
   static const char *const n[] = {"flows", "packets", "bytes", "pps", "bps", "bpp", "tstart", "tend"};
   return (unsigned)o <= BA_ORDER_TEND ? n[o] : "?";
+}
+
+uint32_t ba_query_agg_columns(const ba_query_agg_t *a) {
+  /* the counters, times and flags of add_to; META (kind, ipver) is always read */
+  uint32_t c = BA_COL_FIRST | BA_COL_LAST | BA_COL_PACKETS | BA_COL_BYTES | BA_COL_OUT | BA_COL_FLAGS | BA_COL_MISC;
+  if (!a) return BA_COL_ALL & ~(uint32_t)BA_COL_FRAME;
+  for (size_t i = 0; i < a->nf; i++) c |= a->fl[i]->cols;
+  return c;
 }
 
 const char *ba_query_agg_title(uint32_t field) {
