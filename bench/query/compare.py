@@ -273,7 +273,7 @@ class Bench:
                 v.append(("clickhouse", "", self.ch.client(self.ch.sql_rows(ds["table"], where)), False,
                           "clickhouse"))
         else:
-            v.append(("bitarc", "", ba + ["-s", "srcip/bytes", "-n", str(TOP_N), flt], False, "bitarc"))
+            v.append(("bitarc", "", ba + ["-N", "-s", "srcip/bytes", "-n", str(TOP_N), flt], False, "bitarc"))
             for name, d in (("lz4", col.nf_lz4), ("raw", col.nf_raw)):
                 v.append(("nfdump", name, ["nfdump", "-R", d, "-q", "-N", "-s", "srcip/bytes", "-n", str(TOP_N),
                                            flt], False, "nfdump"))

@@ -95,12 +95,6 @@ def _td(s):
     return round(float(s) * 1000)
 
 
-def _canon_bitarc(c):
-    # ts,te,td,sa,da,sp,dp,pr,flg,stos,ipkt,ibyt,fl,in,out,sas,das,ra
-    return (c[0][:19], c[1][:19], _td(c[2]), c[3], c[4], c[5], c[6], _proto(c[7]), _flags(c[8]), c[9], c[10],
-            c[11], c[13], c[14], c[15], c[16])
-
-
 def _canon_nfdump(c):
     # ts,te,td,sa,da,sp,dp,pr,flg,fwd,stos,ipkt,ibyt,opkt,obyt,in,out,sas,das,...
     return (c[0][:19], c[1][:19], _td(c[2]), c[3], c[4], c[5], c[6], _proto(c[7]), _flags(c[8]), c[10], c[11],
@@ -113,7 +107,8 @@ def _canon_clickhouse(c):
             c[14], c[15], c[16])
 
 
-CANON = {"bitarc": _canon_bitarc, "nfdump": _canon_nfdump, "clickhouse": _canon_clickhouse}
+# bitarc -o csv prints nfdump 1.7's csv columns.
+CANON = {"bitarc": _canon_nfdump, "nfdump": _canon_nfdump, "clickhouse": _canon_clickhouse}
 
 
 def read_rows(path, tool):

@@ -229,9 +229,16 @@ size_t ba_query_agg_value(uint32_t field, const ba_record_t *key, unsigned fmt_f
 int ba_query_agg_create(const ba_query_agg_spec_t *spec, ba_query_agg_t **out);
 void ba_query_agg_free(ba_query_agg_t *a);
 int ba_query_agg_add(ba_query_agg_t *a, const ba_record_t *recs, size_t n);
+/* The record columns (BA_COL_*) ba_query_agg_add reads: the grouped fields', the counters and
+ * times; the reader need not decode the others. */
+uint32_t ba_query_agg_columns(const ba_query_agg_t *a);
 /* Groups sorted by the order (descending counters or rates, ascending times;
- * ties by key), valid until the next add or free. */
+ * ties by key), valid until the next add, result, top or free. */
 int ba_query_agg_result(ba_query_agg_t *a, ba_agg_order_t order, const ba_query_agg_row_t **rows, size_t *n);
+/* The first k groups of ba_query_agg_result's order (-s -n k), without ordering the others;
+ * k = 0: every group. The rows are valid until the next call on a. */
+int ba_query_agg_top(ba_query_agg_t *a, ba_agg_order_t order, size_t k, const ba_query_agg_row_t **rows,
+                     size_t *n);
 /* Sorts records for -O (the same orders; flows = 1 per record, ties keep their order). */
 void ba_query_sort_records(ba_record_t *recs, size_t n, ba_agg_order_t order);
 

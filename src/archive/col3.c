@@ -88,6 +88,34 @@ static inline void f3_set(ba_record_t *r, const f3_t *f, uint64_t v) {
   }
 }
 
+/* f3_set over n records, the field's kind and width picked once. */
+static void set_many(ba_record_t *r, const f3_t *f, const uint64_t *v, size_t n) {
+  if (f->kind != K_INT) {
+    for (size_t i = 0; i < n; i++) f3_set(&r[i], f, v[i]);
+    return;
+  }
+  switch (f->width) {
+    case 1:
+      for (size_t i = 0; i < n; i++) *((uint8_t *)&r[i] + f->off) = (uint8_t)v[i];
+      break;
+    case 2:
+      for (size_t i = 0; i < n; i++) {
+        uint16_t x = (uint16_t)v[i];
+        memcpy((uint8_t *)&r[i] + f->off, &x, 2);
+      }
+      break;
+    case 4:
+      for (size_t i = 0; i < n; i++) {
+        uint32_t x = (uint32_t)v[i];
+        memcpy((uint8_t *)&r[i] + f->off, &x, 4);
+      }
+      break;
+    default:
+      for (size_t i = 0; i < n; i++) memcpy((uint8_t *)&r[i] + f->off, &v[i], 8);
+      break;
+  }
+}
+
 void ba_col3_clear(int col, ba_record_t *r, size_t n) {
   size_t nf = nfields(col);
   for (size_t k = 0; k < nf; k++) {
@@ -244,6 +272,13 @@ static int frame_offsets(ba_if_reader_t *caplen, size_t n, size_t frame_bytes, u
   return BA_OK;
 }
 
+int ba_col3_absent_is_zero(int col) {
+  if (col < 0 || col >= BA_NCOLS3) return 0;
+  for (size_t k = 0; k < nfields(col); k++)
+    if (g_f3[col][k].kind == K_DUR) return 0;
+  return 1;
+}
+
 /* An absent column: every field's stored value is 0 (LAST: no duration, so
  * last_ns = first_ns; FRAME: no frame). */
 static void set_absent(int col, ba_record_t *r, size_t n) {
@@ -292,11 +327,12 @@ int ba_col3_decode_rows(int col, const uint8_t *raw, size_t raw_len, size_t n, c
   ba_if_reader_t rd[BA_COL3_MAXF];
   size_t nf = nfields(col), fields = 0;
   BA_FORWARD(open_fields(col, raw, raw_len, n, rd, &fields));
+  uint64_t v[256];
   for (size_t f = 0; f < nf; f++)
-    for (size_t j = 0; j < k; j++) {
-      uint64_t v;
-      BA_FORWARD(ba_if_get(&rd[f], rows[j], &v));
-      f3_set(&out[j], &g_f3[col][f], v);
+    for (size_t j0 = 0; j0 < k; j0 += BA_ARRAY_LEN(v)) {
+      size_t m = BA_MIN(k - j0, BA_ARRAY_LEN(v));
+      BA_FORWARD(ba_if_get_rows(&rd[f], rows + j0, m, v));
+      set_many(out + j0, &g_f3[col][f], v, m);
     }
   if (col == BA_COLID_META) BA_FORWARD(ba_col_meta_ok(out, k));
   if (col == BA_COLID_FRAME) {

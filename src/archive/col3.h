@@ -41,5 +41,9 @@ int ba_col3_decode(int col, const uint8_t *raw, size_t raw_len, size_t n, ba_rec
 int ba_col3_decode_rows(int col, const uint8_t *raw, size_t raw_len, size_t n, const uint32_t *rows,
                         size_t k, ba_record_t *out);
 void ba_col3_clear(int col, ba_record_t *r, size_t n);
+/* 1 if an absent column decodes to all-zero fields (every column but LAST,
+ * whose absent durations give last_ns = first_ns): a reader that zeroed its
+ * records need not decode it. */
+int ba_col3_absent_is_zero(int col);
 
 #endif

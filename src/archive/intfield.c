@@ -625,6 +625,44 @@ int ba_if_open(const uint8_t *in, size_t len, size_t n, unsigned w, ba_if_reader
   return BA_OK;
 }
 
+/* Bit count without the popcnt instruction (the build targets baseline
+ * x86-64, where __builtin_popcountll is a libgcc call). */
+static inline uint64_t popcount_swar(uint64_t x) {
+  x -= (x >> 1) & 0x5555555555555555ull;
+  x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
+  x = (x + (x >> 4)) & 0x0F0F0F0F0F0F0F0Full;
+  return (x * 0x0101010101010101ull) >> 56;
+}
+
+/* How many of the b-bit values (b <= 8) at rows [from, to) of a packed
+ * stream have every bit set (PDICT escapes). A 64-bit window holds 57 / b
+ * whole values; a value's lowest bit survives the AND of the window with its
+ * shifts by 1 .. b-1 only if all of its bits are set. */
+static uint64_t count_all_ones(const uint8_t *p, size_t len, size_t from, size_t to, unsigned b) {
+  uint64_t starts = 0, n = 0, pos = (uint64_t)from * b;
+  for (unsigned s = 0; s + b <= 64; s += b) starts |= 1ull << s;
+  size_t per = 57 / b;
+  for (size_t i = from; i < to;) {
+    size_t k = BA_MIN(to - i, per), byte = (size_t)(pos >> 3);
+    uint64_t x;
+    if (len >= 8 && byte <= len - 8) {
+      x = ba_load_le64(p + byte);
+    } else { /* the stream's last bytes (byte < len: rows < n) */
+      uint8_t t[8] = {0};
+      memcpy(t, p + byte, len - byte);
+      x = ba_load_le64(t);
+    }
+    unsigned nb = (unsigned)k * b; /* <= 57 */
+    x = (x >> (pos & 7)) & ((1ull << nb) - 1);
+    uint64_t y = x;
+    for (unsigned s = 1; s < b; s++) y &= x >> s;
+    n += popcount_swar(y & starts);
+    i += k;
+    pos += nb;
+  }
+  return n;
+}
+
 static inline uint64_t dict_at(const ba_if_reader_t *r, uint64_t ix) {
   uint64_t x = 0;
   for (unsigned q = 0; q < r->w; q++) x |= (uint64_t)r->dict[ix * r->w + q] << (8 * q);
@@ -663,9 +701,7 @@ int ba_if_get(ba_if_reader_t *r, size_t row, uint64_t *out) {
         r->cur = 0;
         r->acc = 0;
       }
-      uint64_t e = r->acc;
-      for (size_t i = r->cur; i < row; i++)
-        e += bit_get(r->vals, r->vals_len, (uint64_t)i * r->bits, r->bits) == esc;
+      uint64_t e = r->acc + (row > r->cur ? count_all_ones(r->vals, r->vals_len, r->cur, row, r->bits) : 0);
       uint64_t ix = bit_get(r->vals, r->vals_len, (uint64_t)row * r->bits, r->bits);
       r->cur = row + 1;
       r->acc = e + (ix == esc);
@@ -676,6 +712,72 @@ int ba_if_get(ba_if_reader_t *r, size_t row, uint64_t *out) {
         BA_RETURN_IF(ix >= r->nd, BA_ERR_CORRUPT);
         *out = dict_at(r, ix);
       }
+      return BA_OK;
+    }
+  }
+}
+
+int ba_if_get_rows(ba_if_reader_t *r, const uint32_t *rows, size_t k, uint64_t *out) {
+  if (k == 0) return BA_OK;
+  BA_RETURN_IF(rows[k - 1] >= r->n, BA_ERR_INVALID);
+  const uint8_t *v = r->vals;
+  size_t vl = r->vals_len;
+  unsigned b = r->bits;
+  uint64_t m = r->mask;
+  switch (r->method) {
+    case XF_FOR:
+      for (size_t j = 0; j < k; j++) out[j] = (r->base + bit_get(v, vl, (uint64_t)rows[j] * b, b) * r->scale) & m;
+      return BA_OK;
+    case XF_DICT:
+      for (size_t j = 0; j < k; j++) {
+        uint64_t ix = bit_get(v, vl, (uint64_t)rows[j] * b, b);
+        BA_RETURN_IF(ix >= r->nd, BA_ERR_CORRUPT);
+        out[j] = dict_at(r, ix);
+      }
+      return BA_OK;
+    case XF_DELTA: {
+      if (rows[0] < r->cur) {
+        r->cur = 0;
+        r->acc = 0;
+      }
+      /* sums mod 2^64 agree with the masked sums in the field's width */
+      uint64_t acc = r->acc;
+      size_t i = r->cur;
+      for (size_t j = 0; j < k; j++) {
+        for (; i <= rows[j]; i++) {
+          uint64_t z = bit_get(v, vl, (uint64_t)i * b, b);
+          acc += (z >> 1) ^ (0 - (z & 1));
+        }
+        out[j] = (r->base + acc * r->scale) & m;
+      }
+      r->cur = i;
+      r->acc = acc & m;
+      return BA_OK;
+    }
+    default: { /* XF_PDICT */
+      uint64_t esc = ((uint64_t)1 << b) - 1;
+      if (rows[0] < r->cur) {
+        r->cur = 0;
+        r->acc = 0;
+      }
+      uint64_t e = r->acc;
+      size_t cur = r->cur;
+      for (size_t j = 0; j < k; j++) {
+        size_t row = rows[j];
+        if (row > cur) e += count_all_ones(v, vl, cur, row, b);
+        uint64_t ix = bit_get(v, vl, (uint64_t)row * b, b);
+        cur = row + 1;
+        if (ix == esc) {
+          BA_RETURN_IF(e >= r->ne, BA_ERR_CORRUPT);
+          out[j] = (r->base + bit_get(r->exc, r->exc_len, e * r->eb, r->eb)) & m;
+          e++;
+        } else {
+          BA_RETURN_IF(ix >= r->nd, BA_ERR_CORRUPT);
+          out[j] = dict_at(r, ix);
+        }
+      }
+      r->cur = cur;
+      r->acc = e;
       return BA_OK;
     }
   }

@@ -34,5 +34,8 @@ typedef struct ba_if_reader {
 } ba_if_reader_t;
 int ba_if_open(const uint8_t *in, size_t len, size_t n, unsigned w, ba_if_reader_t *r, size_t *used);
 int ba_if_get(ba_if_reader_t *r, size_t row, uint64_t *out);
+/* Values of rows[0..k) (ascending) into out: ba_if_get for many rows, the
+ * method picked once. */
+int ba_if_get_rows(ba_if_reader_t *r, const uint32_t *rows, size_t k, uint64_t *out);
 
 #endif

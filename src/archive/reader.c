@@ -49,6 +49,8 @@ struct ba_segment {
   int64_t recs_group;
   uint32_t recs_mask;  /* column ids decoded into recs */
   uint32_t recs_dirty; /* column ids whose fields may be non-zero in recs */
+  ba_record_t *pick;   /* 3.0: the picked rows of one group (block_rows records) */
+  uint32_t *pick_idx;  /* their row numbers inside the group */
   unsigned ncols;      /* ba_seg_ncols(h.major) */
 };
 
@@ -86,6 +88,10 @@ static void seg_release(ba_segment_t *g) {
   g->bmcap = 0;
   ba_free(g->recs);
   g->recs = NULL;
+  ba_free(g->pick);
+  g->pick = NULL;
+  ba_free(g->pick_idx);
+  g->pick_idx = NULL;
   g->recs_group = -1;
   g->recs_dirty = 0;
   if (g->open_rc == BA_OK) {
@@ -638,15 +644,28 @@ static int deliver(ba_segment_t *g, uint32_t gi, const uint64_t *rows, size_t n,
 }
 
 /* 3.0: the requested rows of group gi, decoded value by value from each
- * needed column (late materialization: no other row is decoded). */
-#define PICK_BATCH 64
+ * needed column (late materialization: no other row is decoded). All of the
+ * group's rows in one call: a column's readers walk the group once (DELTA
+ * sums and PDICT escapes run forward from the group's first row). */
 static int pick_rows(ba_segment_t *g, uint32_t gi, const uint64_t *rows, size_t n, uint32_t need,
                      uint32_t mask, ba_record_sink_fn fn, void *ctx, int *damaged) {
   const ba_group_ent_t *ge = &g->groups[gi];
   uint64_t base = (uint64_t)gi * g->h.block_rows;
-  ba_record_t batch[PICK_BATCH];
-  uint32_t idx[PICK_BATCH];
   *damaged = 0;
+  BA_RETURN_IF(n > g->h.block_rows, BA_ERR_INVALID);
+  if (!g->pick) {
+    g->pick = ba_malloc((size_t)g->h.block_rows * sizeof *g->pick);
+    g->pick_idx = ba_malloc((size_t)g->h.block_rows * sizeof *g->pick_idx);
+    if (!g->pick || !g->pick_idx) {
+      ba_free(g->pick);
+      ba_free(g->pick_idx);
+      g->pick = NULL;
+      g->pick_idx = NULL;
+      return BA_ERR_NOMEM;
+    }
+  }
+  ba_record_t *batch = g->pick;
+  uint32_t *idx = g->pick_idx;
   for (unsigned c = 0; c < g->ncols; c++) {
     if (!(need & (1u << c))) continue;
     int rc = load_col(g, gi, (int)c);
@@ -655,25 +674,20 @@ static int pick_rows(ba_segment_t *g, uint32_t gi, const uint64_t *rows, size_t 
       return col_damaged(g, gi, (int)c, rc);
     }
   }
-  for (size_t i = 0; i < n; i += PICK_BATCH) {
-    size_t k = BA_MIN(n - i, (size_t)PICK_BATCH);
-    memset(batch, 0, k * sizeof *batch);
-    for (size_t j = 0; j < k; j++) idx[j] = (uint32_t)(rows[i + j] - base);
-    for (unsigned c = 0; c < g->ncols; c++) {
-      if (!(need & (1u << c))) continue; /* len 0: an absent column (ba_col3_decode_rows) */
-      int rc = ba_col_decode_rows(g->h.major, (int)c, g->cache[c].raw, g->cache[c].len, ge->rows, idx, k,
-                                  batch);
-      if (rc < 0) {
-        *damaged = 1;
-        return col_damaged(g, gi, (int)c, rc);
-      }
+  memset(batch, 0, n * sizeof *batch);
+  for (size_t j = 0; j < n; j++) idx[j] = (uint32_t)(rows[j] - base);
+  for (unsigned c = 0; c < g->ncols; c++) {
+    if (!(need & (1u << c))) continue; /* len 0: an absent column (ba_col3_decode_rows) */
+    if (g->cache[c].len == 0 && c != BA_COLID_META && ba_col3_absent_is_zero((int)c)) continue; /* zeroed */
+    int rc = ba_col_decode_rows(g->h.major, (int)c, g->cache[c].raw, g->cache[c].len, ge->rows, idx, n, batch);
+    if (rc < 0) {
+      *damaged = 1;
+      return col_damaged(g, gi, (int)c, rc);
     }
-    for (unsigned c = 0; c < g->ncols; c++)
-      if ((need & ~mask) & (1u << c)) ba_col_clear((int)c, batch, k); /* unasked */
-    int r = fn(ctx, batch, k);
-    if (r) return r;
   }
-  return 0;
+  for (unsigned c = 0; c < g->ncols; c++)
+    if ((need & ~mask) & (1u << c)) ba_col_clear((int)c, batch, n); /* unasked */
+  return fn(ctx, batch, n);
 }
 
 static int read_groups(ba_segment_t *g, const uint64_t *rows, size_t n, uint32_t cols,

@@ -419,7 +419,11 @@ static int compile_filter(const qopts_t *op, int argc, char **argv, uint64_t now
 
 static uint32_t out_columns(const qopts_t *op, const qout_t *o) {
   uint32_t base = BA_COL_FIRST | BA_COL_LAST | BA_COL_PACKETS | BA_COL_BYTES; /* summary */
-  if (o->agg || o->nstats) return BA_COL_ALL & ~(uint32_t)BA_COL_FRAME;
+  if (o->agg || o->nstats) { /* the aggregations' columns only */
+    uint32_t c = base | (o->agg ? ba_query_agg_columns(o->agg) : 0);
+    for (int s = 0; s < o->nstats; s++) c |= ba_query_agg_columns(o->stats[s].agg);
+    return c;
+  }
   if (o->pcap) return base | BA_COL_FRAME;
   if (op->count_only) return 0;
   return base | ba_query_format_columns(o->fmt) | (o->sort ? BA_COL_ALL & ~(uint32_t)BA_COL_FRAME : 0);

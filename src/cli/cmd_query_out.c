@@ -172,8 +172,8 @@ static void stat_line(qout_t *o, const qstat_t *st, const ba_query_agg_row_t *g,
 static int print_stat(qout_t *o, const qstat_t *st, const ba_query_stats_t *qs) {
   const ba_query_agg_row_t *rows;
   size_t ng;
-  BA_FORWARD_CLI(ba_query_agg_result(st->agg, st->order, &rows, &ng));
-  size_t show = o->topn && o->topn < ng ? (size_t)o->topn : ng;
+  BA_FORWARD_CLI(ba_query_agg_top(st->agg, st->order, o->topn < SIZE_MAX ? (size_t)o->topn : 0, &rows, &ng));
+  size_t show = ng;
   int kind = ba_query_format_kind(o->fmt);
   const char *ord = ba_query_agg_order_name(st->order);
   if (st->spec.fields & BA_AGG_RECORD) {

@@ -16,56 +16,70 @@ typedef struct afield {
   uint16_t off, size;  /* the field in ba_record_t */
   uint16_t off2;       /* pair elements: the destination-side field */
   uint8_t kind;        /* 0 number, 1 address, 2 MAC */
+  uint32_t cols;       /* BA_COL_* holding fld and fld2 */
 } afield_t;
 
-#define F(name, title, bit, fld, fld2, kind) \
-  {name, title, bit, offsetof(ba_record_t, fld), sizeof(((ba_record_t *)0)->fld), offsetof(ba_record_t, fld2), kind}
+#define F(name, title, bit, fld, fld2, kind, cols) \
+  {name, title, bit, offsetof(ba_record_t, fld), sizeof(((ba_record_t *)0)->fld), offsetof(ba_record_t, fld2), kind, \
+   cols}
 static const afield_t g_f[] = {
-  F("srcip", "Src IP Addr", BA_AGG_SRCIP, src, src, 1),
-  F("dstip", "Dst IP Addr", BA_AGG_DSTIP, dst, dst, 1),
-  F("ip", "IP Addr", BA_AGG_IP, src, dst, 1),
-  F("srcport", "Src Port", BA_AGG_SRCPORT, src_port, src_port, 0),
-  F("dstport", "Dst Port", BA_AGG_DSTPORT, dst_port, dst_port, 0),
-  F("port", "Port", BA_AGG_PORT, src_port, dst_port, 0),
-  F("proto", "Protocol", BA_AGG_PROTO, proto, proto, 0),
-  F("srcas", "Src AS", BA_AGG_SRCAS, src_as, src_as, 0),
-  F("dstas", "Dst AS", BA_AGG_DSTAS, dst_as, dst_as, 0),
-  F("as", "AS", BA_AGG_AS, src_as, dst_as, 0),
-  F("inif", "Input If", BA_AGG_INIF, in_if, in_if, 0),
-  F("outif", "Output If", BA_AGG_OUTIF, out_if, out_if, 0),
-  F("if", "In/Out If", BA_AGG_IF, in_if, out_if, 0),
-  F("tos", "Tos", BA_AGG_TOS, tos, tos, 0),
-  F("srctos", "Tos", BA_AGG_TOS, tos, tos, 0),
-  F("dsttos", "Dst Tos", BA_AGG_DSTTOS, dst_tos, dst_tos, 0),
-  F("srcvlan", "Src Vlan", BA_AGG_SRCVLAN, vlan, vlan, 0),
-  F("dstvlan", "Dst Vlan", BA_AGG_DSTVLAN, dst_vlan, dst_vlan, 0),
-  F("vlan", "Vlan", BA_AGG_VLAN, vlan, dst_vlan, 0),
-  F("srcmask", "Src Mask", BA_AGG_SRCMASK, src_mask, src_mask, 0),
-  F("dstmask", "Dst Mask", BA_AGG_DSTMASK, dst_mask, dst_mask, 0),
-  F("mask", "Mask", BA_AGG_MASK, src_mask, dst_mask, 0),
-  F("router", "Router IP", BA_AGG_ROUTER, exporter, exporter, 1),
-  F("nhip", "Nexthop IP", BA_AGG_NEXTHOP, next_hop, next_hop, 1),
-  F("nhbip", "Nexthop BGP IP", BA_AGG_BGPNEXTHOP, bgp_next_hop, bgp_next_hop, 1),
-  F("dir", "Dir", BA_AGG_DIR, direction, direction, 0),
-  F("prevas", "Prev AS", BA_AGG_PREVAS, prev_as, prev_as, 0),
-  F("nextas", "Next AS", BA_AGG_NEXTAS, next_as, next_as, 0),
-  F("odid", "obs domainID", BA_AGG_ODID, obs_domain, obs_domain, 0),
+  F("srcip", "Src IP Addr", BA_AGG_SRCIP, src, src, 1, BA_COL_SRC),
+  F("dstip", "Dst IP Addr", BA_AGG_DSTIP, dst, dst, 1, BA_COL_DST),
+  F("ip", "IP Addr", BA_AGG_IP, src, dst, 1, BA_COL_SRC | BA_COL_DST),
+  F("srcport", "Src Port", BA_AGG_SRCPORT, src_port, src_port, 0, BA_COL_PORTS),
+  F("dstport", "Dst Port", BA_AGG_DSTPORT, dst_port, dst_port, 0, BA_COL_PORTS),
+  F("port", "Port", BA_AGG_PORT, src_port, dst_port, 0, BA_COL_PORTS),
+  F("proto", "Protocol", BA_AGG_PROTO, proto, proto, 0, BA_COL_PROTO),
+  F("srcas", "Src AS", BA_AGG_SRCAS, src_as, src_as, 0, BA_COL_AS),
+  F("dstas", "Dst AS", BA_AGG_DSTAS, dst_as, dst_as, 0, BA_COL_AS),
+  F("as", "AS", BA_AGG_AS, src_as, dst_as, 0, BA_COL_AS),
+  F("inif", "Input If", BA_AGG_INIF, in_if, in_if, 0, BA_COL_IF),
+  F("outif", "Output If", BA_AGG_OUTIF, out_if, out_if, 0, BA_COL_IF),
+  F("if", "In/Out If", BA_AGG_IF, in_if, out_if, 0, BA_COL_IF),
+  F("tos", "Tos", BA_AGG_TOS, tos, tos, 0, BA_COL_TOS),
+  F("srctos", "Tos", BA_AGG_TOS, tos, tos, 0, BA_COL_TOS),
+  F("dsttos", "Dst Tos", BA_AGG_DSTTOS, dst_tos, dst_tos, 0, BA_COL_DSTTOS),
+  F("srcvlan", "Src Vlan", BA_AGG_SRCVLAN, vlan, vlan, 0, BA_COL_VLAN),
+  F("dstvlan", "Dst Vlan", BA_AGG_DSTVLAN, dst_vlan, dst_vlan, 0, BA_COL_DSTTOS),
+  F("vlan", "Vlan", BA_AGG_VLAN, vlan, dst_vlan, 0, BA_COL_VLAN | BA_COL_DSTTOS),
+  F("srcmask", "Src Mask", BA_AGG_SRCMASK, src_mask, src_mask, 0, BA_COL_MASK),
+  F("dstmask", "Dst Mask", BA_AGG_DSTMASK, dst_mask, dst_mask, 0, BA_COL_MASK),
+  F("mask", "Mask", BA_AGG_MASK, src_mask, dst_mask, 0, BA_COL_MASK),
+  F("router", "Router IP", BA_AGG_ROUTER, exporter, exporter, 1, BA_COL_EXPORTER),
+  F("nhip", "Nexthop IP", BA_AGG_NEXTHOP, next_hop, next_hop, 1, BA_COL_NEXTHOP),
+  F("nhbip", "Nexthop BGP IP", BA_AGG_BGPNEXTHOP, bgp_next_hop, bgp_next_hop, 1, BA_COL_NEXTHOP),
+  F("dir", "Dir", BA_AGG_DIR, direction, direction, 0, BA_COL_ENGINE),
+  F("prevas", "Prev AS", BA_AGG_PREVAS, prev_as, prev_as, 0, BA_COL_BGPAS),
+  F("nextas", "Next AS", BA_AGG_NEXTAS, next_as, next_as, 0, BA_COL_BGPAS),
+  F("odid", "obs domainID", BA_AGG_ODID, obs_domain, obs_domain, 0, BA_COL_ENGINE),
 };
 #undef F
 #define PAIRS (BA_AGG_IP | BA_AGG_PORT | BA_AGG_AS | BA_AGG_IF | BA_AGG_VLAN | BA_AGG_MASK)
 #define FIVE (BA_AGG_SRCIP | BA_AGG_DSTIP | BA_AGG_SRCPORT | BA_AGG_DSTPORT | BA_AGG_PROTO)
 #define KEY_MAX 160
 
+/* A group's counters; its key is in keys (the grouped fields' bytes in fl
+ * order, then ipver). Rows (ba_query_agg_row_t, a whole record each) are
+ * made only for the groups a result returns. */
+typedef struct grp {
+  uint64_t flows, packets, bytes, out_packets, out_bytes, first_ns, last_ns;
+  uint8_t tcp_flags, kind;
+} grp_t;
+
 struct ba_query_agg {
   ba_query_agg_spec_t spec;
   const afield_t *fl[32];
   size_t nf, klen;
-  ba_query_agg_row_t *rows;  /* dense group array */
+  grp_t *g;                  /* dense group array */
   uint8_t *keys;             /* klen bytes per group */
   size_t n, cap, kcap;
-  uint32_t *slots;           /* hash slots: row index + 1, 0 = empty */
+  uint32_t *slots;           /* hash slots: group index + 1, 0 = empty */
   size_t nslots;
-  int sorted_by;
+  int sorted_by;             /* groups are in this order (-1: first seen) */
+  ba_query_agg_row_t *rows;  /* the last result's rows */
+  size_t rcap;
+  uint32_t *perm;            /* scratch: group order */
+  size_t pcap;
   int keyver; /* the key holds a flow address: its IP version is part of the key (elsewhere, as
                  nfdump, IPv4 and IPv6 flows of one port or protocol are one group) */
 };
@@ -143,6 +157,14 @@ const char *ba_query_agg_order_name(ba_agg_order_t o) {
   return (unsigned)o <= BA_ORDER_TEND ? n[o] : "?";
 }
 
+uint32_t ba_query_agg_columns(const ba_query_agg_t *a) {
+  /* the counters, times and flags of add_to; META (kind, ipver) is always read */
+  uint32_t c = BA_COL_FIRST | BA_COL_LAST | BA_COL_PACKETS | BA_COL_BYTES | BA_COL_OUT | BA_COL_FLAGS | BA_COL_MISC;
+  if (!a) return BA_COL_ALL & ~(uint32_t)BA_COL_FRAME;
+  for (size_t i = 0; i < a->nf; i++) c |= a->fl[i]->cols;
+  return c;
+}
+
 const char *ba_query_agg_title(uint32_t field) {
   for (size_t i = 0; i < BA_ARRAY_LEN(g_f); i++)
     if (g_f[i].bit & field) return g_f[i].title;
@@ -202,7 +224,9 @@ int ba_query_agg_create(const ba_query_agg_spec_t *spec, ba_query_agg_t **out) {
 
 void ba_query_agg_free(ba_query_agg_t *a) {
   if (!a) return;
+  ba_free(a->g);
   ba_free(a->rows);
+  ba_free(a->perm);
   ba_free(a->keys);
   ba_free(a->slots);
   ba_free(a);
@@ -215,11 +239,10 @@ static void mask_addr(uint8_t a[16], unsigned bits) {
   }
 }
 
-/* Key record (only the grouped fields) and its serialized bytes. `side` 1:
- * the destination side of a pair element; `rev`: a bidirectional lookup
- * with source and destination swapped. */
-static void make_key(const ba_query_agg_t *a, const ba_record_t *r, int side, int rev, ba_record_t *k, uint8_t *kb) {
-  memset(k, 0, sizeof(*k));
+/* The serialized key of r: the grouped fields' bytes in fl order, then
+ * ipver. `side` 1: the destination side of a pair element; `rev`: a
+ * bidirectional lookup with source and destination swapped. */
+static void make_key(const ba_query_agg_t *a, const ba_record_t *r, int side, int rev, uint8_t *kb) {
   size_t o = 0;
   for (size_t i = 0; i < a->nf; i++) {
     const afield_t *f = a->fl[i];
@@ -232,18 +255,38 @@ static void make_key(const ba_query_agg_t *a, const ba_record_t *r, int side, in
       for (int j = 0; j < 4; j++)
         if (sw[j][0] == f->off) from = sw[j][1];
     }
-    uint8_t *dst = (uint8_t *)k + f->off;
+    uint8_t *dst = kb + o;
     memcpy(dst, (const uint8_t *)r + from, f->size);
     if (f->kind == 1 && (f->bit & (BA_AGG_SRCIP | BA_AGG_DSTIP | BA_AGG_IP))) {
       int v4 = fmt_addr_is_v4(dst, r->ipver);
       unsigned bits = v4 ? a->spec.v4bits : a->spec.v6bits;
       if (bits) mask_addr(dst, v4 ? 96 + bits : bits);
     }
-    memcpy(kb + o, dst, f->size);
     o += f->size;
   }
-  k->ipver = r->ipver;
   kb[o] = a->keyver ? r->ipver : 0;
+}
+
+/* Group i as a result row: its key fields and counters in a record. */
+static void group_row(const ba_query_agg_t *a, size_t i, ba_query_agg_row_t *row) {
+  const grp_t *g = &a->g[i];
+  const uint8_t *kb = a->keys + i * a->klen;
+  memset(row, 0, sizeof(*row));
+  size_t o = 0;
+  for (size_t j = 0; j < a->nf; j++) {
+    memcpy((uint8_t *)&row->key + a->fl[j]->off, kb + o, a->fl[j]->size);
+    o += a->fl[j]->size;
+  }
+  row->key.ipver = kb[o];
+  row->key.kind = g->kind;
+  row->key.first_ns = g->first_ns;
+  row->key.last_ns = g->last_ns;
+  row->key.out_packets = g->out_packets;
+  row->key.out_bytes = g->out_bytes;
+  row->key.tcp_flags = g->tcp_flags;
+  row->flows = g->flows;
+  row->packets = g->packets;
+  row->bytes = g->bytes;
 }
 
 static uint64_t hash_bytes(const uint8_t *p, size_t n) {
@@ -278,21 +321,21 @@ static long lookup(const ba_query_agg_t *a, const uint8_t *kb, size_t *slot) {
   return -1;
 }
 
-static void add_to(ba_query_agg_row_t *g, const ba_record_t *r, int rev) {
+static void add_to(grp_t *g, const ba_record_t *r, int rev) {
   uint64_t fl = r->aggr_flows ? r->aggr_flows : 1;
   g->flows += fl;
   if (rev) {
-    g->key.out_packets += r->packets;
-    g->key.out_bytes += r->bytes;
+    g->out_packets += r->packets;
+    g->out_bytes += r->bytes;
   } else {
     g->packets += r->packets;
     g->bytes += r->bytes;
-    g->key.out_packets += r->out_packets;
-    g->key.out_bytes += r->out_bytes;
+    g->out_packets += r->out_packets;
+    g->out_bytes += r->out_bytes;
   }
-  if (r->first_ns < g->key.first_ns) g->key.first_ns = r->first_ns;
-  if (r->last_ns > g->key.last_ns) g->key.last_ns = r->last_ns;
-  g->key.tcp_flags |= r->tcp_flags;
+  if (r->first_ns < g->first_ns) g->first_ns = r->first_ns;
+  if (r->last_ns > g->last_ns) g->last_ns = r->last_ns;
+  g->tcp_flags |= r->tcp_flags;
 }
 
 /* -B: the flow's server side is the lower port; a flow from the server is
@@ -300,16 +343,14 @@ static void add_to(ba_query_agg_row_t *g, const ba_record_t *r, int rev) {
 static int from_server(const ba_record_t *r) { return r->src_port < r->dst_port; }
 
 static int add_one(ba_query_agg_t *a, const ba_record_t *r, int side) {
-  ba_record_t k;
   uint8_t kb[KEY_MAX + 1], kr[KEY_MAX + 1];
   size_t slot = 0, slot2;
   int first_rev = a->spec.bidir == 2 && from_server(r);
-  make_key(a, r, side, first_rev, &k, kb);
+  make_key(a, r, side, first_rev, kb);
   long g = lookup(a, kb, &slot);
   int rev = first_rev;
   if (g < 0 && a->spec.bidir) {
-    ba_record_t k2;
-    make_key(a, r, side, !first_rev, &k2, kr);
+    make_key(a, r, side, !first_rev, kr);
     long g2 = lookup(a, kr, &slot2);
     if (g2 >= 0) {
       g = g2;
@@ -317,23 +358,19 @@ static int add_one(ba_query_agg_t *a, const ba_record_t *r, int side) {
     }
   }
   if (g >= 0) {
-    add_to(&a->rows[g], r, rev);
+    add_to(&a->g[g], r, rev);
     return 0;
   }
   BA_RETURN_IF(a->n >= UINT32_MAX - 1, BA_ERR_OVERFLOW);
-  if (a->n == a->cap) BA_FORWARD(ba_grow((void **)&a->rows, &a->cap, a->n + 1, sizeof(ba_query_agg_row_t)));
+  if (a->n == a->cap) BA_FORWARD(ba_grow((void **)&a->g, &a->cap, a->n + 1, sizeof(grp_t)));
   if ((a->n + 1) * a->klen > a->kcap) BA_FORWARD(ba_grow((void **)&a->keys, &a->kcap, (a->n + 1) * a->klen, 1));
-  ba_query_agg_row_t *row = &a->rows[a->n];
-  memset(row, 0, sizeof(*row));
-  row->key = k;
-  row->key.kind = r->kind;
-  row->key.first_ns = r->first_ns;
-  row->key.last_ns = r->last_ns;
+  grp_t *n = &a->g[a->n];
+  memset(n, 0, sizeof(*n));
+  n->kind = r->kind;
+  n->first_ns = r->first_ns;
+  n->last_ns = r->last_ns;
   memcpy(a->keys + a->n * a->klen, kb, a->klen);
-  add_to(row, r, rev);
-  row->flows = r->aggr_flows ? r->aggr_flows : 1;
-  row->key.first_ns = r->first_ns;
-  row->key.last_ns = r->last_ns;
+  add_to(n, r, rev);
   a->slots[slot] = (uint32_t)(++a->n);
   if (a->n * 2 > a->nslots) BA_FORWARD(rehash(a, a->nslots * 2));
   return 0;
@@ -375,41 +412,110 @@ typedef struct sctx {
   ba_agg_order_t order;
 } sctx_t;
 
-static int row_cmp(const void *pa, const void *pb, void *vctx) {
-  const ba_query_agg_row_t *x = pa, *y = pb;
-  const sctx_t *c = vctx;
-  uint64_t u = order_value(c->order, x->flows, x->packets, x->bytes, &x->key);
-  uint64_t v = order_value(c->order, y->flows, y->packets, y->bytes, &y->key);
+/* The result order of groups i and j: the order's value descending, ties by
+ * the key fields' bytes, then by the current group order (a stable sort). */
+static int grp_cmp(const sctx_t *c, uint32_t i, uint32_t j) {
+  const ba_query_agg_t *a = c->a;
+  const grp_t *x = &a->g[i], *y = &a->g[j];
+  ba_record_t kx, ky; /* the fields order_value reads */
+  kx.first_ns = x->first_ns;
+  kx.last_ns = x->last_ns;
+  ky.first_ns = y->first_ns;
+  ky.last_ns = y->last_ns;
+  uint64_t u = order_value(c->order, x->flows, x->packets, x->bytes, &kx);
+  uint64_t v = order_value(c->order, y->flows, y->packets, y->bytes, &ky);
   if (u != v) return u > v ? -1 : 1;
-  /* ties: by key bytes (the rows are in insertion order; the keys array is not moved) */
-  for (size_t i = 0; i < c->a->nf; i++) {
-    const afield_t *f = c->a->fl[i];
-    int r = memcmp((const uint8_t *)&x->key + f->off, (const uint8_t *)&y->key + f->off, f->size);
-    if (r) return r;
-  }
+  int r = memcmp(a->keys + (size_t)i * a->klen, a->keys + (size_t)j * a->klen, a->klen - 1);
+  if (r) return r;
+  return i < j ? -1 : i > j;
+}
+
+static int perm_cmp(const void *pa, const void *pb, void *vctx) {
+  return grp_cmp(vctx, *(const uint32_t *)pa, *(const uint32_t *)pb);
+}
+
+/* Result rows for groups perm[0..k) in a->rows. */
+static int make_rows(ba_query_agg_t *a, const uint32_t *perm, size_t k) {
+  if (k > a->rcap) BA_FORWARD(ba_grow((void **)&a->rows, &a->rcap, k, sizeof(ba_query_agg_row_t)));
+  for (size_t i = 0; i < k; i++) group_row(a, perm[i], &a->rows[i]);
+  return 0;
+}
+
+static int perm_reserve(ba_query_agg_t *a) {
+  if (a->n > a->pcap) BA_FORWARD(ba_grow((void **)&a->perm, &a->pcap, a->n, sizeof(uint32_t)));
   return 0;
 }
 
 int ba_query_agg_result(ba_query_agg_t *a, ba_agg_order_t order, const ba_query_agg_row_t **rows, size_t *n) {
   BA_RETURN_IF(!a || !rows || !n, BA_ERR_INVALID);
+  BA_FORWARD(perm_reserve(a));
   if (a->sorted_by != (int)order) {
-    /* Sorting moves rows: the keys are rebuilt in the new order and the
-     * hash slots on the next add. */
+    /* The groups move into the order: the hash slots are rebuilt on the next add. */
     sctx_t c = {a, order};
-    if (a->n > 1) qsort_r(a->rows, a->n, sizeof(*a->rows), row_cmp, &c);
-    for (size_t i = 0; i < a->n; i++) {
-      uint8_t *kb = a->keys + i * a->klen;
-      size_t o = 0;
-      for (size_t j = 0; j < a->nf; j++) {
-        memcpy(kb + o, (const uint8_t *)&a->rows[i].key + a->fl[j]->off, a->fl[j]->size);
-        o += a->fl[j]->size;
-      }
-      kb[o] = a->keyver ? a->rows[i].key.ipver : 0;
+    for (size_t i = 0; i < a->n; i++) a->perm[i] = (uint32_t)i;
+    if (a->n > 1) qsort_r(a->perm, a->n, sizeof(uint32_t), perm_cmp, &c);
+    grp_t *g = ba_malloc((a->n ? a->n : 1) * sizeof(*g));
+    uint8_t *keys = ba_malloc((a->n ? a->n : 1) * a->klen);
+    if (!g || !keys) {
+      ba_free(g);
+      ba_free(keys);
+      return BA_ERR_NOMEM;
     }
+    for (size_t i = 0; i < a->n; i++) {
+      g[i] = a->g[a->perm[i]];
+      memcpy(keys + i * a->klen, a->keys + (size_t)a->perm[i] * a->klen, a->klen);
+    }
+    ba_free(a->g);
+    ba_free(a->keys);
+    a->g = g;
+    a->cap = a->n ? a->n : 1;
+    a->keys = keys;
+    a->kcap = (a->n ? a->n : 1) * a->klen;
     a->sorted_by = (int)order;
   }
+  for (size_t i = 0; i < a->n; i++) a->perm[i] = (uint32_t)i;
+  BA_FORWARD(make_rows(a, a->perm, a->n));
   *rows = a->rows;
   *n = a->n;
+  return 0;
+}
+
+/* Sift-down in a heap whose root is the last in result order. */
+static void heap_down(const sctx_t *c, uint32_t *h, size_t n, size_t i) {
+  for (;;) {
+    size_t l = 2 * i + 1, m = i;
+    if (l < n && grp_cmp(c, h[l], h[m]) > 0) m = l;
+    if (l + 1 < n && grp_cmp(c, h[l + 1], h[m]) > 0) m = l + 1;
+    if (m == i) return;
+    uint32_t t = h[i];
+    h[i] = h[m];
+    h[m] = t;
+    i = m;
+  }
+}
+
+int ba_query_agg_top(ba_query_agg_t *a, ba_agg_order_t order, size_t k, const ba_query_agg_row_t **rows,
+                     size_t *n) {
+  BA_RETURN_IF(!a || !rows || !n, BA_ERR_INVALID);
+  if (k == 0 || k >= a->n || a->sorted_by == (int)order) {
+    BA_FORWARD(ba_query_agg_result(a, order, rows, n));
+    if (k && k < *n) *n = k;
+    return 0;
+  }
+  BA_FORWARD(perm_reserve(a));
+  sctx_t c = {a, order};
+  uint32_t *h = a->perm;
+  for (size_t i = 0; i < k; i++) h[i] = (uint32_t)i;
+  for (size_t i = k / 2; i-- > 0;) heap_down(&c, h, k, i);
+  for (size_t i = k; i < a->n; i++)
+    if (grp_cmp(&c, (uint32_t)i, h[0]) < 0) {
+      h[0] = (uint32_t)i;
+      heap_down(&c, h, k, 0);
+    }
+  if (k > 1) qsort_r(h, k, sizeof(uint32_t), perm_cmp, &c);
+  BA_FORWARD(make_rows(a, h, k));
+  *rows = a->rows;
+  *n = k;
   return 0;
 }
 

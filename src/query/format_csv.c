@@ -14,7 +14,7 @@
 void fmt_date(const ba_query_format_t *f, uint64_t ns, char out[20]) {
   int64_t sec = (int64_t)(ns / 1000000000ull);
   tcache_t *c = f->tc;
-  for (int i = 0; i < 2; i++)
+  for (int i = 0; i < TCACHE_N; i++)
     if (c->sec[i] == sec) {
       memcpy(out, c->txt[i], 20);
       return;
@@ -25,7 +25,7 @@ void fmt_date(const ba_query_format_t *f, uint64_t ns, char out[20]) {
   else gmtime_r(&t, &tm);
   if (strftime(out, 20, "%Y-%m-%d %H:%M:%S", &tm) != 19) memcpy(out, "0000-00-00 00:00:00", 20);
   int k = c->next;
-  c->next ^= 1;
+  c->next = (k + 1) % TCACHE_N;
   c->sec[k] = sec;
   memcpy(c->txt[k], out, 20);
 }

@@ -14,10 +14,12 @@ typedef struct fitem {
 } fitem_t;
 
 /* Per-second cache of the formatted date: consecutive records mostly share
- * their second, and localtime_r is the costliest step of a line. */
+ * their seconds, and localtime_r is the costliest step of a line. Four
+ * entries: a csv line has three dates (start, end, received). */
+#define TCACHE_N 4
 typedef struct tcache {
-  int64_t sec[2];
-  char txt[2][20];
+  int64_t sec[TCACHE_N];
+  char txt[TCACHE_N][20];
   int next;
 } tcache_t;
 

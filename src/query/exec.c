@@ -1,0 +1,411 @@
+/* Execution of a query over a store: each segment in the time window is
+ * planned (plan.c) and its candidates counted or fetched (fetch.c), in
+ * segment order; a second thread plans (and reads) segments ahead. A damaged
+ * segment is skipped or answered by a linear scan, with a warning. */
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "query/plan_int.h"
+
+void ba_query_exec_opts_init(ba_query_exec_opts_t *o) {
+  memset(o, 0, sizeof(*o));
+  o->threads = 1;
+  o->strategy = BA_RANGE_AUTO;
+}
+
+static void explain_line(const ba_query_exec_opts_t *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void explain_line(const ba_query_exec_opts_t *o, const char *fmt, ...) {
+  if (!o->explain) return;
+  char buf[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof(buf), fmt, ap);
+  va_end(ap);
+  o->explain(o->explain_ctx, buf);
+}
+
+/* Errors that mean "this segment's bytes are bad", as opposed to a bad call
+ * or no memory: a query survives them by skipping or scanning the segment. */
+static int is_damage(int rc) {
+  return rc == BA_ERR_CORRUPT || rc == BA_ERR_CHECKSUM || rc == BA_ERR_TRUNCATED ||
+         rc == BA_ERR_NOT_OURS || rc == BA_ERR_VERSION || rc == BA_ERR_IO;
+}
+
+static void warn_line(const ba_query_exec_opts_t *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void warn_line(const ba_query_exec_opts_t *o, const char *fmt, ...) {
+  if (!o->warn) return;
+  char buf[768];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof(buf), fmt, ap);
+  va_end(ap);
+  o->warn(o->warn_ctx, buf);
+}
+
+/* Counts or reads the candidates of a planned segment (takes res->r). */
+static int deliver_segment(ba_query_t *q, segctx_t *c, runctx_t *run, segres_t *res, const char *extext,
+                           int *stop) {
+  const ba_query_exec_opts_t *o = c->opts;
+  ba_query_stats_t *st = c->stats;
+  pres_t r = res->r;
+  int rc, exact = res->exact;
+  uint64_t ncand = res->ncand;
+  uint32_t cols = o->out_cols;
+  st->rows_candidate += ncand;
+  if (!exact) cols |= q->cols | BA_COL_FIRST;
+  uint64_t nblocks = r.hi.kind == PB_ALL ? c->info.nblocks : 0;
+  if (o->explain) {
+    explain_line(o, "segment %s: %" PRIu64 " rows, %u blocks", c->info.name, c->info.rows, c->info.nblocks);
+    explain_line(o, "  bitmaps: %s", extext ? extext : "");
+    explain_line(o, "  candidates: %" PRIu64 " rows (%" PRIu64 " certain, %s), columns 0x%04x", ncand,
+                 res->nsure, exact ? "exact: no residual check" : "residual check on the rest", cols);
+  }
+  if (o->explain_only || ncand == 0) {
+    if (o->explain && o->explain_only) {
+      uint64_t nb = r.hi.kind == PB_ALL ? c->info.nblocks : 0;
+      if (r.hi.kind == PB_BM) {
+        blkcount_t bc = {c->info.block_rows, UINT64_MAX, 0};
+        ba_bitmap_foreach(r.hi.o->bm, count_blocks, &bc);
+        nb = bc.n;
+      }
+      explain_line(o, "  blocks to read: %" PRIu64 " of %u", nb, c->info.nblocks);
+    }
+    pres_drop(r);
+    return 0;
+  }
+  if (o->count_only && exact) {
+    st->rows_matched += ncand;
+    pres_drop(r);
+    return 0;
+  }
+  run->check = !exact;
+  if (res->have_rows) {
+    /* Read ahead by the worker: the same records in the same order. */
+    rc = 0;
+    for (size_t i = 0; i < res->nrecs && rc == 0; i += 4096)
+      rc = run_sink(run, res->recs + i, BA_MIN((size_t)4096, res->nrecs - i));
+    st->blocks_read += res->blocks;
+    st->rows_damaged += res->damaged;
+    segres_drop(res);
+    if (rc == QUERY_STOP) {
+      *stop = 1;
+      return 0;
+    }
+    return rc;
+  }
+  uint64_t dmg = 0;
+  if (r.hi.kind == PB_ALL)
+    rc = ba_segment_scan(c->seg, cols, run_sink, run, &dmg);
+  else
+    rc = fetch_rows(c->seg, r.hi.o->bm, cols, c->info.block_rows, run_sink, run, &nblocks, &dmg);
+  st->rows_damaged += dmg;
+  st->blocks_read += nblocks;
+  pres_drop(r);
+  if (rc == QUERY_STOP) {
+    *stop = 1;
+    return 0;
+  }
+  return rc;
+}
+
+static int run_segment(ba_query_t *q, const qnode_t *root, segctx_t *c, runctx_t *run, int *stop) {
+  const ba_query_exec_opts_t *o = c->opts;
+  ba_query_stats_t *st = c->stats;
+  if (o->force_scan) {
+    explain_line(o, "segment %s: %" PRIu64 " rows, linear scan", c->info.name, c->info.rows);
+    if (o->explain_only) return 0;
+    run->check = 1;
+    uint64_t dmg = 0;
+    st->rows_candidate += c->info.rows;
+    st->blocks_read += c->info.nblocks;
+    int rc = ba_segment_scan(c->seg, o->out_cols | q->cols | BA_COL_FIRST, run_sink, run, &dmg);
+    st->rows_damaged += dmg;
+    if (rc == QUERY_STOP) *stop = 1;
+    return rc == QUERY_STOP ? 0 : rc;
+  }
+  sbuf_t ex = {0};
+  segres_t res = {0};
+  int rc = plan_segment(root, c, o->explain ? &ex : NULL, &res);
+  if (rc == 0) rc = deliver_segment(q, c, run, &res, ex.s, stop);
+  ba_free(ex.s);
+  return rc;
+}
+
+/* ---------- two threads: segments planned ahead ---------- */
+
+/* With two threads, a worker plans segments (bitmap algebra) on its own
+ * store handle while the caller's thread plans others and delivers every
+ * segment in order (reads rows, calls fn): the result and its order are
+ * those of one thread. A segment the worker fails on is planned again by the
+ * caller's thread, which reports damage as usual. */
+typedef struct pslot {
+  int state; /* 0 = free, 1 = being planned, 2 = planned */
+  int rc;
+  segres_t res;
+} pslot_t;
+
+typedef struct par {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  size_t next, nseg;
+  int quit;
+  pslot_t *slots;
+  ba_store_t *ms;    /* the caller's store: segment names */
+  const qnode_t *root;
+  ba_query_exec_opts_t wo;
+  uint64_t ws, we;   /* time window */
+  uint32_t cols, qcols; /* columns delivered records need; the filter's (prefetch) */
+  int prefetch;      /* the worker also reads candidate rows (not for counts or frames) */
+  size_t delivered;  /* segments the caller's thread is done with */
+} par_t;
+
+/* Most candidate rows a worker reads ahead for one segment, and how many
+ * segments it may run ahead of delivery while doing so (bounds memory). */
+#define PREFETCH_MAX_ROWS (1u << 18)
+#define PREFETCH_AHEAD 2
+
+/* 1 if the segment cannot hold rows of the window. */
+static int seg_pruned(const ba_segment_info_t *in, uint64_t ws, uint64_t we) {
+  return in->rows == 0 || in->end_ns <= ws || in->start_ns >= we || in->max_first_ns < ws || in->min_first_ns >= we;
+}
+
+/* Plans segment i of the caller's store on store st (the caller's or the
+ * worker's handle). A pruned segment gets an empty plan. */
+static int par_plan(par_t *p, ba_store_t *st, size_t i, segctx_t *c, segres_t *res) {
+  ba_segment_t *seg = NULL;
+  if (st == p->ms) {
+    BA_FORWARD(ba_store_segment(st, i, &seg));
+  } else {
+    const char *name = ba_store_segment_name(p->ms, i);
+    size_t n = ba_store_segment_count(st);
+    for (size_t k = 0; k < n && name; k++) {
+      size_t j = (i + k) % n; /* usually j == i */
+      const char *nj = ba_store_segment_name(st, j);
+      if (nj && !strcmp(nj, name)) {
+        BA_FORWARD(ba_store_segment(st, j, &seg));
+        break;
+      }
+    }
+    BA_RETURN_IF(!seg, BA_ERR_NOT_FOUND);
+  }
+  BA_FORWARD(ba_segment_info(seg, &c->info));
+  if (seg_pruned(&c->info, p->ws, p->we)) {
+    res->r = pres_exact(pb_none());
+    return 0;
+  }
+  c->seg = seg;
+  c->codec = c->info.codec;
+  int rc = plan_segment(p->root, c, NULL, res);
+  if (rc == 0 && st != p->ms && p->prefetch && res->r.hi.kind == PB_BM && res->ncand > 0 &&
+      res->ncand <= PREFETCH_MAX_ROWS && !(p->wo.count_only && res->exact)) {
+    /* Read the candidates here too (the caller's thread only delivers). */
+    uint32_t cols = p->cols | (res->exact ? 0 : p->qcols | BA_COL_FIRST);
+    rc = fetch_rows(seg, res->r.hi.o->bm, cols, c->info.block_rows, buffer_sink, res, &res->blocks, &res->damaged);
+    if (rc == 0) res->have_rows = 1;
+    else segres_drop(res);
+  }
+  ba_segment_release(seg);
+  return rc;
+}
+
+static void *par_worker(void *arg) {
+  par_t *p = arg;
+  ba_store_t *st = NULL;
+  int open_rc = ba_store_reopen(p->ms, &st);
+  segctx_t c = {0};
+  ba_query_stats_t wst = {0};
+  c.opts = &p->wo;
+  c.stats = &wst;
+  for (;;) {
+    pthread_mutex_lock(&p->mu);
+    while (p->prefetch && !p->quit && p->next < p->nseg && p->next > p->delivered + PREFETCH_AHEAD)
+      pthread_cond_wait(&p->cv, &p->mu);
+    if (p->quit || p->next >= p->nseg) {
+      pthread_mutex_unlock(&p->mu);
+      break;
+    }
+    size_t i = p->next++;
+    p->slots[i].state = 1;
+    pthread_mutex_unlock(&p->mu);
+    segres_t res = {0};
+    int rc = open_rc < 0 ? open_rc : par_plan(p, st, i, &c, &res);
+    pthread_mutex_lock(&p->mu);
+    p->slots[i].rc = rc;
+    p->slots[i].res = res;
+    p->slots[i].state = 2;
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+  }
+  segctx_free(&c);
+  ba_store_close(st);
+  return NULL;
+}
+
+/* Waits until segment i is planned, planning others (or i) meanwhile. */
+static void par_wait(par_t *p, size_t i, segctx_t *c) {
+  pthread_mutex_lock(&p->mu);
+  p->delivered = i; /* segments before i are done: the worker may read ahead */
+  pthread_cond_broadcast(&p->cv);
+  while (p->slots[i].state != 2) {
+    if (p->next < p->nseg) {
+      size_t j = p->next++;
+      p->slots[j].state = 1;
+      pthread_mutex_unlock(&p->mu);
+      segres_t res = {0};
+      ba_query_stats_t *keep = c->stats, scratch = {0};
+      c->stats = &scratch; /* the plan's operations are counted at delivery (res.ops) */
+      int rc = par_plan(p, p->ms, j, c, &res);
+      c->stats = keep;
+      pthread_mutex_lock(&p->mu);
+      p->slots[j].rc = rc;
+      p->slots[j].res = res;
+      p->slots[j].state = 2;
+      continue;
+    }
+    pthread_cond_wait(&p->cv, &p->mu);
+  }
+  pthread_mutex_unlock(&p->mu);
+}
+
+int ba_query_run(ba_query_t *q, ba_store_t *s, const ba_query_exec_opts_t *opts, ba_record_sink_fn fn,
+                 void *ctx, ba_query_stats_t *stats) {
+  BA_RETURN_IF(!q || !q->root || !s || !fn, BA_ERR_INVALID);
+  ba_query_exec_opts_t o;
+  if (opts) o = *opts;
+  else ba_query_exec_opts_init(&o);
+  ba_query_stats_t local;
+  if (!stats) stats = &local;
+  memset(stats, 0, sizeof(*stats));
+  uint64_t ws = o.start_ns, we = o.end_ns ? o.end_ns : UINT64_MAX;
+  /* The window is part of the tree: first_ns >= ws and first_ns < we. */
+  qnode_t wge = {0}, wlt = {0}, a1 = {0}, a2 = {0};
+  const qnode_t *root = q->root;
+  if (ws > 0 || we != UINT64_MAX) {
+    wge.kind = QN_TIME; wge.field = QF_FIRST; wge.cmp = QC_GE; wge.value = ws;
+    wlt.kind = QN_TIME; wlt.field = QF_FIRST; wlt.cmp = QC_LT; wlt.value = we;
+    a1.kind = QN_AND; a1.kid[0] = &wge; a1.kid[1] = &wlt;
+    a2.kind = QN_AND; a2.kid[0] = &a1; a2.kid[1] = q->root;
+    root = &a2;
+  }
+  runctx_t run = {0};
+  run.root = root;
+  run.fn = fn;
+  run.ctx = ctx;
+  run.stats = stats;
+  run.limit = o.count_only ? 0 : o.limit;
+  segctx_t c = {0};
+  c.opts = &o;
+  c.stats = stats;
+  int rc = 0, stop = 0;
+  size_t nseg = ba_store_segment_count(s);
+  stats->segments_total = nseg;
+  /* Two threads plan segments ahead when the plan is not printed (explain
+   * lines come in segment order) and no range-OR device is plugged in. */
+  par_t par;
+  int parallel = o.threads >= 2 && nseg >= 2 && !o.force_scan && !o.explain && !o.range_or;
+  pthread_t worker;
+  if (parallel) {
+    memset(&par, 0, sizeof(par));
+    par.nseg = nseg;
+    par.ms = s;
+    par.root = root;
+    par.wo = o;
+    par.wo.threads = 1;
+    par.ws = ws;
+    par.we = we;
+    par.cols = o.out_cols;
+    par.qcols = q->cols;
+    par.prefetch = !(o.out_cols & BA_COL_FRAME) && !(q->cols & BA_COL_FRAME);
+    par.slots = ba_calloc(nseg, sizeof(pslot_t));
+    if (!par.slots) return BA_ERR_NOMEM;
+    pthread_mutex_init(&par.mu, NULL);
+    pthread_cond_init(&par.cv, NULL);
+    if (pthread_create(&worker, NULL, par_worker, &par) != 0) {
+      pthread_mutex_destroy(&par.mu);
+      pthread_cond_destroy(&par.cv);
+      ba_free(par.slots);
+      parallel = 0;
+    }
+  }
+  /* The caller's thread plans with threads = 1 too when the worker runs. */
+  ba_query_exec_opts_t po = o;
+  if (parallel) po.threads = 1;
+  c.opts = &po;
+  for (size_t i = 0; i < nseg && !stop; i++) {
+    if (parallel) par_wait(&par, i, &c);
+    rc = ba_store_segment(s, i, &c.seg);
+    if (rc < 0 && is_damage(rc)) {
+      /* A segment that cannot be opened: say so, answer from the others. */
+      stats->segments_damaged++;
+      warn_line(&o, "segment %zu of %zu skipped: %s: %s", i + 1, nseg, ba_strerror(rc), ba_store_errmsg(s));
+      rc = 0;
+      continue;
+    }
+    if (rc < 0) break;
+    if ((rc = ba_segment_info(c.seg, &c.info)) < 0) break;
+    /* Segment pruning by slice and by the first-seen range inside it. */
+    if (seg_pruned(&c.info, ws, we)) continue;
+    c.codec = c.info.codec;
+    stats->segments_used++;
+    stats->rows_total += c.info.rows;
+    uint64_t matched_before = stats->rows_matched;
+    if (parallel && par.slots[i].rc == 0) {
+      /* Planned ahead: deliver (the plan is ours now). */
+      pslot_t *sl = &par.slots[i];
+      stats->bitmap_ops += sl->res.ops;
+      sl->state = 0;
+      rc = deliver_segment(q, &c, &run, &sl->res, NULL, &stop);
+    } else {
+      if (parallel) par.slots[i].state = 0;
+      rc = run_segment(q, root, &c, &run, &stop);
+    }
+    cache_clear(&c);
+    if (rc < 0 && is_damage(rc) && !o.force_scan && stats->rows_matched == matched_before) {
+      /* The index (or a block it led to) is damaged and nothing of this
+       * segment was delivered yet: answer it by a linear scan of its blocks,
+       * which skips damaged blocks and counts their rows. */
+      stats->segments_damaged++;
+      warn_line(&o, "segment %s: %s (%s); answered by a linear scan", c.info.name, ba_strerror(rc),
+                ba_store_errmsg(s));
+      ba_query_exec_opts_t so = o;
+      so.force_scan = 1;
+      so.explain = NULL;
+      c.opts = &so;
+      rc = run_segment(q, root, &c, &run, &stop);
+      c.opts = &po;
+      cache_clear(&c);
+      if (rc < 0 && is_damage(rc)) {
+        warn_line(&o, "segment %s: the linear scan failed too (%s); segment skipped", c.info.name,
+                  ba_strerror(rc));
+        rc = 0;
+      }
+    } else if (rc < 0 && is_damage(rc)) {
+      stats->segments_damaged++;
+      warn_line(&o, "segment %s: %s (%s); the rest of this segment is skipped", c.info.name,
+                ba_strerror(rc), ba_store_errmsg(s));
+      rc = 0;
+    }
+    ba_segment_release(c.seg); /* its directory and buffers: the next segment reuses the memory */
+    if (rc != 0) break;
+  }
+  if (parallel) {
+    pthread_mutex_lock(&par.mu);
+    par.quit = 1;
+    pthread_cond_broadcast(&par.cv);
+    pthread_mutex_unlock(&par.mu);
+    pthread_join(worker, NULL);
+    /* Plans of segments not delivered (stopped early, or pruned). */
+    for (size_t i = 0; i < nseg; i++)
+      if (par.slots[i].state == 2 && par.slots[i].rc == 0) segres_drop(&par.slots[i].res);
+    pthread_mutex_destroy(&par.mu);
+    pthread_cond_destroy(&par.cv);
+    ba_free(par.slots);
+  }
+  segctx_free(&c);
+  ba_free(run.batch);
+  return rc;
+}

@@ -1,0 +1,127 @@
+/* Materialization: the candidate rows of a planned segment become records.
+ * fetch_rows walks the candidate bitmap and reads those rows' blocks, only
+ * the needed columns (ba_segment_read_rows); run_sink applies the residual
+ * check, the limit and the totals before the caller's sink. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "query/plan_int.h"
+
+/* The run's totals over n delivered records. */
+static void add_totals(ba_query_stats_t *s, const ba_record_t *recs, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    const ba_record_t *x = &recs[i];
+    if (s->rows_matched + i == 0 || x->first_ns < s->first_ns) s->first_ns = x->first_ns;
+    if (x->last_ns > s->last_ns) s->last_ns = x->last_ns;
+    s->packets += x->packets;
+    s->bytes += x->bytes;
+  }
+  s->rows_matched += n;
+}
+
+int run_sink(void *vctx, const ba_record_t *recs, size_t n) {
+  runctx_t *r = vctx;
+  if (r->stopped) return QUERY_STOP;
+  if (!r->check && (!r->limit || r->stats->rows_matched + n < r->limit)) {
+    /* every record passes: no copy */
+    add_totals(r->stats, recs, n);
+    return n ? r->fn(r->ctx, recs, n) : 0;
+  }
+  if (n > r->batch_cap) BA_FORWARD(ba_grow((void **)&r->batch, &r->batch_cap, n, sizeof(ba_record_t)));
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (r->check && !qnode_eval(r->root, &recs[i])) continue;
+    if (r->limit && r->stats->rows_matched + k >= r->limit) {
+      r->stopped = 1;
+      break;
+    }
+    r->batch[k++] = recs[i];
+  }
+  add_totals(r->stats, r->batch, k);
+  if (k) {
+    int rc = r->fn(r->ctx, r->batch, k);
+    if (rc) return rc;
+  }
+  return r->stopped ? QUERY_STOP : 0;
+}
+
+/* Batches candidate rows and reads them, cutting batches at block ends. */
+typedef struct rowfeed {
+  ba_segment_t *seg;
+  uint32_t cols, block_rows;
+  ba_record_sink_fn sink; /* run_sink with a runctx_t, or a buffer */
+  void *sink_ctx;
+  uint64_t *rows;
+  size_t n, cap;
+  uint64_t last_block, blocks, damaged;
+  int rc;
+} rowfeed_t;
+
+#define FEED_BATCH 65536
+
+static int feed_flush(rowfeed_t *f, size_t upto) {
+  if (upto == 0) return 0;
+  uint64_t dmg = 0;
+  int rc = ba_segment_read_rows(f->seg, f->rows, upto, f->cols, f->sink, f->sink_ctx, &dmg);
+  f->damaged += dmg;
+  memmove(f->rows, f->rows + upto, (f->n - upto) * sizeof(uint64_t));
+  f->n -= upto;
+  return rc;
+}
+
+static int feed_rows(void *vctx, const uint64_t *rows, size_t n) {
+  rowfeed_t *f = vctx;
+  for (size_t i = 0; i < n; i++) {
+    uint64_t blk = f->block_rows ? rows[i] / f->block_rows : 0;
+    if (f->blocks == 0 || blk != f->last_block) {
+      /* A new block starts: flush whole blocks once the batch is large. */
+      if (f->n >= FEED_BATCH) {
+        int rc = feed_flush(f, f->n);
+        if (rc) return rc;
+      }
+      f->blocks++;
+      f->last_block = blk;
+    }
+    if (f->n == f->cap) BA_FORWARD(ba_grow((void **)&f->rows, &f->cap, f->n + 1, sizeof(uint64_t)));
+    f->rows[f->n++] = rows[i];
+  }
+  return 0;
+}
+
+int count_blocks(void *vctx, const uint64_t *rows, size_t n) {
+  blkcount_t *b = vctx;
+  for (size_t i = 0; i < n; i++) {
+    uint64_t blk = b->block_rows ? rows[i] / b->block_rows : 0;
+    if (blk != b->last) {
+      b->n++;
+      b->last = blk;
+    }
+  }
+  return 0;
+}
+
+int buffer_sink(void *ctx, const ba_record_t *recs, size_t n) {
+  segres_t *r = ctx;
+  if (r->nrecs + n > r->cap) BA_FORWARD(ba_grow((void **)&r->recs, &r->cap, r->nrecs + n, sizeof(ba_record_t)));
+  memcpy(r->recs + r->nrecs, recs, n * sizeof(ba_record_t));
+  r->nrecs += n;
+  return 0;
+}
+
+/* Reads the rows of bm (candidate rows of one segment) with columns cols
+ * into sink, batched and cut at block ends. blocks: blocks touched. */
+int fetch_rows(ba_segment_t *seg, const ba_bitmap_t *bm, uint32_t cols, uint32_t block_rows, ba_record_sink_fn sink,
+               void *sink_ctx, uint64_t *blocks, uint64_t *damaged) {
+  rowfeed_t f = {0};
+  f.seg = seg;
+  f.cols = cols;
+  f.block_rows = block_rows;
+  f.sink = sink;
+  f.sink_ctx = sink_ctx;
+  int rc = ba_bitmap_foreach(bm, feed_rows, &f);
+  if (rc == 0) rc = feed_flush(&f, f.n);
+  ba_free(f.rows);
+  *blocks = f.blocks;
+  *damaged = f.damaged;
+  return rc;
+}
