@@ -63,8 +63,9 @@ cc -std=c11 -o "$tmp/consumer_static" "$SRC/tests/package/consumer.c" $(pkg-conf
 ! ldd "$tmp/consumer_static" | grep -q libbitarc || fail "static consumer still uses libbitarc.so"
 "$tmp/consumer_static" "$tmp/store2" || fail "consumer (static)"
 /usr/bin/bitarc query -r "$tmp/store" --count 'dst port 80' | grep -qx 334 || fail "bitarc query on the program's store"
-# The Python binding finds the installed library by itself.
-n=$(cd / && env -u BITARC_LIBRARY -u PYTHONPATH python3 -c \
+# The Python binding finds the installed library by itself (Debian's python3:
+# the package installs into its dist-packages, not into another interpreter's).
+n=$(cd / && env -u BITARC_LIBRARY -u PYTHONPATH /usr/bin/python3 -c \
   "import sys, bitarc; print(bitarc.Store(sys.argv[1]).count('dst port 80').count)" "$tmp/store") ||
   fail "python3 -c 'import bitarc' after installing python3-bitarc"
 [ "$n" = 334 ] || fail "bitarc (Python) counts $n, not 334"
