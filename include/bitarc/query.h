@@ -119,7 +119,9 @@ int ba_query_run(ba_query_t *q, ba_store_t *s, const ba_query_exec_opts_t *opts,
  * (the axis is cut at every segment's first and last start time). In stats,
  * rows_matched, first/last, packets and bytes are exact; segments_total is
  * the sum over the stores; the other counters are summed over the pieces (a
- * segment spanning k pieces counts k times). */
+ * segment spanning k pieces counts k times); first/last are the earliest
+ * start and the latest end, as ba_query_run. opts->warn gets each message
+ * once, prefixed "store N: " (N = 1 + the store's index in `stores`). */
 int ba_query_run_multi(ba_query_t *q, ba_store_t *const *stores, size_t nstores, const ba_query_exec_opts_t *opts,
                        ba_record_sink_fn fn, void *ctx, ba_query_stats_t *stats);
 
