@@ -155,7 +155,7 @@ if command -v nfcapd >/dev/null 2>&1 && command -v nfdump >/dev/null 2>&1 && [ -
   fmt='%ts %te %sa %da %sp %dp %flg %pkt %byt %tos %in %out'
   while IFS= read -r f; do
     nfdump -R "$tmp/nf" -q -N -o "fmt:$fmt" "$f" | tr -s ' ' | sed 's/^ //; s/ $//' | sort > "$tmp/n.txt" || fail "nfdump '$f'"
-    "$B" query -r "$tmp/bf" -q -o "fmt:$fmt" "$f" | tr -s ' ' | sed 's/^ //; s/ $//' | sort > "$tmp/b.txt"
+    "$B" query -r "$tmp/bf" -q -N -o "fmt:$fmt" "$f" | tr -s ' ' | sed 's/^ //; s/ $//' | sort > "$tmp/b.txt"
     if ! cmp -s "$tmp/n.txt" "$tmp/b.txt"; then
       diff "$tmp/n.txt" "$tmp/b.txt" | head -5
       fail "'$f': nfdump $(wc -l < "$tmp/n.txt") records, bitarc $(wc -l < "$tmp/b.txt")"
