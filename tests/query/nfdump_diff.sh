@@ -156,7 +156,7 @@ src and dst as < 10|$1 < 10 && $2 < 10
 F
 
 # 2. output formats, byte for byte
-for o in line long extended biline bilong line6 long6 extended6 pipe csv \
+for o in line long extended biline bilong line6 long6 extended6 nsel nel pipe csv 'fmt:%ts|%tevt|%msec|%te' \
   'fmt:%ts %te %td %tds %pr %sa %da %sap %dap %sp %dp %it %ic %flg %pkt %byt %fl %tos %stos %dtos %in %out %sas %das %nas %pas %ra %bps %pps %bpp %ipkt %opkt %ibyt %obyt %sn %dn %nh %nhb %smk %dmk %svln %dvln %dir %eng %mpls1 %mpls2 %mpls9 %ismc %odmc %idmc %osmc %tsr' \
   'fmt:%sa|%da|%xsa|%xda|%xsp|%xdp|%xsap|%xdap|%evt|%xevt|%ivrf|%evrf|%odid'; do
   if [ "$o" = csv ]; then
