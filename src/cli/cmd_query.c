@@ -41,11 +41,11 @@ static void usage(FILE *f) {
           "                         long6, extended6, csv, pipe, raw, null, ndjson, 'fmt:%%ts %%sa ...'\n"
           "  -6                     IPv6 addresses in full     -N  numbers unscaled\n"
           "  -c N                   stop after N matching records\n"
-          "  -s STAT[/ORDER]        top-N statistic (repeatable): srcip dstip ip srcport dstport port\n"
+          "  -s STAT[:p][/ORDER]    top-N statistic (repeatable): srcip dstip ip srcport dstport port\n"
           "                         proto tos dsttos srcas dstas as inif outif if srcvlan dstvlan vlan\n"
           "                         srcmask dstmask mask router nhip nhbip dir prevas nextas odid record,\n"
           "                         srcip4/24, dstip6/64...; ORDER flows packets bytes pps bps bpp\n"
-          "                         tstart tend (several with ':')\n"
+          "                         tstart tend (several with '/' or ':'); STAT:p splits it by protocol\n"
           "  -n N                   top N of -s (default 10; 0 = all)\n"
           "  -A FIELDS              aggregate on srcip,dstip,srcport,dstport,proto,srcas,dstas,inif,\n"
           "                         outif,tos,srcvlan,dstvlan,srcip4/24,...   -a  on the 5-tuple\n"
@@ -344,6 +344,18 @@ static int setup_groups(const qopts_t *op, qout_t *o) {
       *slash = 0;
       ord = slash + 1;
     }
+    /* nfdump's "srcip:p": split by protocol */
+    int split = 0;
+    char *colon = strchr(field, ':');
+    if (colon) {
+      if (strcmp(colon, ":p")) {
+        ba_cli_err("query", "-s %s: '%s' after the statistic: only ':p' (split by protocol, as nfdump)", op->stat[i],
+                   colon);
+        return 2;
+      }
+      *colon = 0;
+      split = 1;
+    }
     char ords[96];
     snprintf(ords, sizeof(ords), "%s", ord);
     for (char *tok = strtok(ords, ":/"); tok; tok = strtok(NULL, ":/")) {
@@ -353,6 +365,8 @@ static int setup_groups(const qopts_t *op, qout_t *o) {
         ba_cli_err("query", "-s %s: %s", op->stat[i], err);
         return 2;
       }
+      st->spec.proto_split = (uint8_t)(split && !(st->spec.fields & BA_AGG_RECORD)); /* nfdump: record ignores it */
+      st->spec.inout = !(st->spec.fields & BA_AGG_RECORD);
       if (ba_query_agg_order(tok, &st->order) < 0) {
         ba_cli_err("query", "-s %s: unknown order '%s' (flows packets bytes pps bps bpp tstart tend)", op->stat[i], tok);
         return 2;
@@ -427,7 +441,7 @@ static int compile_filter(const qopts_t *op, int argc, char **argv, uint64_t now
 }
 
 static uint32_t out_columns(const qopts_t *op, const qout_t *o) {
-  uint32_t base = BA_COL_FIRST | BA_COL_LAST | BA_COL_PACKETS | BA_COL_BYTES; /* summary */
+  uint32_t base = BA_COL_FIRST | BA_COL_LAST | BA_COL_PACKETS | BA_COL_BYTES | BA_COL_OUT; /* summary */
   if (o->agg || o->nstats) return BA_COL_ALL & ~(uint32_t)BA_COL_FRAME;
   if (o->pcap) return base | BA_COL_FRAME;
   if (op->count_only) return 0;

@@ -60,6 +60,7 @@ struct ba_query_agg {
   ba_query_agg_spec_t spec;
   const afield_t *fl[32];
   size_t nf, klen;
+  int keyver;                /* the IP version is part of the key (address fields only) */
   ba_query_agg_row_t *rows;  /* dense group array */
   uint8_t *keys;             /* klen bytes per group */
   size_t n, cap, kcap;
@@ -173,6 +174,46 @@ size_t ba_query_agg_value(uint32_t field, const ba_record_t *key, unsigned fmt_f
   return l;
 }
 
+static uint64_t load_be64(const uint8_t *p) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; i++) v = v << 8 | p[i];
+  return v;
+}
+
+static uint64_t bswap_u64(uint64_t v) {
+  uint64_t r = 0;
+  for (int i = 0; i < 8; i++, v >>= 8) r = r << 8 | (v & 0xFF);
+  return r;
+}
+
+size_t ba_query_agg_pipe_value(uint32_t field, const ba_record_t *key, int *af, char *buf, size_t cap) {
+  const afield_t *f = NULL;
+  for (size_t i = 0; i < BA_ARRAY_LEN(g_f) && !f; i++)
+    if (g_f[i].bit & field) f = &g_f[i];
+  *af = 0;
+  if (!f || cap == 0) return 0;
+  const uint8_t *p = (const uint8_t *)key + f->off;
+  int n;
+  if (f->kind == 1) {
+    /* nfdump keys an address as two host-order words (hi, lo; IPv4 in lo)
+     * and prints IPv6 after htonll: the words' bytes swapped */
+    int v4 = fmt_addr_is_v4(p, (f->bit & (BA_AGG_SRCIP | BA_AGG_DSTIP | BA_AGG_IP)) ? key->ipver : 0);
+    uint64_t hi = v4 ? 0 : load_be64(p), lo = v4 ? ba_addr_get_v4(p) : load_be64(p + 8);
+    uint64_t k0 = hi, k1 = lo;
+    if (hi) {
+      k0 = bswap_u64(hi);
+      k1 = bswap_u64(lo);
+    }
+    *af = hi ? 10 : 2;
+    n = snprintf(buf, cap, "%u|%u|%u|%u", (unsigned)(k0 >> 32), (unsigned)k0, (unsigned)(k1 >> 32), (unsigned)k1);
+  } else {
+    uint64_t v = 0;
+    memcpy(&v, p, f->size); /* little-endian hosts: the low bytes */
+    n = snprintf(buf, cap, "%llu", (unsigned long long)v);
+  }
+  return n < 0 ? 0 : (size_t)n < cap ? (size_t)n : cap - 1;
+}
+
 int ba_query_agg_create(const ba_query_agg_spec_t *spec, ba_query_agg_t **out) {
   BA_RETURN_IF(!out || !spec || !spec->fields, BA_ERR_INVALID);
   ba_query_agg_t *a = ba_calloc(1, sizeof(*a));
@@ -180,12 +221,16 @@ int ba_query_agg_create(const ba_query_agg_spec_t *spec, ba_query_agg_t **out) {
   a->spec = *spec;
   uint32_t fields = spec->fields & BA_AGG_RECORD ? (spec->fields & ~(uint32_t)BA_AGG_RECORD) | FIVE : spec->fields;
   if (spec->bidir) fields |= FIVE;
+  if (spec->proto_split) fields |= BA_AGG_PROTO;
   for (size_t i = 0; i < BA_ARRAY_LEN(g_f); i++)
     if ((g_f[i].bit & fields) && strcmp(g_f[i].name, "srctos")) {
       a->fl[a->nf++] = &g_f[i];
       a->klen += g_f[i].size;
     }
   a->klen += 1; /* ipver */
+  /* IPv4 and IPv6 addresses are told apart by the version; other groups
+   * (-s proto, -A dstport) hold flows of both versions, as nfdump's */
+  a->keyver = (fields & (BA_AGG_SRCIP | BA_AGG_DSTIP | BA_AGG_IP)) != 0;
   a->nslots = 1024;
   a->slots = ba_calloc(a->nslots, sizeof(uint32_t));
   if (!a->slots) {
@@ -240,7 +285,7 @@ static void make_key(const ba_query_agg_t *a, const ba_record_t *r, int side, in
     o += f->size;
   }
   k->ipver = r->ipver;
-  kb[o] = r->ipver;
+  kb[o] = a->keyver ? r->ipver : 0;
 }
 
 static uint64_t hash_bytes(const uint8_t *p, size_t n) {
@@ -375,16 +420,28 @@ typedef struct sctx {
 static int row_cmp(const void *pa, const void *pb, void *vctx) {
   const ba_query_agg_row_t *x = pa, *y = pb;
   const sctx_t *c = vctx;
-  uint64_t u = order_value(c->order, x->flows, x->packets, x->bytes, &x->key);
-  uint64_t v = order_value(c->order, y->flows, y->packets, y->bytes, &y->key);
+  int io = c->a->spec.inout;
+  uint64_t u = order_value(c->order, x->flows, x->packets + (io ? x->key.out_packets : 0),
+                           x->bytes + (io ? x->key.out_bytes : 0), &x->key);
+  uint64_t v = order_value(c->order, y->flows, y->packets + (io ? y->key.out_packets : 0),
+                           y->bytes + (io ? y->key.out_bytes : 0), &y->key);
   if (u != v) return u > v ? -1 : 1;
-  /* ties: by key bytes (the rows are in insertion order; the keys array is not moved) */
+  /* ties: by the grouped values, ascending (numbers as numbers, addresses
+   * by their bytes), so the top-N cut is the same for any input order */
   for (size_t i = 0; i < c->a->nf; i++) {
     const afield_t *f = c->a->fl[i];
-    int r = memcmp((const uint8_t *)&x->key + f->off, (const uint8_t *)&y->key + f->off, f->size);
-    if (r) return r;
+    const uint8_t *px = (const uint8_t *)&x->key + f->off, *py = (const uint8_t *)&y->key + f->off;
+    if (f->kind == 1) {
+      int r = memcmp(px, py, f->size);
+      if (r) return r;
+    } else {
+      uint64_t vx = 0, vy = 0;
+      memcpy(&vx, px, f->size); /* little-endian hosts: the low bytes */
+      memcpy(&vy, py, f->size);
+      if (vx != vy) return vx < vy ? -1 : 1;
+    }
   }
-  return 0;
+  return x->key.ipver < y->key.ipver ? -1 : x->key.ipver > y->key.ipver;
 }
 
 int ba_query_agg_result(ba_query_agg_t *a, ba_agg_order_t order, const ba_query_agg_row_t **rows, size_t *n) {
@@ -401,7 +458,7 @@ int ba_query_agg_result(ba_query_agg_t *a, ba_agg_order_t order, const ba_query_
         memcpy(kb + o, (const uint8_t *)&a->rows[i].key + a->fl[j]->off, a->fl[j]->size);
         o += a->fl[j]->size;
       }
-      kb[o] = a->rows[i].key.ipver;
+      kb[o] = a->keyver ? a->rows[i].key.ipver : 0;
     }
     a->sorted_by = (int)order;
   }
