@@ -211,8 +211,9 @@ typedef struct ba_query_agg_spec {
                               with the lower port is the server) */
   uint8_t proto_split;     /* -s only: nfdump's "srcip:p", one group per value and IP protocol
                               (key.proto set); fields keeps the element alone */
-  uint8_t inout;           /* -s: the packets, bytes, pps, bps and bpp orders count both
-                              directions (packets + key.out_packets, ...), as nfdump's -s */
+  uint8_t inout;           /* -s: which direction the packets, bytes, pps, bps and bpp orders
+                              count: 0 in (packets, bytes), 1 both (packets + key.out_packets,
+                              ...: nfdump's -s packets), 2 out (key.out_packets: nfdump's opkg) */
 } ba_query_agg_spec_t;
 typedef struct ba_query_agg_row {
   ba_record_t key;  /* the grouped fields set, others zero; first_ns/last_ns = min first / max

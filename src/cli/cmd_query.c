@@ -45,7 +45,9 @@ static void usage(FILE *f) {
           "                         proto tos dsttos srcas dstas as inif outif if srcvlan dstvlan vlan\n"
           "                         srcmask dstmask mask router nhip nhbip dir prevas nextas odid record,\n"
           "                         srcip4/24, dstip6/64...; ORDER flows packets bytes pps bps bpp\n"
-          "                         tstart tend (several with '/' or ':'); STAT:p splits it by protocol\n"
+          "                         (both directions of biflows), ipkg ibyte ipps ibps ibpp / opkg obyte\n"
+          "                         opps obps obpp (in / out only), tstart tend; several with '/' or ':'\n"
+          "                         (default flows); STAT:p splits the statistic by protocol\n"
           "  -n N                   top N of -s (default 10; 0 = all)\n"
           "  -A FIELDS              aggregate on srcip,dstip,srcport,dstport,proto,srcas,dstas,inif,\n"
           "                         outif,tos,srcvlan,dstvlan,srcip4/24,...   -a  on the 5-tuple\n"
@@ -329,6 +331,27 @@ static int parse_opts(int argc, char **argv, qopts_t *o) {
   return rc;
 }
 
+/* A -s order: nfdump's flows, packets, bytes, pps, bps, bpp (packets and
+ * bytes of both directions), their in/out forms ipkg/opkg, ibyte/obyte,
+ * ipps/opps, ibps/obps, ibpp/obpp, and bitarc's tstart, tend. */
+static int stat_order(const char *tok, qstat_t *st) {
+  static const struct { const char *name, *base; uint8_t dir; } io[] = {
+    {"ipkg", "packets", 0}, {"opkg", "packets", 2}, {"ibyte", "bytes", 0}, {"obyte", "bytes", 2},
+    {"ipps", "pps", 0},     {"opps", "pps", 2},     {"ibps", "bps", 0},    {"obps", "bps", 2},
+    {"ibpp", "bpp", 0},     {"obpp", "bpp", 2}};
+  st->ordname = tok;
+  for (size_t i = 0; i < sizeof(io) / sizeof(io[0]); i++)
+    if (!strcmp(tok, io[i].name)) {
+      st->dir = io[i].dir;
+      st->ordname = io[i].name;
+      return ba_query_agg_order(io[i].base, &st->order);
+    }
+  if (ba_query_agg_order(tok, &st->order) < 0) return -1;
+  st->ordname = ba_query_agg_order_name(st->order);
+  st->dir = st->order == BA_ORDER_FLOWS || st->order == BA_ORDER_TSTART || st->order == BA_ORDER_TEND ? 0 : 1;
+  return 0;
+}
+
 /* -s specs and -A/-a/-b/-B into the output state. */
 static int setup_groups(const qopts_t *op, qout_t *o) {
   char err[160];
@@ -366,11 +389,14 @@ static int setup_groups(const qopts_t *op, qout_t *o) {
         return 2;
       }
       st->spec.proto_split = (uint8_t)(split && !(st->spec.fields & BA_AGG_RECORD)); /* nfdump: record ignores it */
-      st->spec.inout = !(st->spec.fields & BA_AGG_RECORD);
-      if (ba_query_agg_order(tok, &st->order) < 0) {
-        ba_cli_err("query", "-s %s: unknown order '%s' (flows packets bytes pps bps bpp tstart tend)", op->stat[i], tok);
+      if (stat_order(tok, st) < 0) {
+        ba_cli_err("query",
+                   "-s %s: unknown order '%s' (flows packets bytes pps bps bpp tstart tend; ipkg ibyte ipps ibps "
+                   "ibpp, opkg obyte opps obps obpp: in / out direction only)",
+                   op->stat[i], tok);
         return 2;
       }
+      st->spec.inout = (st->spec.fields & BA_AGG_RECORD) ? 0 : st->dir;
       if (ba_query_agg_create(&st->spec, &st->agg) < 0) return 2;
       st->text = op->stat[i];
       o->nstats++;

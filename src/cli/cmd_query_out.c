@@ -125,22 +125,26 @@ static void date_text(uint64_t ns, unsigned flags, char out[24]) {
   strftime(out, 24, "%Y-%m-%d %H:%M:%S", &tm);
 }
 
-/* nfdump's -s counters for an order: flows and the in-direction for
- * "flows", both directions for packets, bytes, pps, bps, bpp (INOUT). */
-static int order_inout(ba_agg_order_t ord) {
-  return ord == BA_ORDER_PACKETS || ord == BA_ORDER_BYTES || ord == BA_ORDER_PPS || ord == BA_ORDER_BPS ||
-         ord == BA_ORDER_BPP;
+/* nfdump's -s counters for an order (qstat dir): the in-direction for
+ * flows and ipkg/ibyte/..., both for packets, bytes, pps, bps, bpp, the
+ * out-direction for opkg/obyte/... */
+static void dir_counters(const qstat_t *st, const ba_query_agg_row_t *gin, ba_query_agg_row_t *gv) {
+  *gv = *gin;
+  if (st->dir == 1) {
+    gv->packets += gin->key.out_packets;
+    gv->bytes += gin->key.out_bytes;
+  } else if (st->dir == 2) {
+    gv->packets = gin->key.out_packets;
+    gv->bytes = gin->key.out_bytes;
+  }
 }
 
 static void stat_line(qout_t *o, const qstat_t *st, const ba_query_agg_row_t *gin, const ba_query_stats_t *qs,
                       int csv) {
   char val[64], d1[24], d2[24], fl[32], pk[32], by[32], pps[32], bps[32];
-  ba_query_agg_row_t gv = *gin;
+  ba_query_agg_row_t gv;
+  dir_counters(st, gin, &gv);
   const ba_query_agg_row_t *g = &gv;
-  if (order_inout(st->order)) {
-    gv.packets += gin->key.out_packets;
-    gv.bytes += gin->key.out_bytes;
-  }
   uint64_t tot_pk = qs->packets + o->out_packets, tot_by = qs->bytes + o->out_bytes;
   uint32_t f = st->spec.fields;
   int is_proto = f == BA_AGG_PROTO || st->spec.proto_split;
@@ -192,12 +196,9 @@ static void stat_line(qout_t *o, const qstat_t *st, const ba_query_agg_row_t *gi
  * numbers; proto 0 unless the statistic is split by protocol. */
 static void pipe_stat_line(qout_t *o, const qstat_t *st, const ba_query_agg_row_t *gin) {
   char val[96];
-  ba_query_agg_row_t gv = *gin;
+  ba_query_agg_row_t gv;
+  dir_counters(st, gin, &gv);
   const ba_query_agg_row_t *g = &gv;
-  if (order_inout(st->order)) {
-    gv.packets += gin->key.out_packets;
-    gv.bytes += gin->key.out_bytes;
-  }
   int af;
   ba_query_agg_pipe_value(st->spec.fields, &g->key, &af, val, sizeof(val));
   uint64_t a = g->key.first_ns / 1000000ull, b = g->key.last_ns / 1000000ull;
@@ -219,7 +220,7 @@ static int print_stat(qout_t *o, const qstat_t *st, const ba_query_stats_t *qs) 
   BA_FORWARD_CLI(ba_query_agg_result(st->agg, st->order, &rows, &ng));
   size_t show = o->topn && o->topn < ng ? (size_t)o->topn : ng;
   int kind = ba_query_format_kind(o->fmt);
-  const char *ord = ba_query_agg_order_name(st->order);
+  const char *ord = st->ordname ? st->ordname : ba_query_agg_order_name(st->order);
   if (st->spec.fields & BA_AGG_RECORD) {
     /* -s record: the top flows as flow lines */
     if (!o->quiet && kind == 0) printf("Top %" PRIu64 " flows ordered by %s:\n", o->topn, ord);
@@ -244,7 +245,8 @@ static int print_stat(qout_t *o, const qstat_t *st, const ba_query_stats_t *qs) 
     return 0;
   }
   if (kind == 1) {
-    if (order_inout(st->order)) fprintf(o->out, "ts,te,td,pr,val,fl,flP,pkt,pktP,byt,bytP,pps,bps,bpp\n");
+    if (st->dir == 1) fprintf(o->out, "ts,te,td,pr,val,fl,flP,pkt,pktP,byt,bytP,pps,bps,bpp\n");
+    else if (st->dir == 2) fprintf(o->out, "ts,te,td,pr,val,fl,flP,opkt,opktP,obyt,obytP,opps,obps,obpp\n");
     else fprintf(o->out, "ts,te,td,pr,val,fl,flP,ipkt,ipktP,ibyt,ibytP,ipps,ibps,ibpp\n");
   } else if (!o->quiet) {
     fprintf(o->out, "Top %" PRIu64 " %s ordered by %s:\n", o->topn, title, ord);

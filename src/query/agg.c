@@ -421,10 +421,10 @@ static int row_cmp(const void *pa, const void *pb, void *vctx) {
   const ba_query_agg_row_t *x = pa, *y = pb;
   const sctx_t *c = vctx;
   int io = c->a->spec.inout;
-  uint64_t u = order_value(c->order, x->flows, x->packets + (io ? x->key.out_packets : 0),
-                           x->bytes + (io ? x->key.out_bytes : 0), &x->key);
-  uint64_t v = order_value(c->order, y->flows, y->packets + (io ? y->key.out_packets : 0),
-                           y->bytes + (io ? y->key.out_bytes : 0), &y->key);
+  uint64_t u = order_value(c->order, x->flows, (io != 2 ? x->packets : 0) + (io ? x->key.out_packets : 0),
+                           (io != 2 ? x->bytes : 0) + (io ? x->key.out_bytes : 0), &x->key);
+  uint64_t v = order_value(c->order, y->flows, (io != 2 ? y->packets : 0) + (io ? y->key.out_packets : 0),
+                           (io != 2 ? y->bytes : 0) + (io ? y->key.out_bytes : 0), &y->key);
   if (u != v) return u > v ? -1 : 1;
   /* ties: by the grouped values, ascending (numbers as numbers, addresses
    * by their bytes), so the top-N cut is the same for any input order */

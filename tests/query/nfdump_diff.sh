@@ -343,13 +343,18 @@ F
     [ "$a" = "$b" ] || bad "biflows summary: '$a' vs '$b'"
     # value, flows, packets, bytes with their percentages (times: see above;
     # ICMP ports: nfcapd drops them; 0.0.0.0 and :: are one address to nfdump)
-    for st in srcip/bytes dstip/packets ip/flows proto/bytes dstport:p/packets srcport/bytes port:p/bps; do
+    for st in srcip/bytes dstip/packets ip/flows proto/bytes dstport:p/packets srcport/bytes port:p/bps \
+      srcip/opkg dstip/ibyte proto/obyte dstport:p/opkg srcport/ibpp; do
       for v in ipv4 ipv6; do
         flt="$v and not proto icmp and not proto icmp6"
         nfdump -R "$tmp/bnf" -q -n 0 -o csv -s "$st" "$flt" | awk -F, 'NR > 1 && NF > 8 {print $4","$5","$6","$7","$8","$9","$10","$11}' | sort > "$tmp/n.txt"
         "$B" query -r "$tmp/bst" -q -n 0 -o csv -s "$st" "$flt" | awk -F, 'NR > 1 && NF > 8 {print $4","$5","$6","$7","$8","$9","$10","$11}' | sort > "$tmp/b.txt"
         cmp -s "$tmp/n.txt" "$tmp/b.txt" && [ -s "$tmp/n.txt" ] || { bad "biflows -s $st ($v)"; diff "$tmp/n.txt" "$tmp/b.txt" | head -3; }
       done
+      a=$(nfdump -R "$tmp/bnf" -q -n 1 -o csv -s "$st" any | head -1); b=$("$B" query -r "$tmp/bst" -q -n 1 -o csv -s "$st" any | head -1)
+      [ "$a" = "$b" ] || bad "biflows -s $st csv header: '$a' vs '$b'"
+      a=$(nfdump -R "$tmp/bnf" -n 1 -s "$st" any | head -1); b=$("$B" query -r "$tmp/bst" -n 1 -s "$st" any | head -1)
+      [ "$a" = "$b" ] || bad "biflows -s $st title: '$a' vs '$b'"
     done
   fi
 else
