@@ -26,7 +26,12 @@ typedef struct mbuf {
   size_t nframes, capframes;
   uint32_t store;
   uint64_t seq;
+  size_t *order;        /* delivery: row indices sorted (rows are large) */
+  ba_record_t *batch;   /* and the records handed to fn together */
+  size_t ordcap;
 } mbuf_t;
+
+#define MULTI_BATCH 512
 
 static int mbuf_sink(void *ctx, const ba_record_t *recs, size_t n) {
   mbuf_t *b = ctx;
@@ -59,8 +64,9 @@ static int mbuf_sink(void *ctx, const ba_record_t *recs, size_t n) {
   return 0;
 }
 
-static int cmp_row(const void *a, const void *b) {
-  const mrow_t *x = a, *y = b;
+static int cmp_row(const void *pa, const void *pb, void *vrows) {
+  const mrow_t *rows = vrows;
+  const mrow_t *x = &rows[*(const size_t *)pa], *y = &rows[*(const size_t *)pb];
   if (x->r.first_ns != y->r.first_ns) return x->r.first_ns < y->r.first_ns ? -1 : 1;
   if (x->store != y->store) return x->store < y->store ? -1 : 1;
   return x->seq < y->seq ? -1 : x->seq > y->seq;
@@ -111,19 +117,35 @@ static void stats_add(ba_query_stats_t *a, const ba_query_stats_t *b) {
 
 /* Delivers the sorted rows of one piece; counts them into st. */
 static int deliver(mbuf_t *b, uint64_t limit, ba_record_sink_fn fn, void *ctx, ba_query_stats_t *st, int *done) {
-  if (b->n) qsort(b->rows, b->n, sizeof(*b->rows), cmp_row);
-  for (size_t i = 0; i < b->n; i++) {
+  if (b->n > b->ordcap) {
+    size_t *no = ba_realloc(b->order, b->n * sizeof(*no));
+    if (!no) return BA_ERR_NOMEM;
+    b->order = no;
+    b->ordcap = b->n;
+  }
+  if (!b->batch && !(b->batch = ba_malloc(MULTI_BATCH * sizeof(*b->batch)))) return BA_ERR_NOMEM;
+  for (size_t i = 0; i < b->n; i++) b->order[i] = i;
+  if (b->n > 1) qsort_r(b->order, b->n, sizeof(*b->order), cmp_row, b->rows);
+  size_t k = 0;
+  int rc = 0;
+  for (size_t i = 0; i < b->n && !rc; i++) {
     if (limit && st->rows_matched >= limit) { *done = 1; break; }
-    ba_record_t *r = &b->rows[i].r;
-    if (r->frame && r->caplen) r->frame = b->frames + b->rows[i].frame_off;
+    const mrow_t *m = &b->rows[b->order[i]];
+    ba_record_t *r = &b->batch[k++];
+    *r = m->r;
+    if (r->frame && r->caplen) r->frame = b->frames + m->frame_off;
     if (!st->rows_matched || r->first_ns < st->first_ns) st->first_ns = r->first_ns;
     if (r->last_ns > st->last_ns) st->last_ns = r->last_ns;  /* as ba_query_run: the latest end */
     st->rows_matched++;
     st->packets += r->packets;
     st->bytes += r->bytes;
-    int rc = fn ? fn(ctx, r, 1) : 0;
-    if (rc) return rc;
+    if (k == MULTI_BATCH) {
+      rc = fn ? fn(ctx, b->batch, k) : 0;
+      k = 0;
+    }
   }
+  if (!rc && k) rc = fn ? fn(ctx, b->batch, k) : 0;
+  if (rc) return rc;
   b->n = 0;
   b->nframes = 0;
   return 0;
@@ -207,6 +229,8 @@ int ba_query_run_multi(ba_query_t *q, ba_store_t *const *stores, size_t nstores,
   ba_free(t);
   ba_free(b.rows);
   ba_free(b.frames);
+  ba_free(b.order);
+  ba_free(b.batch);
   if (stats) *stats = st;
   return rc;
 }
