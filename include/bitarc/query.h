@@ -119,7 +119,9 @@ int ba_query_run(ba_query_t *q, ba_store_t *s, const ba_query_exec_opts_t *opts,
  * (the axis is cut at every segment's first and last start time). In stats,
  * rows_matched, first/last, packets and bytes are exact; segments_total is
  * the sum over the stores; the other counters are summed over the pieces (a
- * segment spanning k pieces counts k times). */
+ * segment spanning k pieces counts k times); first/last are the earliest
+ * start and the latest end, as ba_query_run. opts->warn gets each message
+ * once, prefixed "store N: " (N = 1 + the store's index in `stores`). */
 int ba_query_run_multi(ba_query_t *q, ba_store_t *const *stores, size_t nstores, const ba_query_exec_opts_t *opts,
                        ba_record_sink_fn fn, void *ctx, ba_query_stats_t *stats);
 
@@ -207,6 +209,11 @@ typedef struct ba_query_agg_spec {
   uint8_t bidir;           /* -A only: 1 = nfdump -b (a flow and its reverse are one group; the
                               reverse's counters go to out_packets/out_bytes), 2 = -B (the side
                               with the lower port is the server) */
+  uint8_t proto_split;     /* -s only: nfdump's "srcip:p", one group per value and IP protocol
+                              (key.proto set); fields keeps the element alone */
+  uint8_t inout;           /* -s: which direction the packets, bytes, pps, bps and bpp orders
+                              count: 0 in (packets, bytes), 1 both (packets + key.out_packets,
+                              ...: nfdump's -s packets), 2 out (key.out_packets: nfdump's opkg) */
 } ba_query_agg_spec_t;
 typedef struct ba_query_agg_row {
   ba_record_t key;  /* the grouped fields set, others zero; first_ns/last_ns = min first / max
@@ -226,6 +233,11 @@ const char *ba_query_agg_title(uint32_t field);
 /* The -s element's value of a group as nfdump prints it; returns its length. */
 size_t ba_query_agg_value(uint32_t field, const ba_record_t *key, unsigned fmt_flags, int full_v6, char *buf,
                           size_t cap);
+/* The -s element's value as nfdump's pipe output (-o pipe) prints it: *af is
+ * 2 or 10 for address elements (nfdump's AF_INET / AF_INET6 choice: 10 when
+ * the upper 64 bits are set), 0 for numbers; buf gets "a|b|c|d" (the address
+ * as nfdump's four 32-bit words) or the number. Returns its length. */
+size_t ba_query_agg_pipe_value(uint32_t field, const ba_record_t *key, int *af, char *buf, size_t cap);
 int ba_query_agg_create(const ba_query_agg_spec_t *spec, ba_query_agg_t **out);
 void ba_query_agg_free(ba_query_agg_t *a);
 int ba_query_agg_add(ba_query_agg_t *a, const ba_record_t *recs, size_t n);

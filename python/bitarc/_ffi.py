@@ -221,6 +221,8 @@ typedef struct ba_query_agg_spec {
   uint32_t fields;
   uint8_t v4bits, v6bits;
   uint8_t bidir;
+  uint8_t proto_split;
+  uint8_t inout;
 } ba_query_agg_spec_t;
 typedef struct ba_query_agg_row {
   ba_record_t key;

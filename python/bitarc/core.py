@@ -95,15 +95,18 @@ def parse_window(text, now=None, local=False):
 class AggSpec(NamedTuple):
     """ba_query_agg_spec_t as a plain (picklable) tuple: fields (BA_AGG_*
     mask), v4bits / v6bits (address prefix lengths, 0 = all), bidir (-A only:
-    1 = nfdump -b, 2 = -B)."""
+    1 = nfdump -b, 2 = -B), proto_split (-s only: nfdump's ":p", one group
+    per value and protocol), inout (-s orders: 0 in, 1 both directions, 2 out)."""
     fields: int
     v4bits: int = 0
     v6bits: int = 0
     bidir: int = 0
+    proto_split: int = 0
+    inout: int = 0
 
     def c(self):
         p = ffi.new("ba_query_agg_spec_t *")
-        p.fields, p.v4bits, p.v6bits, p.bidir = self
+        p.fields, p.v4bits, p.v6bits, p.bidir, p.proto_split, p.inout = self
         return p
 
 
@@ -120,7 +123,7 @@ def parse_agg_fields(text, element=None):
         rc = rc2 if rc2 >= 0 else rc
     if rc < 0:
         raise ValueError(f"bad aggregation fields '{text}': {_str(err)}")
-    return AggSpec(out.fields, out.v4bits, out.v6bits, out.bidir)
+    return AggSpec(out.fields, out.v4bits, out.v6bits, out.bidir, out.proto_split, out.inout)
 
 
 def as_spec(spec):

@@ -14,6 +14,7 @@
 #include "bitarc/store.h"
 #include "cli/cli.h"
 #include "cli/collect_report.h"
+#include "cli/collect_retention.h"
 
 static void usage(FILE *f) {
   fprintf(f,
@@ -58,14 +59,16 @@ static void usage(FILE *f) {
           "  -q, --quiet            only errors and warnings\n"
           "  -h, --help             this text\n"
           "%s"
+          "%s"
           "\n"
           "examples:\n"
           "  bitarc collect --store /var/lib/bitarc/flows --listen 0.0.0.0:2055 --listen 0.0.0.0:4739\n"
           "  bitarc collect --store st --listen [::]:4739 --rx-threads 2 --stats /run/bitarc.json\n"
           "  softflowd -r trace.pcap -n 127.0.0.1:2055 -v 10 & bitarc collect --store st --duration 30s\n"
+          "  bitarc collect --store /var/lib/bitarc/flows --listen 0.0.0.0:2055 --max-age 30d --max-size 500G\n"
           "\n"
           "Byte sizes accept K, M, G. Durations accept s, m, h, d.\n",
-          BA_COLLECTOR_MAX_SOCKETS, BA_CLI_STORE_HELP);
+          BA_COLLECTOR_MAX_SOCKETS, BA_CLI_STORE_HELP, BA_CLI_RETENTION_HELP);
 }
 
 static volatile sig_atomic_t g_stop, g_hup;
@@ -119,6 +122,7 @@ typedef struct copts {
   ba_store_opts_t so;
   long every, stats_every, sync_every, duration;
   int quiet, json;
+  ba_cli_retention_t ret; /* --max-age, --max-size, --expire-every */
 } copts_t;
 
 enum { O_RCVBUF = 1, O_QUEUE, O_EVERY, O_SYNC, O_DURATION, O_REPORT, O_STATS, O_STATS_EVERY, O_LOG, O_RXT };
@@ -138,6 +142,7 @@ static const struct option g_lo[] = {{"store", required_argument, 0, 'w'},
                                      {"quiet", no_argument, 0, 'q'},
                                      {"help", no_argument, 0, 'h'},
                                      BA_CLI_STORE_LONGOPTS,
+                                     BA_CLI_RETENTION_LONGOPTS,
                                      {0, 0, 0, 0}};
 
 /* Name of an option for messages ("--queue", "-q"). */
@@ -226,6 +231,9 @@ static int parse_args(int argc, char **argv, copts_t *o) {
     case 'q': o->quiet = 1; break;
     case 'h': usage(stdout); return 1;
     case '?': usage(stderr); return 2;
+    case BA_CLI_OPT_MAX_AGE: case BA_CLI_OPT_MAX_SIZE: case BA_CLI_OPT_EXPIRE_EVERY:
+      if (ba_cli_retention_opt(c, optarg, &o->ret)) return 2;
+      break;
     default:
       if (ba_cli_store_opt("collect", c, optarg, &o->so)) return 2;
     }
@@ -358,6 +366,8 @@ static void on_signals(void) {
   sigaction(SIGHUP, &sa, NULL);
 }
 
+static void retention_note(void *ctx, const char *line) { say(ctx, "%s", line); }
+
 /* Receives until a signal, the duration or a store error; 0 or 2. */
 static int collect_loop(run_t *r) {
   const copts_t *o = r->o;
@@ -383,6 +393,7 @@ static int collect_loop(run_t *r) {
       write_stats(r, 0);
       last_stats = now;
     }
+    ba_cli_retention_tick(&r->o->ret, o->store, now, o->quiet, retention_note, r);
     if (o->duration && now - r->t0 >= (uint64_t)o->duration * 1000000000ull) break;
   }
   return 0;

@@ -76,6 +76,10 @@ int qo_print(qout_t *o, const ba_record_t *r, uint64_t flows) {
 
 int qo_sink(void *vctx, const ba_record_t *recs, size_t n) {
   qout_t *o = vctx;
+  for (size_t i = 0; i < n; i++) {
+    o->out_packets += recs[i].out_packets;
+    o->out_bytes += recs[i].out_bytes;
+  }
   for (int s = 0; s < o->nstats; s++) BA_FORWARD_CLI(ba_query_agg_add(o->stats[s].agg, recs, n));
   if (o->agg) return ba_query_agg_add(o->agg, recs, n);
   if (o->nstats) return 0;
@@ -121,11 +125,29 @@ static void date_text(uint64_t ns, unsigned flags, char out[24]) {
   strftime(out, 24, "%Y-%m-%d %H:%M:%S", &tm);
 }
 
-static void stat_line(qout_t *o, const qstat_t *st, const ba_query_agg_row_t *g, const ba_query_stats_t *qs,
+/* nfdump's -s counters for an order (qstat dir): the in-direction for
+ * flows and ipkg/ibyte/..., both for packets, bytes, pps, bps, bpp, the
+ * out-direction for opkg/obyte/... */
+static void dir_counters(const qstat_t *st, const ba_query_agg_row_t *gin, ba_query_agg_row_t *gv) {
+  *gv = *gin;
+  if (st->dir == 1) {
+    gv->packets += gin->key.out_packets;
+    gv->bytes += gin->key.out_bytes;
+  } else if (st->dir == 2) {
+    gv->packets = gin->key.out_packets;
+    gv->bytes = gin->key.out_bytes;
+  }
+}
+
+static void stat_line(qout_t *o, const qstat_t *st, const ba_query_agg_row_t *gin, const ba_query_stats_t *qs,
                       int csv) {
   char val[64], d1[24], d2[24], fl[32], pk[32], by[32], pps[32], bps[32];
+  ba_query_agg_row_t gv;
+  dir_counters(st, gin, &gv);
+  const ba_query_agg_row_t *g = &gv;
+  uint64_t tot_pk = qs->packets + o->out_packets, tot_by = qs->bytes + o->out_bytes;
   uint32_t f = st->spec.fields;
-  int is_proto = f == BA_AGG_PROTO;
+  int is_proto = f == BA_AGG_PROTO || st->spec.proto_split;
   ba_query_agg_value(f, &g->key, o->fmt_flags, csv || o->full_v6, val, sizeof(val));
   uint64_t ms = g->key.last_ns / 1000000ull > g->key.first_ns / 1000000ull
                   ? g->key.last_ns / 1000000ull - g->key.first_ns / 1000000ull : 0;
@@ -136,7 +158,7 @@ static void stat_line(qout_t *o, const qstat_t *st, const ba_query_agg_row_t *g,
   char pn[16];
   if (is_proto) {
     /* nfdump's -s proto: the name (or with -N the number) in the Proto column */
-    if (o->fmt_flags & BA_FMT_PLAIN) snprintf(pn, sizeof(pn), "%u", g->key.proto);
+    if (o->fmt_flags & BA_FMT_PLAIN) snprintf(pn, sizeof(pn), "%-5u", g->key.proto); /* csv too: "17   " */
     else snprintf(pn, sizeof(pn), "%.5s", ba_query_proto_name(g->key.proto));
     proto = pn;
   }
@@ -146,7 +168,7 @@ static void stat_line(qout_t *o, const qstat_t *st, const ba_query_agg_row_t *g,
     fprintf(o->out, "%s,%s,%" PRIu64 ".%03u,%s,%s,%" PRIu64 ",%.1f,%" PRIu64 ",%.1f,%" PRIu64 ",%.1f,%" PRIu64
             ",%" PRIu64 ",%u\n",
             d1, d2, ms / 1000, (unsigned)(ms % 1000), proto, val, g->flows, pct(g->flows, qs->rows_matched),
-            g->packets, pct(g->packets, qs->packets), g->bytes, pct(g->bytes, qs->bytes), vpps, vbps, bpp);
+            g->packets, pct(g->packets, tot_pk), g->bytes, pct(g->bytes, tot_by), vpps, vbps, bpp);
     return;
   }
   ba_query_format_number(g->flows, o->fmt_flags, 1, fl);
@@ -166,7 +188,30 @@ static void stat_line(qout_t *o, const qstat_t *st, const ba_query_agg_row_t *g,
                              BA_AGG_ROUTER)) ? 39 : 17;
   fprintf(o->out, "%s.%03u %9s %-5s %*s %8s(%4.1f) %8s(%4.1f) %8s(%4.1f) %8s %8s %5u\n", d1,
           (unsigned)(g->key.first_ns / 1000000ull % 1000), dur, proto, w, val, fl, pct(g->flows, qs->rows_matched), pk,
-          pct(g->packets, qs->packets), by, pct(g->bytes, qs->bytes), pps, bps, bpp);
+          pct(g->packets, tot_pk), by, pct(g->bytes, tot_by), pps, bps, bpp);
+}
+
+/* nfdump's -s line with -o pipe (nfstat.c PrintPipeStatLine): af|first ms|
+ * last ms|proto|value|flows|packets|bytes|pps|bps|bpp; rates as 32-bit
+ * numbers; proto 0 unless the statistic is split by protocol. */
+static void pipe_stat_line(qout_t *o, const qstat_t *st, const ba_query_agg_row_t *gin) {
+  char val[96];
+  ba_query_agg_row_t gv;
+  dir_counters(st, gin, &gv);
+  const ba_query_agg_row_t *g = &gv;
+  int af;
+  ba_query_agg_pipe_value(st->spec.fields, &g->key, &af, val, sizeof(val));
+  uint64_t a = g->key.first_ns / 1000000ull, b = g->key.last_ns / 1000000ull;
+  double d = (double)(b - a) / 1000.0;
+  uint32_t pps = 0, bps = 0;
+  if (b > a) {
+    pps = (uint32_t)(uint64_t)((double)g->packets / d);
+    bps = (uint32_t)(uint64_t)((double)(8 * g->bytes) / d);
+  }
+  uint32_t bpp = g->packets ? (uint32_t)(g->bytes / g->packets) : 0;
+  unsigned proto = st->spec.fields == BA_AGG_PROTO || st->spec.proto_split ? g->key.proto : 0;
+  fprintf(o->out, "%d|%" PRIu64 "|%" PRIu64 "|%u|%s|%" PRIu64 "|%" PRIu64 "|%" PRIu64 "|%u|%u|%u\n", af, a, b, proto,
+          val, g->flows, g->packets, g->bytes, pps, bps, bpp);
 }
 
 static int print_stat(qout_t *o, const qstat_t *st, const ba_query_stats_t *qs) {
@@ -175,7 +220,7 @@ static int print_stat(qout_t *o, const qstat_t *st, const ba_query_stats_t *qs) 
   BA_FORWARD_CLI(ba_query_agg_top(st->agg, st->order, o->topn < SIZE_MAX ? (size_t)o->topn : 0, &rows, &ng));
   size_t show = ng;
   int kind = ba_query_format_kind(o->fmt);
-  const char *ord = ba_query_agg_order_name(st->order);
+  const char *ord = st->ordname ? st->ordname : ba_query_agg_order_name(st->order);
   if (st->spec.fields & BA_AGG_RECORD) {
     /* -s record: the top flows as flow lines */
     if (!o->quiet && kind == 0) printf("Top %" PRIu64 " flows ordered by %s:\n", o->topn, ord);
@@ -194,8 +239,15 @@ static int print_stat(qout_t *o, const qstat_t *st, const ba_query_stats_t *qs) 
     return 0;
   }
   const char *title = ba_query_agg_title(st->spec.fields);
+  if (kind == 2) { /* pipe: no header, a blank line after each table (as nfdump) */
+    for (size_t i = 0; i < show; i++) pipe_stat_line(o, st, &rows[i]);
+    fputc('\n', o->out);
+    return 0;
+  }
   if (kind == 1) {
-    fprintf(o->out, "ts,te,td,pr,val,fl,flP,ipkt,ipktP,ibyt,ibytP,ipps,ibps,ibpp\n");
+    if (st->dir == 1) fprintf(o->out, "ts,te,td,pr,val,fl,flP,pkt,pktP,byt,bytP,pps,bps,bpp\n");
+    else if (st->dir == 2) fprintf(o->out, "ts,te,td,pr,val,fl,flP,opkt,opktP,obyt,obytP,opps,obps,obpp\n");
+    else fprintf(o->out, "ts,te,td,pr,val,fl,flP,ipkt,ipktP,ibyt,ibytP,ipps,ibps,ibpp\n");
   } else if (!o->quiet) {
     fprintf(o->out, "Top %" PRIu64 " %s ordered by %s:\n", o->topn, title, ord);
     int w = o->full_v6 ? 39 : 17;
@@ -205,7 +257,7 @@ static int print_stat(qout_t *o, const qstat_t *st, const ba_query_stats_t *qs) 
             w, title);
   }
   for (size_t i = 0; i < show; i++) stat_line(o, st, &rows[i], qs, kind == 1);
-  if (kind != 1) fputc('\n', o->out);
+  fputc('\n', o->out); /* after each table, csv too (nfdump) */
   return 0;
 }
 
@@ -241,7 +293,12 @@ int qo_finish(qout_t *o, const ba_query_stats_t *qs) {
   return 0;
 }
 
-void qo_summary(const qout_t *o, const ba_query_stats_t *qs, double secs) {
+void qo_summary(const qout_t *o, const ba_query_stats_t *qsin, double secs) {
+  /* nfdump's totals count both directions (UpdateStat: in + out) */
+  ba_query_stats_t qv = *qsin;
+  const ba_query_stats_t *qs = &qv;
+  qv.packets += o->out_packets;
+  qv.bytes += o->out_bytes;
   uint64_t a = qs->first_ns / 1000000ull, b = qs->last_ns / 1000000ull;
   double d = qs->rows_matched && b > a ? (double)(b - a) / 1000.0 : 0;
   uint64_t bps = d > 0 ? (uint64_t)((double)(qs->bytes << 3) / d) : 0;

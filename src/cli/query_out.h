@@ -19,6 +19,8 @@
 typedef struct qstat {
   ba_query_agg_spec_t spec;
   ba_agg_order_t order;
+  uint8_t dir;             /* counters shown: 0 in, 1 in + out, 2 out (nfdump's IN, INOUT, OUT) */
+  const char *ordname;     /* as given: "bytes", "ibyte", "opkg", ... */
   ba_query_agg_t *agg;
   const char *text;
 } qstat_t;
@@ -43,6 +45,7 @@ typedef struct qout {
   char *line;
   size_t line_cap;
   int io_error;
+  uint64_t out_packets, out_bytes; /* reverse-direction sums: nfdump's totals count both */
 } qout_t;
 
 int qo_sink(void *vctx, const ba_record_t *recs, size_t n);

@@ -197,6 +197,46 @@ size_t ba_query_agg_value(uint32_t field, const ba_record_t *key, unsigned fmt_f
   return l;
 }
 
+static uint64_t load_be64(const uint8_t *p) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; i++) v = v << 8 | p[i];
+  return v;
+}
+
+static uint64_t bswap_u64(uint64_t v) {
+  uint64_t r = 0;
+  for (int i = 0; i < 8; i++, v >>= 8) r = r << 8 | (v & 0xFF);
+  return r;
+}
+
+size_t ba_query_agg_pipe_value(uint32_t field, const ba_record_t *key, int *af, char *buf, size_t cap) {
+  const afield_t *f = NULL;
+  for (size_t i = 0; i < BA_ARRAY_LEN(g_f) && !f; i++)
+    if (g_f[i].bit & field) f = &g_f[i];
+  *af = 0;
+  if (!f || cap == 0) return 0;
+  const uint8_t *p = (const uint8_t *)key + f->off;
+  int n;
+  if (f->kind == 1) {
+    /* nfdump keys an address as two host-order words (hi, lo; IPv4 in lo)
+     * and prints IPv6 after htonll: the words' bytes swapped */
+    int v4 = fmt_addr_is_v4(p, (f->bit & (BA_AGG_SRCIP | BA_AGG_DSTIP | BA_AGG_IP)) ? key->ipver : 0);
+    uint64_t hi = v4 ? 0 : load_be64(p), lo = v4 ? ba_addr_get_v4(p) : load_be64(p + 8);
+    uint64_t k0 = hi, k1 = lo;
+    if (hi) {
+      k0 = bswap_u64(hi);
+      k1 = bswap_u64(lo);
+    }
+    *af = hi ? 10 : 2;
+    n = snprintf(buf, cap, "%u|%u|%u|%u", (unsigned)(k0 >> 32), (unsigned)k0, (unsigned)(k1 >> 32), (unsigned)k1);
+  } else {
+    uint64_t v = 0;
+    memcpy(&v, p, f->size); /* little-endian hosts: the low bytes */
+    n = snprintf(buf, cap, "%llu", (unsigned long long)v);
+  }
+  return n < 0 ? 0 : (size_t)n < cap ? (size_t)n : cap - 1;
+}
+
 int ba_query_agg_create(const ba_query_agg_spec_t *spec, ba_query_agg_t **out) {
   BA_RETURN_IF(!out || !spec || !spec->fields, BA_ERR_INVALID);
   ba_query_agg_t *a = ba_calloc(1, sizeof(*a));
@@ -204,6 +244,7 @@ int ba_query_agg_create(const ba_query_agg_spec_t *spec, ba_query_agg_t **out) {
   a->spec = *spec;
   uint32_t fields = spec->fields & BA_AGG_RECORD ? (spec->fields & ~(uint32_t)BA_AGG_RECORD) | FIVE : spec->fields;
   if (spec->bidir) fields |= FIVE;
+  if (spec->proto_split) fields |= BA_AGG_PROTO;
   for (size_t i = 0; i < BA_ARRAY_LEN(g_f); i++)
     if ((g_f[i].bit & fields) && strcmp(g_f[i].name, "srctos")) {
       a->fl[a->nf++] = &g_f[i];
@@ -422,11 +463,30 @@ static int grp_cmp(const sctx_t *c, uint32_t i, uint32_t j) {
   kx.last_ns = x->last_ns;
   ky.first_ns = y->first_ns;
   ky.last_ns = y->last_ns;
-  uint64_t u = order_value(c->order, x->flows, x->packets, x->bytes, &kx);
-  uint64_t v = order_value(c->order, y->flows, y->packets, y->bytes, &ky);
+  int io = a->spec.inout; /* 0 in, 1 both directions, 2 out (nfdump's i/o orders) */
+  uint64_t u = order_value(c->order, x->flows, (io != 2 ? x->packets : 0) + (io ? x->out_packets : 0),
+                           (io != 2 ? x->bytes : 0) + (io ? x->out_bytes : 0), &kx);
+  uint64_t v = order_value(c->order, y->flows, (io != 2 ? y->packets : 0) + (io ? y->out_packets : 0),
+                           (io != 2 ? y->bytes : 0) + (io ? y->out_bytes : 0), &ky);
   if (u != v) return u > v ? -1 : 1;
-  int r = memcmp(a->keys + (size_t)i * a->klen, a->keys + (size_t)j * a->klen, a->klen - 1);
-  if (r) return r;
+  /* ties: by the grouped values, ascending (numbers as numbers, addresses
+   * by their bytes), so the top-N cut is the same for any input order */
+  const uint8_t *kbx = a->keys + (size_t)i * a->klen, *kby = a->keys + (size_t)j * a->klen;
+  size_t o = 0;
+  for (size_t f = 0; f < a->nf; f++) {
+    const afield_t *fl = a->fl[f];
+    if (fl->kind == 1) {
+      int r = memcmp(kbx + o, kby + o, fl->size);
+      if (r) return r;
+    } else {
+      uint64_t vx = 0, vy = 0;
+      memcpy(&vx, kbx + o, fl->size); /* little-endian hosts: the low bytes */
+      memcpy(&vy, kby + o, fl->size);
+      if (vx != vy) return vx < vy ? -1 : 1;
+    }
+    o += fl->size;
+  }
+  if (kbx[o] != kby[o]) return kbx[o] < kby[o] ? -1 : 1; /* the IP version (address keys) */
   return i < j ? -1 : i > j;
 }
 

@@ -18,7 +18,7 @@ enum {
   TK_OUT, TK_IPKT, TK_OPKT, TK_IBYT, TK_OBYT, TK_FL, TK_FLG, TK_TOS, TK_STOS, TK_DTOS, TK_DIR, TK_SMK,
   TK_DMK, TK_SVLN, TK_DVLN, TK_ISMC, TK_ODMC, TK_IDMC, TK_OSMC, TK_MPLS1, TK_MPLS, TK_BPS, TK_PPS, TK_BPP,
   TK_ENG, TK_NL, TK_ODID, TK_IVRF, TK_EVRF, TK_EVT, TK_XEVT, TK_MSEC, TK_XSA, TK_XDA, TK_XSP, TK_XDP,
-  TK_XSAP, TK_XDAP
+  TK_XSAP, TK_XDAP, TK_TEVT
 };
 
 #define C_T BA_COL_FIRST | BA_COL_LAST
@@ -100,10 +100,10 @@ static const struct tok {
   {"vrf", TK_IVRF, 0, "  I-VRF-ID", BA_COL_FW},
   {"ivrf", TK_IVRF, 0, "  I-VRF-ID", BA_COL_FW},
   {"evrf", TK_EVRF, 0, "  E-VRF-ID", BA_COL_FW},
-  {"tevt", TK_TS, 0, "Event time             ", BA_COL_FIRST},
+  {"tevt", TK_TEVT, 0, "Event time             ", BA_COL_FIRST | BA_COL_FW | BA_COL_NAT},
   {"evt", TK_EVT, 0, " Event", BA_COL_FW | BA_COL_NAT},
   {"xevt", TK_XEVT, 0, " XEvent", BA_COL_FW},
-  {"msec", TK_MSEC, 0, "   Event Time", BA_COL_FIRST},
+  {"msec", TK_MSEC, 0, "   Event Time", BA_COL_FIRST | BA_COL_FW | BA_COL_NAT},
   {"xsa", TK_XSA, 0, "   X-late Src IP", BA_COL_NAT},
   {"xda", TK_XDA, 0, "   X-late Dst IP", BA_COL_NAT},
   {"xsp", TK_XSP, 0, "XsPort", BA_COL_NAT},
@@ -415,6 +415,14 @@ static void put_xevent(ob_t *o, unsigned x) {
   else ob_u64w(o, x, 7, 0);
 }
 
+/* nfdump's NSEL/NEL event time (%tevt, %msec): 0 for a flow without a
+ * firewall or NAT event, as nfdump prints it (1970-01-01 / 0). bitarc
+ * stores no separate event time, so an event record gets its flow start,
+ * which is what exporters send as the event time of a flow create. */
+static uint64_t event_ns(const ba_record_t *r) {
+  return r->fw_event || r->nat_event || r->fw_xevent ? r->first_ns : 0;
+}
+
 /* bps and pps as nfdump computes them: counters over the duration in
  * seconds as a double, truncated. */
 static uint64_t rate(uint64_t v, uint64_t dur_ms) {
@@ -514,7 +522,8 @@ static void put_token(ob_t *o, const ba_query_format_t *f, const fitem_t *it, co
     case TK_EVRF: ob_u64w(o, r->egress_vrf, 10, 0); break;
     case TK_EVT: ob_putw(o, event_text(r), strlen(event_text(r)), 7, 0); break;
     case TK_XEVT: put_xevent(o, r->fw_xevent); break;
-    case TK_MSEC: ob_u64w(o, fmt_ms(r->first_ns), 13, 0); break;
+    case TK_MSEC: ob_u64w(o, fmt_ms(event_ns(r)), 13, 0); break;
+    case TK_TEVT: put_time_ms(o, f, event_ns(r)); break;
     case TK_XSA: put_addr(o, f, r->xsrc, 0); break;
     case TK_XDA: put_addr(o, f, r->xdst, 0); break;
     case TK_XSP: ob_u64w(o, r->xsrc_port, 6, 0); break;

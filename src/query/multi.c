@@ -5,6 +5,7 @@
  * piece are sorted by (first_ns, store, row order) and delivered. Pieces do
  * not overlap, so the whole output is in time order while memory holds only
  * one piece's matches (about one slice of every store). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,7 +26,12 @@ typedef struct mbuf {
   size_t nframes, capframes;
   uint32_t store;
   uint64_t seq;
+  size_t *order;        /* delivery: row indices sorted (rows are large) */
+  ba_record_t *batch;   /* and the records handed to fn together */
+  size_t ordcap;
 } mbuf_t;
+
+#define MULTI_BATCH 512
 
 static int mbuf_sink(void *ctx, const ba_record_t *recs, size_t n) {
   mbuf_t *b = ctx;
@@ -58,8 +64,9 @@ static int mbuf_sink(void *ctx, const ba_record_t *recs, size_t n) {
   return 0;
 }
 
-static int cmp_row(const void *a, const void *b) {
-  const mrow_t *x = a, *y = b;
+static int cmp_row(const void *pa, const void *pb, void *vrows) {
+  const mrow_t *rows = vrows;
+  const mrow_t *x = &rows[*(const size_t *)pa], *y = &rows[*(const size_t *)pb];
   if (x->r.first_ns != y->r.first_ns) return x->r.first_ns < y->r.first_ns ? -1 : 1;
   if (x->store != y->store) return x->store < y->store ? -1 : 1;
   return x->seq < y->seq ? -1 : x->seq > y->seq;
@@ -110,22 +117,71 @@ static void stats_add(ba_query_stats_t *a, const ba_query_stats_t *b) {
 
 /* Delivers the sorted rows of one piece; counts them into st. */
 static int deliver(mbuf_t *b, uint64_t limit, ba_record_sink_fn fn, void *ctx, ba_query_stats_t *st, int *done) {
-  if (b->n) qsort(b->rows, b->n, sizeof(*b->rows), cmp_row);
-  for (size_t i = 0; i < b->n; i++) {
+  if (b->n > b->ordcap) {
+    size_t *no = ba_realloc(b->order, b->n * sizeof(*no));
+    if (!no) return BA_ERR_NOMEM;
+    b->order = no;
+    b->ordcap = b->n;
+  }
+  if (!b->batch && !(b->batch = ba_malloc(MULTI_BATCH * sizeof(*b->batch)))) return BA_ERR_NOMEM;
+  for (size_t i = 0; i < b->n; i++) b->order[i] = i;
+  if (b->n > 1) qsort_r(b->order, b->n, sizeof(*b->order), cmp_row, b->rows);
+  size_t k = 0;
+  int rc = 0;
+  for (size_t i = 0; i < b->n && !rc; i++) {
     if (limit && st->rows_matched >= limit) { *done = 1; break; }
-    ba_record_t *r = &b->rows[i].r;
-    if (r->frame && r->caplen) r->frame = b->frames + b->rows[i].frame_off;
+    const mrow_t *m = &b->rows[b->order[i]];
+    ba_record_t *r = &b->batch[k++];
+    *r = m->r;
+    if (r->frame && r->caplen) r->frame = b->frames + m->frame_off;
     if (!st->rows_matched || r->first_ns < st->first_ns) st->first_ns = r->first_ns;
-    if (r->first_ns > st->last_ns) st->last_ns = r->first_ns;
+    if (r->last_ns > st->last_ns) st->last_ns = r->last_ns;  /* as ba_query_run: the latest end */
     st->rows_matched++;
     st->packets += r->packets;
     st->bytes += r->bytes;
-    int rc = fn ? fn(ctx, r, 1) : 0;
-    if (rc) return rc;
+    if (k == MULTI_BATCH) {
+      rc = fn ? fn(ctx, b->batch, k) : 0;
+      k = 0;
+    }
   }
+  if (!rc && k) rc = fn ? fn(ctx, b->batch, k) : 0;
+  if (rc) return rc;
   b->n = 0;
   b->nframes = 0;
   return 0;
+}
+
+/* The caller's warn callback, told which store a message is about, and
+ * each message once (a damaged segment spanning k pieces is met k times). */
+typedef struct mwarn {
+  void (*warn)(void *ctx, const char *msg);
+  void *ctx;
+  size_t store;
+  char **seen;
+  size_t nseen, capseen;
+} mwarn_t;
+
+static void multi_warn(void *vctx, const char *msg) {
+  mwarn_t *w = vctx;
+  char buf[600];
+  snprintf(buf, sizeof buf, "store %zu: %s", w->store + 1, msg);
+  for (size_t i = 0; i < w->nseen; i++)
+    if (!strcmp(w->seen[i], buf)) return;
+  if (w->nseen == w->capseen) {
+    size_t nc = w->capseen ? 2 * w->capseen : 8;
+    char **ns = ba_realloc(w->seen, nc * sizeof(*ns));
+    if (ns) {
+      w->seen = ns;
+      w->capseen = nc;
+    }
+  }
+  size_t l = strlen(buf) + 1;
+  char *c = w->nseen < w->capseen ? ba_malloc(l) : NULL;
+  if (c) {
+    memcpy(c, buf, l);
+    w->seen[w->nseen++] = c;
+  }
+  w->warn(w->ctx, buf);
 }
 
 int ba_query_run_multi(ba_query_t *q, ba_store_t *const *stores, size_t nstores, const ba_query_exec_opts_t *opts,
@@ -143,6 +199,11 @@ int ba_query_run_multi(ba_query_t *q, ba_store_t *const *stores, size_t nstores,
   int rc = cut_points(stores, nstores, lo, hi, &t, &nt);
   mbuf_t b;
   memset(&b, 0, sizeof b);
+  mwarn_t mw = {o.warn, o.warn_ctx, 0, NULL, 0, 0};
+  if (o.warn) {
+    o.warn = multi_warn;
+    o.warn_ctx = &mw;
+  }
   uint64_t limit = o.limit;
   o.limit = 0;  /* a store's first rows need not be the merged first rows */
   int done = 0;
@@ -153,6 +214,7 @@ int ba_query_run_multi(ba_query_t *q, ba_store_t *const *stores, size_t nstores,
       ba_query_stats_t one;
       b.store = (uint32_t)s;
       b.seq = 0;
+      mw.store = s;
       rc = ba_query_run(q, stores[s], &o, mbuf_sink, &b, &one);
       if (!rc && i == 0) {  /* segment totals once, from the first piece */
         st.segments_total += one.segments_total;
@@ -162,9 +224,13 @@ int ba_query_run_multi(ba_query_t *q, ba_store_t *const *stores, size_t nstores,
     }
     if (!rc) rc = deliver(&b, limit, fn, ctx, &st, &done);
   }
+  for (size_t i = 0; i < mw.nseen; i++) ba_free(mw.seen[i]);
+  ba_free(mw.seen);
   ba_free(t);
   ba_free(b.rows);
   ba_free(b.frames);
+  ba_free(b.order);
+  ba_free(b.batch);
   if (stats) *stats = st;
   return rc;
 }

@@ -156,7 +156,7 @@ src and dst as < 10|$1 < 10 && $2 < 10
 F
 
 # 2. output formats, byte for byte
-for o in line long extended biline bilong line6 long6 extended6 pipe csv \
+for o in line long extended biline bilong line6 long6 extended6 nsel nel pipe csv 'fmt:%ts|%tevt|%msec|%te' \
   'fmt:%ts %te %td %tds %pr %sa %da %sap %dap %sp %dp %it %ic %flg %pkt %byt %fl %tos %stos %dtos %in %out %sas %das %nas %pas %ra %bps %pps %bpp %ipkt %opkt %ibyt %obyt %sn %dn %nh %nhb %smk %dmk %svln %dvln %dir %eng %mpls1 %mpls2 %mpls9 %ismc %odmc %idmc %osmc %tsr' \
   'fmt:%sa|%da|%xsa|%xda|%xsp|%xdp|%xsap|%xdap|%evt|%xevt|%ivrf|%evrf|%odid'; do
   if [ "$o" = csv ]; then
@@ -230,6 +230,19 @@ for st in srcip/pps dstip/bps proto/packets; do
   cmp -s "$tmp/n.txt" "$tmp/b.txt" || { bad "-s $st table"; diff "$tmp/n.txt" "$tmp/b.txt" | head -4; }
 done
 same "-s record/bytes" -q -N -n 5 -o line -s record/bytes 'proto udp'
+# -s STAT:p (split by protocol) and -s with -o pipe / csv, byte for byte: all
+# groups (sorted: tie order aside) and the top 5 of orders with few ties
+for st in dstport:p/bytes srcip:p/bytes ip:p/packets proto/bytes srcport:p/bps dstip/flows; do
+  for o in pipe csv line; do
+    same "-s $st -o $o (all)" -q -N -n 0 -o $o -s "$st" 'proto udp or proto icmp or port 80'
+  done
+done
+for st in dstport:p/bytes srcip:p/bytes proto/packets dstip/bytes; do
+  for o in pipe csv; do
+    nfd -q -n 5 -o $o -s "$st" any > "$tmp/n.txt"; bq -q -n 5 -o $o -s "$st" any > "$tmp/b.txt"
+    cmp -s "$tmp/n.txt" "$tmp/b.txt" || { bad "-s $st -o $o top 5"; diff "$tmp/n.txt" "$tmp/b.txt" | head -4; }
+  done
+done
 # two -s give two tables
 a=$(bq -q -n 3 -s srcip -s dstport any | grep -c '[0-9]')
 b=$(nfd -q -n 3 -s srcip -s dstport any | grep -c '[0-9]')
@@ -300,6 +313,50 @@ F
     b=$("$B" query -r "$tmp/bst" -q -N -o "$f2" 'proto icmp or proto icmp6' | sort | md5sum)
     [ "$a" = "$b" ] || bad "B $(basename "$f") ICMP flows"
   done
+  # bidirectional IPFIX (softflowd -b): nfdump's totals and -s packets/bytes
+  # orders count both directions; -s proto groups IPv4 and IPv6 flows
+  f=ntop__nDPI/tests/cfgs/default/pcap/gnutella.pcap
+  if [ -f "$T/$f" ]; then
+    rm -rf "$tmp/bst" "$tmp/bnf"; mkdir -p "$tmp/bnf"
+    "$B" collect --store "$tmp/bst" --listen 127.0.0.1:0 --report-every 0 --sync-every 0 > /dev/null 2> "$tmp/col.err" &
+    cpid=$!
+    cport=""
+    for _ in $(seq 1 100); do
+      cport=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$tmp/col.err" 2>/dev/null || true)
+      [ -n "$cport" ] && break; sleep 0.1
+    done
+    nport=$(free_port)
+    nfcapd -w "$tmp/bnf" -p "$nport" -b 127.0.0.1 -t 3600 > /dev/null 2>&1 &
+    npid=$!
+    wait_bound "$nport" || fail "nfcapd (biflows) did not bind"
+    for P in $cport $nport; do
+      softflowd -d -r "$T/$f" -n 127.0.0.1:$P -v 10 -b -6 -c "$tmp/sf.$P" -p "$tmp/sf.$P.pid" > /dev/null 2>&1 &
+      sp=$!
+      for _ in $(seq 1 300); do kill -0 $sp 2>/dev/null || break; softflowctl -c "$tmp/sf.$P" statistics >/dev/null 2>&1; sleep 0.1; done
+      wait $sp 2>/dev/null
+    done
+    sleep 1
+    kill -TERM $cpid $npid; wait $cpid 2>/dev/null; wait $npid 2>/dev/null
+    [ "$(nfdump -R "$tmp/bnf" -q -o 'fmt:%opkt' any | awk '{s += $1} END {print s + 0}')" -gt 0 ] || bad "biflows: no reverse packets"
+    a=$(nfdump -R "$tmp/bnf" any | grep '^Summary' | sed 's/, avg bps.*//')
+    b=$("$B" query -r "$tmp/bst" any | grep '^Summary' | sed 's/, avg bps.*//')
+    [ "$a" = "$b" ] || bad "biflows summary: '$a' vs '$b'"
+    # value, flows, packets, bytes with their percentages (times: see above;
+    # ICMP ports: nfcapd drops them; 0.0.0.0 and :: are one address to nfdump)
+    for st in srcip/bytes dstip/packets ip/flows proto/bytes dstport:p/packets srcport/bytes port:p/bps \
+      srcip/opkg dstip/ibyte proto/obyte dstport:p/opkg srcport/ibpp; do
+      for v in ipv4 ipv6; do
+        flt="$v and not proto icmp and not proto icmp6"
+        nfdump -R "$tmp/bnf" -q -n 0 -o csv -s "$st" "$flt" | awk -F, 'NR > 1 && NF > 8 {print $4","$5","$6","$7","$8","$9","$10","$11}' | sort > "$tmp/n.txt"
+        "$B" query -r "$tmp/bst" -q -n 0 -o csv -s "$st" "$flt" | awk -F, 'NR > 1 && NF > 8 {print $4","$5","$6","$7","$8","$9","$10","$11}' | sort > "$tmp/b.txt"
+        cmp -s "$tmp/n.txt" "$tmp/b.txt" && [ -s "$tmp/n.txt" ] || { bad "biflows -s $st ($v)"; diff "$tmp/n.txt" "$tmp/b.txt" | head -3; }
+      done
+      a=$(nfdump -R "$tmp/bnf" -q -n 1 -o csv -s "$st" any | head -1); b=$("$B" query -r "$tmp/bst" -q -n 1 -o csv -s "$st" any | head -1)
+      [ "$a" = "$b" ] || bad "biflows -s $st csv header: '$a' vs '$b'"
+      a=$(nfdump -R "$tmp/bnf" -n 1 -s "$st" any | head -1); b=$("$B" query -r "$tmp/bst" -n 1 -s "$st" any | head -1)
+      [ "$a" = "$b" ] || bad "biflows -s $st title: '$a' vs '$b'"
+    done
+  fi
 else
   echo "SKIP B: softflowd not installed"
 fi

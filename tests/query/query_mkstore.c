@@ -1,5 +1,10 @@
 /* Test helper: writes a store of random skewed records with the writer API.
- *   query_mkstore DIR N flows|packets [seed]
+ *   query_mkstore DIR N flows|packets [seed [K]]
+ * With K > 1 the same records are also split over K stores DIR.1 .. DIR.K
+ * (record i to store (i + i / 7) % K: interleaved in time, as exporters
+ * are), each with another slice width (1 h, 30 min, 2 h, ...), so a query
+ * over the K stores can be compared with one over DIR. Start times
+ * increase strictly, so DIR's row order is the merged start-time order.
  * Packet records carry real Ethernet/IPv4|IPv6/TCP|UDP|ICMP frames whose
  * headers agree with the record fields, so a pcap written by `bitarc query -w`
  * can be checked with tcpdump/tshark. */
@@ -66,7 +71,7 @@ static size_t make_frame(const ba_record_t *r, uint8_t *f, size_t payload) {
 
 int main(int argc, char **argv) {
   if (argc < 4) {
-    fprintf(stderr, "usage: %s DIR N flows|packets [seed]\n", argv[0]);
+    fprintf(stderr, "usage: %s DIR N flows|packets [seed [K]]\n", argv[0]);
     return 2;
   }
   size_t n = strtoull(argv[2], NULL, 10);
@@ -76,8 +81,18 @@ int main(int argc, char **argv) {
   ba_store_opts_t o;
   ba_store_opts_init(&o);
   o.block_rows = 1000;
-  ba_store_writer_t *w;
+  ba_store_writer_t *w, *part[8];
   if (ba_store_writer_open(argv[1], &o, &w) < 0) return 1;
+  size_t k = argc > 5 ? strtoull(argv[5], NULL, 10) : 0;
+  if (k > 8) k = 8;
+  static const uint32_t slices[8] = {3600, 1800, 7200, 900, 3600, 1800, 7200, 900};
+  for (size_t s = 0; k > 1 && s < k; s++) {
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s.%zu", argv[1], s + 1);
+    ba_store_opts_t po = o;
+    po.slice_seconds = slices[s];
+    if (ba_store_writer_open(dir, &po, &part[s]) < 0) return 1;
+  }
   static uint8_t frames[64][256];
   ba_record_t recs[64];
   const uint64_t base = 1720656000ull * 1000000000ull;
@@ -138,6 +153,10 @@ int main(int argc, char **argv) {
       }
     }
     if (ba_store_writer_append(w, recs, m) < 0) return 1;
+    for (size_t j = 0; k > 1 && j < m; j++)
+      if (ba_store_writer_append(part[(i + j + (i + j) / 7) % k], &recs[j], 1) < 0) return 1;
   }
+  for (size_t s = 0; k > 1 && s < k; s++)
+    if (ba_store_writer_close(part[s]) < 0) return 1;
   return ba_store_writer_close(w) < 0;
 }

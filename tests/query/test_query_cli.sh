@@ -65,7 +65,8 @@ a=$(TZ=Europe/Prague "$B" query -r "$tmp/fl" --count -t 2024/07/11.02:30-2024/07
 b=$("$B" query -r "$tmp/fl" --tz utc --count -t 2024/07/11.00:30-2024/07/11.00:59:59 'proto tcp')
 [ "$a" = "$b" ] || fail "local window $a vs utc $b"
 # options that cannot repeat are refused, naming them; -s repeats
-out=$("$B" query -r "$tmp/fl" -r "$tmp/fl" any 2>&1); [ $? -eq 2 ] && echo "$out" | grep -q -- "-r" || fail "repeated -r: $out"
+# (-r repeats for several stores; the same store twice is refused, naming it)
+out=$("$B" query -r "$tmp/fl" -r "$tmp/fl" any 2>&1); [ $? -eq 2 ] && echo "$out" | grep -q -- "'$tmp/fl' is given twice" || fail "repeated -r: $out"
 out=$("$B" query -r "$tmp/fl" -o line -o csv any 2>&1); [ $? -eq 2 ] && echo "$out" | grep -q -- "-o" || fail "repeated -o"
 n=$("$B" query -r "$tmp/fl" -q -s srcip -s dstport -n 3 any | grep -c .)
 [ "$n" -eq 6 ] || fail "two -s tables: $n rows"

@@ -218,6 +218,72 @@ static void test_agg(void **state) {
   assert_int_equal(tf, 2 * N);
   ba_query_agg_free(a);
   free(recs);
+
+  /* ties in numeric order (port 256 after port 1); -s proto holds IPv4 and
+   * IPv6 flows in one group; :p splits by protocol; inout orders add the
+   * reverse direction; nfdump's pipe value of an address */
+  ba_record_t t[4];
+  for (int i = 0; i < 4; i++) {
+    t[i] = sample();
+    t[i].packets = 1;
+    t[i].bytes = 100;
+    t[i].out_packets = 0;
+    t[i].out_bytes = 0;
+  }
+  t[0].dst_port = 256;
+  t[1].dst_port = 1;
+  t[2].dst_port = 1;
+  t[2].proto = 17;
+  t[3].dst_port = 2;
+  t[3].ipver = 6;
+  memset(t[3].src, 0, 16);
+  t[3].src[0] = 0x20;
+  t[3].src[1] = 0x01;
+  t[3].src[15] = 1;
+  t[3].out_bytes = 1000;
+  assert_int_equal(ba_query_agg_parse("dstport", 1, &f, err, sizeof(err)), 0);
+  assert_int_equal(ba_query_agg_create(&f, &a), 0);
+  assert_int_equal(ba_query_agg_add(a, t, 4), 0);
+  assert_int_equal(ba_query_agg_result(a, BA_ORDER_BYTES, &rows, &ng), 0);
+  assert_int_equal(ng, 3);
+  assert_int_equal(rows[0].key.dst_port, 1); /* 200 bytes */
+  assert_int_equal(rows[1].key.dst_port, 2); /* tie at 100: 2 before 256 */
+  assert_int_equal(rows[2].key.dst_port, 256);
+  ba_query_agg_free(a);
+  f.inout = 1; /* 2 has 100 + 1000 bytes */
+  assert_int_equal(ba_query_agg_create(&f, &a), 0);
+  assert_int_equal(ba_query_agg_add(a, t, 4), 0);
+  assert_int_equal(ba_query_agg_result(a, BA_ORDER_BYTES, &rows, &ng), 0);
+  assert_int_equal(rows[0].key.dst_port, 2);
+  ba_query_agg_free(a);
+  f.inout = 0;
+  f.proto_split = 1;
+  assert_int_equal(ba_query_agg_create(&f, &a), 0);
+  assert_int_equal(ba_query_agg_add(a, t, 4), 0);
+  assert_int_equal(ba_query_agg_result(a, BA_ORDER_FLOWS, &rows, &ng), 0);
+  assert_int_equal(ng, 4); /* port 1 over two protocols */
+  ba_query_agg_free(a);
+  assert_int_equal(ba_query_agg_parse("proto", 1, &f, err, sizeof(err)), 0);
+  assert_int_equal(ba_query_agg_create(&f, &a), 0);
+  t[2].proto = t[3].proto;
+  assert_int_equal(ba_query_agg_add(a, t, 4), 0);
+  assert_int_equal(ba_query_agg_result(a, BA_ORDER_FLOWS, &rows, &ng), 0);
+  assert_int_equal(ng, 1);
+  assert_int_equal(rows[0].flows, 4);
+  ba_query_agg_free(a);
+  char pv[96];
+  int af;
+  ba_query_agg_pipe_value(BA_AGG_SRCIP, &t[3], &af, pv, sizeof(pv));
+  assert_int_equal(af, 10);
+  assert_string_equal(pv, "0|288|16777216|0"); /* 2001::1 as nfdump's htonll'd words */
+  t[1].ipver = 4;
+  ba_addr_set_v4(t[1].src, 0x0A040000u);
+  ba_query_agg_pipe_value(BA_AGG_SRCIP, &t[1], &af, pv, sizeof(pv));
+  assert_int_equal(af, 2);
+  assert_string_equal(pv, "0|0|0|168034304");
+  ba_query_agg_pipe_value(BA_AGG_DSTPORT, &t[0], &af, pv, sizeof(pv));
+  assert_int_equal(af, 0);
+  assert_string_equal(pv, "256");
 }
 
 int main(void) {

@@ -1,0 +1,119 @@
+/* bitarc query's store list: repeated -r/-R and nfdump's -M. */
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "bitarc/bitarc.h"
+#include "cli/cli.h"
+#include "cli/query_stores.h"
+
+static int push(qstores_t *s, char *dir) {
+  if (!dir) return 2;
+  if (s->n == s->cap) {
+    size_t nc = s->cap ? 2 * s->cap : 4;
+    char **nd = realloc(s->dir, nc * sizeof(*nd));
+    if (!nd) {
+      free(dir);
+      return 2;
+    }
+    s->dir = nd;
+    s->cap = nc;
+  }
+  s->dir[s->n++] = dir;
+  return 0;
+}
+
+int qs_add(qstores_t *s, const char *dir) {
+  if (!*dir) {
+    ba_cli_err("query", "-r/-R wants a store directory, not an empty string");
+    return 2;
+  }
+  return push(s, strdup(dir));
+}
+
+int qs_add_m(qstores_t *s, const char *list) {
+  s->mlist = list;
+  const char *colon = strchr(list, ':');
+  if (!colon) return qs_add(s, list);
+  /* the prefix is the first element's directory: /any/path of /any/path/dir1 */
+  const char *slash = NULL;
+  for (const char *p = list; p < colon; p++)
+    if (*p == '/') slash = p;
+  size_t plen = slash ? (size_t)(slash - list) + 1 : 0;
+  const char *p = list + plen;
+  for (;;) {
+    const char *e = strchr(p, ':');
+    size_t l = e ? (size_t)(e - p) : strlen(p);
+    if (l == 0) {
+      ba_cli_err("query", "-M %s: an empty directory name (want /any/path/dir1:dir2:dir3)", list);
+      return 2;
+    }
+    char *d = malloc(plen + l + 1);
+    if (!d) return 2;
+    memcpy(d, list, plen);
+    memcpy(d + plen, p, l);
+    d[plen + l] = 0;
+    if (push(s, d) != 0) return 2;
+    if (!e) break;
+    p = e + 1;
+  }
+  return 0;
+}
+
+int qs_open(qstores_t *s) {
+  s->st = calloc(s->n ? s->n : 1, sizeof(*s->st));
+  if (!s->st) return 2;
+  for (size_t i = 0; i < s->n; i++) {
+    struct stat a;
+    if (stat(s->dir[i], &a) == 0) {
+      for (size_t j = 0; j < i; j++) {
+        struct stat b;
+        if (stat(s->dir[j], &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
+          ba_cli_err("query", "store '%s' is given twice (as '%s'): its flows would count twice", s->dir[i], s->dir[j]);
+          return 2;
+        }
+      }
+    }
+    int rc = ba_store_open(s->dir[i], &s->st[i]);
+    if (rc < 0) {
+      ba_cli_err("query", "cannot open store '%s'%s%s%s: %s%s%s", s->dir[i], s->mlist ? " (from -M " : "",
+                 s->mlist ? s->mlist : "", s->mlist ? ")" : "", ba_strerror(rc), s->st[i] ? ": " : "",
+                 s->st[i] ? ba_store_errmsg(s->st[i]) : "");
+      return 2;
+    }
+    if (s->n > 1 && ba_store_segment_count(s->st[i]) == 0)
+      ba_cli_err("query", "warning: store '%s' holds no segments (not a bitarc store, or nothing archived yet)",
+                 s->dir[i]);
+  }
+  return 0;
+}
+
+int qs_data_range(const qstores_t *s, uint64_t *lo, uint64_t *hi) {
+  *lo = UINT64_MAX;
+  *hi = 0;
+  for (size_t k = 0; k < s->n; k++) {
+    ba_store_t *st = s->st[k];
+    for (size_t i = 0; i < ba_store_segment_count(st); i++) {
+      ba_segment_t *seg;
+      ba_segment_info_t in;
+      if (ba_store_segment(st, i, &seg) < 0 || ba_segment_info(seg, &in) < 0 || in.rows == 0) continue;
+      if (in.min_first_ns < *lo) *lo = in.min_first_ns;
+      if (in.max_first_ns > *hi) *hi = in.max_first_ns;
+    }
+  }
+  return *lo <= *hi ? 0 : -1;
+}
+
+const char *qs_name(const qstores_t *s, size_t i) { return i < s->n ? s->dir[i] : "?"; }
+
+void qs_free(qstores_t *s) {
+  for (size_t i = 0; i < s->n; i++) {
+    if (s->st) ba_store_close(s->st[i]);
+    free(s->dir[i]);
+  }
+  free(s->dir);
+  free(s->st);
+  memset(s, 0, sizeof(*s));
+}

@@ -1,0 +1,34 @@
+/* The stores one `bitarc query` reads: repeated -r/-R DIR and nfdump's
+ * -M /path/dir1:dir2:dir3 (query_stores.c). Several stores are answered by
+ * ba_query_run_multi, rows merged in start-time order. */
+#ifndef BA_CLI_QUERY_STORES_H
+#define BA_CLI_QUERY_STORES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bitarc/store.h"
+
+typedef struct qstores {
+  char **dir;         /* as given (or as -M expands them) */
+  ba_store_t **st;    /* open handles, NULL until qs_open */
+  size_t n, cap;
+  const char *mlist;  /* the -M argument, for messages */
+} qstores_t;
+
+/* -r/-R DIR: one more store. 0, or 2 after an error. */
+int qs_add(qstores_t *s, const char *dir);
+/* -M /any/path/dir1:dir2:dir3 -> /any/path/dir1, /any/path/dir2, ... (nfdump's
+ * expansion; without a '/' the names are relative to the current directory).
+ * 0, or 2 after an error naming the empty element. */
+int qs_add_m(qstores_t *s, const char *list);
+/* Opens every store; a store that cannot be opened, or one given twice (its
+ * flows would count twice), is an error naming it. 0 or 2. */
+int qs_open(qstores_t *s);
+/* The first and last flow start over every store (-t +N / -N); -1 if empty. */
+int qs_data_range(const qstores_t *s, uint64_t *lo, uint64_t *hi);
+/* The directory of store i as the user gave it. */
+const char *qs_name(const qstores_t *s, size_t i);
+void qs_free(qstores_t *s);
+
+#endif
