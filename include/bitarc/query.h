@@ -100,6 +100,8 @@ typedef struct ba_query_stats {
   uint64_t first_ns, last_ns; /* of matched records */
   uint64_t packets, bytes;    /* sums over matched records */
   uint64_t segments_damaged;  /* segments skipped or scanned because of damage */
+  uint64_t out_packets, out_bytes; /* reverse-direction sums over matched records (zero unless
+                                      BA_COL_OUT was fetched): nfdump's totals count both */
 } ba_query_stats_t;
 
 /* Runs the query over every segment of the store that overlaps the window,

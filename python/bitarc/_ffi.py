@@ -181,6 +181,7 @@ typedef struct ba_query_stats {
   uint64_t first_ns, last_ns;
   uint64_t packets, bytes;
   uint64_t segments_damaged;
+  uint64_t out_packets, out_bytes;
 } ba_query_stats_t;
 int ba_query_run(ba_query_t *q, ba_store_t *s, const ba_query_exec_opts_t *opts,
                  ba_record_sink_fn fn, void *ctx, ba_query_stats_t *stats);
@@ -235,6 +236,7 @@ const char *ba_query_agg_order_name(ba_agg_order_t o);
 const char *ba_query_agg_title(uint32_t field);
 size_t ba_query_agg_value(uint32_t field, const ba_record_t *key, unsigned fmt_flags, int full_v6, char *buf,
                           size_t cap);
+size_t ba_query_agg_pipe_value(uint32_t field, const ba_record_t *key, int *af, char *buf, size_t cap);
 int ba_query_agg_create(const ba_query_agg_spec_t *spec, ba_query_agg_t **out);
 void ba_query_agg_free(ba_query_agg_t *a);
 int ba_query_agg_add(ba_query_agg_t *a, const ba_record_t *recs, size_t n);

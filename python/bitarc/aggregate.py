@@ -15,8 +15,8 @@ import time
 
 import numpy as np
 
-from .core import FMT_LOCAL, FMT_PLAIN, AGG_RECORD, Aggregator, Groups, agg_title, agg_value, as_spec, \
-    format_number, order_name, parse_order, proto_name
+from .core import FMT_LOCAL, FMT_PLAIN, AGG_RECORD, Aggregator, Groups, agg_pipe_value, agg_title, agg_value, as_spec, \
+    format_number, order_name, parse_agg_fields, parse_order, proto_name
 from .records import concat, take
 
 # BA_AGG_* fields printed 39 wide with -6 (addresses)
@@ -56,22 +56,55 @@ def _date(ns, flags):
     return time.strftime("%Y-%m-%d %H:%M:%S", conv(ns // 1000000000))
 
 
-def _stat_line(field, g, stats, flags, full_v6, csv):
+# nfdump's in/out forms of the -s orders: the base order and the direction
+# counted (0 in, 2 out); the plain packets/bytes/pps/bps/bpp count both (1)
+_IO_ORDERS = {"ipkg": ("packets", 0), "opkg": ("packets", 2), "ibyte": ("bytes", 0), "obyte": ("bytes", 2),
+              "ipps": ("pps", 0), "opps": ("pps", 2), "ibps": ("bps", 0), "obps": ("bps", 2),
+              "ibpp": ("bpp", 0), "obpp": ("bpp", 2)}
+_CSV_HEADS = {0: b"ts,te,td,pr,val,fl,flP,ipkt,ipktP,ibyt,ibytP,ipps,ibps,ibpp\n",
+              1: b"ts,te,td,pr,val,fl,flP,pkt,pktP,byt,bytP,pps,bps,bpp\n",
+              2: b"ts,te,td,pr,val,fl,flP,opkt,opktP,obyt,obytP,opps,obps,obpp\n"}
+
+
+def stat_order(tok):
+    """A -s order as the CLI's stat_order: (ba_agg_order_t, direction, name)
+    with direction 0 in (flows, tstart, tend, ipkg...), 1 both (packets,
+    bytes, pps, bps, bpp: nfdump's sums of both directions), 2 out (opkg...).
+    Raises ValueError on an unknown order."""
+    if isinstance(tok, str) and tok in _IO_ORDERS:
+        base, d = _IO_ORDERS[tok]
+        return parse_order(base), d, tok
+    order = parse_order(tok)
+    return order, 0 if order in (0, 6, 7) else 1, order_name(order)
+
+
+def _dir_counters(key, packets, nbytes, d):
+    """The group's packets and bytes for direction d (as dir_counters)."""
+    if d == 1:
+        return packets + int(key["out_packets"]), nbytes + int(key["out_bytes"])
+    if d == 2:
+        return int(key["out_packets"]), int(key["out_bytes"])
+    return packets, nbytes
+
+
+def _stat_line(spec, g, stats, flags, full_v6, csv, d):
+    field = spec.fields
     key = g["key"]
     first, last = int(key["first_ns"]), int(key["last_ns"])
-    flows, packets, nbytes = int(g["flows"]), int(g["packets"]), int(g["bytes"])
+    flows = int(g["flows"])
+    packets, nbytes = _dir_counters(key, int(g["packets"]), int(g["bytes"]), d)
     val = agg_value(field, key, flags, csv or full_v6)
     ms = last // 1000000 - first // 1000000 if last // 1000000 > first // 1000000 else 0
     vpps = _rate(packets, first, last)
     vbps = _rate(nbytes * 8 % (1 << 64), first, last)
     bpp = nbytes // packets if packets else 0
     proto = "any"
-    if field == _AGG_PROTO:
-        proto = str(int(key["proto"])) if flags & FMT_PLAIN else proto_name(int(key["proto"]))[:5]
+    if field == _AGG_PROTO or spec.proto_split:
+        proto = "%-5d" % int(key["proto"]) if flags & FMT_PLAIN else proto_name(int(key["proto"]))[:5]
     d1 = _date(first, flags)
     pf = _pct(flows, stats["rows_matched"])
-    pp = _pct(packets, stats["packets"])
-    pb = _pct(nbytes, stats["bytes"])
+    pp = _pct(packets, stats["packets"] + stats.get("out_packets", 0))
+    pb = _pct(nbytes, stats["bytes"] + stats.get("out_bytes", 0))
     if csv:
         return "%s,%s,%d.%03d,%s,%s,%d,%.1f,%d,%.1f,%d,%.1f,%d,%d,%d\n" % (
             d1, _date(last, flags), ms // 1000, ms % 1000, proto, val, flows, pf, packets, pp, nbytes, pb, vpps,
@@ -89,17 +122,60 @@ def _stat_line(field, g, stats, flags, full_v6, csv):
         d1, first // 1000000 % 1000, dur, proto, w, val, fl, pf, pk, pp, by, pb, pps, bps, bpp & 0xFFFFFFFF)
 
 
+def _pipe_line(spec, g, d):
+    """nfdump's -s line with -o pipe (as pipe_stat_line): af|first ms|last
+    ms|proto|value|flows|packets|bytes|pps|bps|bpp, rates as 32-bit numbers,
+    proto 0 unless the statistic is split by protocol."""
+    key = g["key"]
+    packets, nbytes = _dir_counters(key, int(g["packets"]), int(g["bytes"]), d)
+    af, val = agg_pipe_value(spec.fields, key)
+    a, b = int(key["first_ns"]) // 1000000, int(key["last_ns"]) // 1000000
+    pps = bps = 0
+    if b > a:
+        secs = float(b - a) / 1000.0
+        pps = int(float(packets) / secs) & 0xFFFFFFFF
+        bps = int(float(8 * nbytes % (1 << 64)) / secs) & 0xFFFFFFFF
+    bpp = (nbytes // packets) & 0xFFFFFFFF if packets else 0
+    proto = int(key["proto"]) if spec.fields == _AGG_PROTO or spec.proto_split else 0
+    return "%d|%d|%d|%d|%s|%d|%d|%d|%d|%d|%d\n" % (af, a, b, proto, val, int(g["flows"]), packets, nbytes, pps,
+                                                  bps, bpp)
+
+
+def stat_spec(text, tok):
+    """The AggSpec and order of one -s statistic as the CLI builds it: `text`
+    the element with nfdump's ":p" (split by protocol) allowed, `tok` one
+    order. Raises ValueError naming what is wrong."""
+    split = 0
+    if ":" in text:
+        text, rest = text.split(":", 1)
+        if rest != "p":
+            raise ValueError(f"':{rest}' after the statistic: only ':p' (split by protocol, as nfdump)")
+        split = 1
+    spec = parse_agg_fields(text, element=True)
+    try:
+        order, d, _ = stat_order(tok)
+    except ValueError:
+        raise ValueError(f"unknown order '{tok}' (flows packets bytes pps bps bpp tstart tend; ipkg ibyte ipps "
+                         "ibps ibpp, opkg obyte opps obps obpp: in / out direction only)") from None
+    record = spec.fields & AGG_RECORD
+    return spec._replace(proto_split=0 if record else split, inout=0 if record else d), tok
+
+
 def stat_table(spec, order, groups, stats, fmt, topn=10, quiet=False, full_v6=False):
     """`bitarc query -s` output (bytes) for one statistic: `groups` are every
-    group (Groups), `stats` the run's (rows_matched, packets, bytes: the
-    percentages' totals), `fmt` the -o Formatter (text: nfdump's table, csv:
-    the csv table, -s record: flow lines), topn as -n (0 = all)."""
+    group (Groups, aggregated with `spec`), `stats` the run's (rows_matched,
+    packets, bytes, out_packets, out_bytes: the percentages' totals), `fmt`
+    the -o Formatter (text: nfdump's table, csv: the csv table, -s record:
+    flow lines), topn as -n (0 = all). `order` is a -s order name (also
+    nfdump's ipkg/obyte/...) or number; its direction must be the spec's
+    inout (stat_spec gives both)."""
     spec = as_spec(spec)
-    order = parse_order(order)
+    order, d, ordn = stat_order(order)
+    if spec.fields & AGG_RECORD:
+        d = 0
     rows = groups.top(order)
     show = rows[:topn] if topn and topn < len(rows) else rows
     kind, flags = fmt.kind(), fmt.flags
-    ordn = order_name(order)
     out = []
     if spec.fields & AGG_RECORD:
         if not quiet and kind == 0:
@@ -113,15 +189,18 @@ def stat_table(spec, order, groups, stats, fmt, topn=10, quiet=False, full_v6=Fa
             out.append(b"\n")
         return b"".join(out)
     title = agg_title(spec.fields)
+    if kind == 2:  # pipe: no header, a blank line after each table (as nfdump)
+        out.extend(_pipe_line(spec, g, d).encode() for g in show)
+        out.append(b"\n")
+        return b"".join(out)
     if kind == 1:
-        out.append(b"ts,te,td,pr,val,fl,flP,ipkt,ipktP,ibyt,ibytP,ipps,ibps,ibpp\n")
+        out.append(_CSV_HEADS[d])
     elif not quiet:
         out.append(f"Top {topn} {title} ordered by {ordn}:\n".encode())
         out.append(("Date first seen                 Duration Proto %*s    Flows(%%)     Packets(%%)       Bytes(%%)"
                     "         pps      bps   bpp\n" % (39 if full_v6 else 17, title)).encode())
-    out.extend(_stat_line(spec.fields, g, stats, flags, full_v6, kind == 1).encode() for g in show)
-    if kind != 1:
-        out.append(b"\n")
+    out.extend(_stat_line(spec, g, stats, flags, full_v6, kind == 1, d).encode() for g in show)
+    out.append(b"\n")  # after each table, csv too (nfdump)
     return b"".join(out)
 
 

@@ -46,7 +46,7 @@ _AGG_FIVE = 0x1F
 
 STAT_FIELDS = ("segments_total", "segments_used", "rows_total", "rows_candidate", "rows_matched",
                "blocks_read", "rows_damaged", "bitmap_ops", "first_ns", "last_ns", "packets", "bytes",
-               "segments_damaged")
+               "segments_damaged", "out_packets", "out_bytes")
 
 
 class Error(Exception):
@@ -178,6 +178,16 @@ def agg_value(field, key, flags=0, full_v6=False):
     buf = ffi.new("char[]", 128)
     n = lib().ba_query_agg_value(int(field), ptr, flags, int(full_v6), buf, 128)
     return ffi.string(buf, n).decode()
+
+
+def agg_pipe_value(field, key):
+    """A -s element's value for -o pipe (nfdump's PrintPipeStatLine) and the
+    address family number it prints first: (af, text)."""
+    ptr, keep = as_c_records(np.asarray(key, RECORD).reshape(1))
+    buf = ffi.new("char[]", 128)
+    af = ffi.new("int *")
+    n = lib().ba_query_agg_pipe_value(int(field), ptr, af, buf, 128)
+    return int(af[0]), ffi.string(buf, n).decode()
 
 
 def sort_records(rows, order):

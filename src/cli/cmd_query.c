@@ -509,6 +509,8 @@ static void stats_sum(ba_query_stats_t *a, const ba_query_stats_t *b) {
   a->packets += b->packets;
   a->bytes += b->bytes;
   a->segments_damaged += b->segments_damaged;
+  a->out_packets += b->out_packets;
+  a->out_bytes += b->out_bytes;
 }
 
 /* The run over every store: one store by ba_query_run; several by

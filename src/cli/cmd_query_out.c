@@ -76,10 +76,6 @@ int qo_print(qout_t *o, const ba_record_t *r, uint64_t flows) {
 
 int qo_sink(void *vctx, const ba_record_t *recs, size_t n) {
   qout_t *o = vctx;
-  for (size_t i = 0; i < n; i++) {
-    o->out_packets += recs[i].out_packets;
-    o->out_bytes += recs[i].out_bytes;
-  }
   for (int s = 0; s < o->nstats; s++) BA_FORWARD_CLI(ba_query_agg_add(o->stats[s].agg, recs, n));
   if (o->agg) return ba_query_agg_add(o->agg, recs, n);
   if (o->nstats) return 0;
@@ -145,7 +141,7 @@ static void stat_line(qout_t *o, const qstat_t *st, const ba_query_agg_row_t *gi
   ba_query_agg_row_t gv;
   dir_counters(st, gin, &gv);
   const ba_query_agg_row_t *g = &gv;
-  uint64_t tot_pk = qs->packets + o->out_packets, tot_by = qs->bytes + o->out_bytes;
+  uint64_t tot_pk = qs->packets + qs->out_packets, tot_by = qs->bytes + qs->out_bytes;
   uint32_t f = st->spec.fields;
   int is_proto = f == BA_AGG_PROTO || st->spec.proto_split;
   ba_query_agg_value(f, &g->key, o->fmt_flags, csv || o->full_v6, val, sizeof(val));
@@ -297,8 +293,8 @@ void qo_summary(const qout_t *o, const ba_query_stats_t *qsin, double secs) {
   /* nfdump's totals count both directions (UpdateStat: in + out) */
   ba_query_stats_t qv = *qsin;
   const ba_query_stats_t *qs = &qv;
-  qv.packets += o->out_packets;
-  qv.bytes += o->out_bytes;
+  qv.packets += qs->out_packets;
+  qv.bytes += qs->out_bytes;
   uint64_t a = qs->first_ns / 1000000ull, b = qs->last_ns / 1000000ull;
   double d = qs->rows_matched && b > a ? (double)(b - a) / 1000.0 : 0;
   uint64_t bps = d > 0 ? (uint64_t)((double)(qs->bytes << 3) / d) : 0;

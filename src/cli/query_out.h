@@ -45,7 +45,6 @@ typedef struct qout {
   char *line;
   size_t line_cap;
   int io_error;
-  uint64_t out_packets, out_bytes; /* reverse-direction sums: nfdump's totals count both */
 } qout_t;
 
 int qo_sink(void *vctx, const ba_record_t *recs, size_t n);

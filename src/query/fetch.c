@@ -15,6 +15,8 @@ static void add_totals(ba_query_stats_t *s, const ba_record_t *recs, size_t n) {
     if (x->last_ns > s->last_ns) s->last_ns = x->last_ns;
     s->packets += x->packets;
     s->bytes += x->bytes;
+    s->out_packets += x->out_packets;
+    s->out_bytes += x->out_bytes;
   }
   s->rows_matched += n;
 }

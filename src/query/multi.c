@@ -139,6 +139,8 @@ static int deliver(mbuf_t *b, uint64_t limit, ba_record_sink_fn fn, void *ctx, b
     st->rows_matched++;
     st->packets += r->packets;
     st->bytes += r->bytes;
+    st->out_packets += r->out_packets;
+    st->out_bytes += r->out_bytes;
     if (k == MULTI_BATCH) {
       rc = fn ? fn(ctx, b->batch, k) : 0;
       k = 0;

@@ -18,7 +18,7 @@ import numpy as np
 import bitarc
 from bitarc import Formatter, Store
 from bitarc._ffi import CDEF, CHECKED_STRUCTS, ffi, lib
-from bitarc.aggregate import agg_records, merge_groups, stat_table
+from bitarc.aggregate import agg_records, merge_groups, stat_order, stat_spec, stat_table
 
 import flowgen
 import support
@@ -232,8 +232,9 @@ class OnAStore(unittest.TestCase):
         for el, order, out in (("srcip", "flows", "line"), ("dstport", "bytes", "line"), ("ip", "packets", "csv"),
                                ("port", "pps", "line"), ("proto", "tstart", "line"), ("srcip4/16", "bpp", "csv"),
                                ("dstip", "bps", "line"), ("record", "bytes", "line"), ("record", "flows", "csv"),
-                               ("as", "tend", "line")):
-            spec = bitarc.parse_agg_fields(el, element=True)
+                               ("as", "tend", "line"), ("dstport", "opkg", "csv"), ("srcip", "ibyte", "line"),
+                               ("dstport:p", "bytes", "csv"), ("proto", "packets", "pipe"), ("srcport", "obps", "pipe")):
+            spec, order = stat_spec(el, order)
             fmt = Formatter(out)
             g, res = self.st.aggregate(text, spec)
             for top, quiet in ((10, True), (3, False), (0, True)):
@@ -249,7 +250,8 @@ class OnAStore(unittest.TestCase):
                 agg.add(part)
                 parts.append(agg.groups())
             if not ipver_twins(g.rows):
-                self.assertEqual(merge_groups(parts, spec).top(order).tobytes(), g.top(order).tobytes(), el)
+                o = stat_order(order)[0]
+                self.assertEqual(merge_groups(parts, spec).top(o).tobytes(), g.top(o).tobytes(), el)
 
     def test_naive_aggregate(self):
         g, _ = self.st.aggregate("proto udp", "dstport")

@@ -14,7 +14,7 @@ import argparse
 import sys
 import time
 
-from ..aggregate import agg_records, stat_table
+from ..aggregate import agg_records, stat_spec, stat_table
 from ..core import FMT_LOCAL, Error, FilterError, Formatter, format_number, parse_agg_fields, parse_order, \
     sort_records
 
@@ -132,15 +132,10 @@ def _options(a):
         field, ords = (text, "flows") if i < 0 else (text[:i], text[i + 1:])
         for tok in [t for t in ords.replace(":", "/").split("/") if t]:
             try:
-                spec = parse_agg_fields(field, element=True)
+                o["stats"].append(stat_spec(field, tok))
             except ValueError as e:
-                raise ValueError(f"-s {text}: {str(e).split(': ', 1)[-1]}") from None
-            try:
-                order = parse_order(tok)
-            except ValueError:
-                raise ValueError(f"-s {text}: unknown order '{tok}' (flows packets bytes pps bps bpp tstart tend)") \
+                raise ValueError(f"-s {text}: {str(e).split(': ', 1)[-1] if 'aggregation' in str(e) else e}") \
                     from None
-            o["stats"].append((spec, order))
     o["agg"] = None
     if a.aggregate or a.a:
         fields = a.aggregate or FIVE
