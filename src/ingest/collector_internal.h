@@ -68,6 +68,12 @@ typedef struct ba_rx_tcp {
 /* Called for every whole message with the peer's address. */
 typedef void (*ba_rx_msg_fn)(void *ctx, const struct sockaddr_storage *from, const uint8_t *msg, uint32_t len);
 
+/* Hands the whole IPFIX messages at the front of buf (have bytes of a
+ * stream) to fn and sets *used to the bytes they took (a partial message
+ * stays). Returns how many, or -1 when the stream is not IPFIX (version
+ * other than 10 or a length below 16): the messages before it were given. */
+int ba_rx_tcp_frame(const uint8_t *buf, uint32_t have, const struct sockaddr_storage *peer, ba_rx_msg_fn fn,
+                    void *ctx, uint32_t *used);
 void ba_rx_tcp_init(ba_rx_tcp_t *t);
 /* Waits up to timeout_ms for the listening socket lfd or a connection, then
  * accepts new connections and frames what arrived; fn gets each message.

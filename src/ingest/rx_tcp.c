@@ -88,19 +88,31 @@ static void accept_all(ba_rx_tcp_t *t, int lfd) {
   }
 }
 
-/* Hands every whole message at the front of the buffer to fn; keeps a
- * partial one. Returns -1 on a framing error. */
-static int frame(ba_rx_tcp_t *t, ba_rx_tcp_conn_t *c, ba_rx_msg_fn fn, void *ctx) {
+int ba_rx_tcp_frame(const uint8_t *buf, uint32_t have, const struct sockaddr_storage *peer, ba_rx_msg_fn fn,
+                    void *ctx, uint32_t *used) {
   uint32_t off = 0;
-  while (c->have - off >= HDR) {
-    const uint8_t *m = c->buf + off;
+  int n = 0;
+  *used = 0;
+  while (have - off >= HDR) {
+    const uint8_t *m = buf + off;
     uint32_t version = (uint32_t)m[0] << 8 | m[1], len = (uint32_t)m[2] << 8 | m[3];
     if (version != 10 || len < HDR) return -1;
-    if (c->have - off < len) break;
-    fn(ctx, &c->peer, m, len);
-    ba_rx_add(&t->messages, 1);
+    if (have - off < len) break;
+    fn(ctx, peer, m, len);
+    n++;
     off += len;
+    *used = off;
   }
+  return n;
+}
+
+/* Hands every whole message at the front of the connection's buffer to fn;
+ * keeps a partial one. Returns -1 on a framing error. */
+static int frame(ba_rx_tcp_t *t, ba_rx_tcp_conn_t *c, ba_rx_msg_fn fn, void *ctx) {
+  uint32_t off;
+  int n = ba_rx_tcp_frame(c->buf, c->have, &c->peer, fn, ctx, &off);
+  if (n < 0) return -1;
+  ba_rx_add(&t->messages, (uint64_t)n);
   if (off) {
     memmove(c->buf, c->buf + off, c->have - off);
     c->have -= off;
