@@ -304,7 +304,7 @@ typedef struct ba_collector_opts {
   unsigned sockets;
   uint32_t rcvbuf_bytes;        /* receive buffer asked for per socket (0 = 64 MiB) */
   /* Bound of all receive queues together, in bytes: each queued datagram
-   * takes its length plus a 20-byte header, rounded up to 8 (0 = 256 MiB);
+   * takes its length plus a 28-byte header, rounded up to 8 (0 = 256 MiB);
    * shared equally by the sockets. A datagram
    * that finds its queue full is dropped and counted for its exporter. */
   uint64_t queue_bytes;
@@ -352,6 +352,9 @@ typedef struct ba_collector_exporter {
   /* Decoder counts; dropped[BA_DROP_QUEUE_FULL] holds its datagrams dropped
    * because the queue was full. */
   ba_ingest_counts_t counts;
+  int64_t export_skew_s;        /* export time - receive time of its last datagram (s) */
+  uint8_t clock_suspicious;     /* its clock looks wrong (ba_flow_source_t) */
+  char last_error[224];         /* the reason of its last drop, "" if none */
 } ba_collector_exporter_t;
 
 /* Binds every socket and starts the receive threads (which block all

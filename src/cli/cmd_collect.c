@@ -41,6 +41,10 @@ static void usage(FILE *f) {
           "      --rcvbuf BYTES     socket receive buffer to ask for (default 64M; as root the\n"
           "                         kernel's net.core.rmem_max does not apply; a warning names\n"
           "                         the size granted when the kernel gives less)\n"
+          "      --rebase-time      move every flow by (receive time - export time) of its\n"
+          "                         datagram, for exporters whose clock is wrong (default off:\n"
+          "                         flows keep the times sent; the report names exporters whose\n"
+          "                         clock looks wrong either way)\n"
           "      --queue BYTES      bound of the receive queue, all sockets together (default\n"
           "                         256M)\n"
           "      --status-every D   status line on stderr (or --log) every D: flows/s, queue\n"
@@ -130,7 +134,7 @@ typedef struct copts {
   ba_cli_retention_t ret; /* --max-age, --max-size, --expire-every */
 } copts_t;
 
-enum { O_RCVBUF = 1, O_QUEUE, O_EVERY, O_SYNC, O_DURATION, O_REPORT, O_STATS, O_STATS_EVERY, O_LOG, O_RXT };
+enum { O_RCVBUF = 1, O_QUEUE, O_EVERY, O_SYNC, O_DURATION, O_REPORT, O_STATS, O_STATS_EVERY, O_LOG, O_RXT, O_REBASE };
 static const struct option g_lo[] = {{"store", required_argument, 0, 'w'},
                                      {"listen", required_argument, 0, 'l'},
                                      {"rx-threads", required_argument, 0, O_RXT},
@@ -144,6 +148,7 @@ static const struct option g_lo[] = {{"store", required_argument, 0, 'w'},
                                      {"sync-every", required_argument, 0, O_SYNC},
                                      {"duration", required_argument, 0, O_DURATION},
                                      {"report", required_argument, 0, O_REPORT},
+                                     {"rebase-time", no_argument, 0, O_REBASE},
                                      {"quiet", no_argument, 0, 'q'},
                                      {"help", no_argument, 0, 'h'},
                                      BA_CLI_STORE_LONGOPTS,
@@ -230,6 +235,7 @@ static int parse_args(int argc, char **argv, copts_t *o) {
       break;
     case O_STATS: o->stats = optarg; break;
     case O_LOG: o->log = optarg; break;
+    case O_REBASE: o->co.decoder.flags |= BA_FLOW_REBASE_TIME; break;
     case O_REPORT:
       if (ba_cli_parse_report("collect", optarg, &o->json)) return 2;
       break;

@@ -123,6 +123,10 @@ void ba_coll_report_text(FILE *f, const ba_coll_snap_t *s) {
     ba_addr_format(s->ex[i].addr, a, sizeof(a));
     fprintf(f, "  exporter %s: received %" PRIu64 " datagrams, ", a, s->ex[i].received);
     ba_cli_print_counts(f, &s->ex[i].counts);
+    if (s->ex[i].clock_suspicious)
+      fprintf(f, "; its clock looks wrong (export - receive %" PRId64 " s; --rebase-time moves its flows)",
+              s->ex[i].export_skew_s);
+    if (s->ex[i].last_error[0]) fprintf(f, "; last drop: %s", s->ex[i].last_error);
     fputc('\n', f);
   }
   ba_cli_print_templates(f, s->tp, s->ntp);
@@ -168,6 +172,9 @@ void ba_coll_report_json(FILE *f, const ba_coll_snap_t *s) {
     fprintf(f, ",\"received\":%" PRIu64 ",\"received_bytes\":%" PRIu64 ",\"counts\":", s->ex[i].received,
             s->ex[i].received_bytes);
     ba_cli_json_counts(f, &s->ex[i].counts);
+    fprintf(f, ",\"clock_suspicious\":%s,\"export_skew_s\":%" PRId64 ",\"last_error\":",
+            s->ex[i].clock_suspicious ? "true" : "false", s->ex[i].export_skew_s);
+    ba_cli_json_string(f, s->ex[i].last_error);
     fputc('}', f);
   }
   fprintf(f, "],\"templates\":[");

@@ -26,7 +26,7 @@
 
 #define RX_BATCH 32
 #define RX_MAX 65536
-#define ENT_HDR 20 /* u32 length + 16-byte exporter */
+#define ENT_HDR 28 /* u32 length + 16-byte exporter + u64 receive time (ns since the epoch) */
 #define WRAP_MARK 0xffffffffu
 #define WAKE_BYTES (256u << 10)
 #define WAKE_MS 20
@@ -80,7 +80,8 @@ void ba_collector_opts_init(ba_collector_opts_t *o) {
 
 /* Appends one datagram at *wr (rd: the consumer's position as last seen).
  * Returns 0, or -1 when the queue has no room for it. */
-static int ring_push(rx_t *r, uint64_t *wr, uint64_t rd, const uint8_t ex[16], const uint8_t *p, uint32_t len) {
+static int ring_push(rx_t *r, uint64_t *wr, uint64_t rd, const uint8_t ex[16], uint64_t now, const uint8_t *p,
+                     uint32_t len) {
   uint64_t e = (ENT_HDR + (uint64_t)len + 7) & ~7ull;
   uint64_t pos = *wr % r->cap, tail = r->cap - pos;
   uint64_t need = e <= tail ? e : tail + e;
@@ -92,13 +93,21 @@ static int ring_push(rx_t *r, uint64_t *wr, uint64_t rd, const uint8_t ex[16], c
   }
   ba_store_le32(r->ring + pos, len);
   memcpy(r->ring + pos + 4, ex, 16);
+  ba_store_le64(r->ring + pos + 20, now);
   memcpy(r->ring + pos + ENT_HDR, p, len);
   *wr += e;
   return 0;
 }
 
-/* Queues a batch of received datagrams, counting each for its exporter. */
-static void rx_queue(rx_t *r, struct mmsghdr *msgs, const struct sockaddr_storage *from, int n) {
+static uint64_t wall_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Queues a batch of received datagrams (received at `now`), counting each
+ * for its exporter. */
+static void rx_queue(rx_t *r, struct mmsghdr *msgs, const struct sockaddr_storage *from, int n, uint64_t now) {
   uint64_t wr = atomic_load_explicit(&r->wr, memory_order_relaxed);
   uint64_t rd = atomic_load_explicit(&r->rd, memory_order_acquire);
   /* An empty queue past its middle restarts at offset 0, so the memory
@@ -119,9 +128,9 @@ static void rx_queue(rx_t *r, struct mmsghdr *msgs, const struct sockaddr_storag
     ba_rx_add(&e->datagrams, 1);
     ba_rx_add(&e->bytes, len);
     bytes += len;
-    if (ring_push(r, &wr, rd, ex, p, len) != 0) {
+    if (ring_push(r, &wr, rd, ex, now, p, len) != 0) {
       rd = atomic_load_explicit(&r->rd, memory_order_acquire);
-      if (ring_push(r, &wr, rd, ex, p, len) != 0) {
+      if (ring_push(r, &wr, rd, ex, now, p, len) != 0) {
         ba_rx_add(&e->queue_full, 1);
         drop++;
         drop_bytes += len;
@@ -155,7 +164,7 @@ static void tcp_msg(void *ctx, const struct sockaddr_storage *from, const uint8_
   m.msg_hdr.msg_iov = &iov;
   m.msg_hdr.msg_iovlen = 1;
   m.msg_len = len;
-  rx_queue(ctx, &m, from, 1);
+  rx_queue(ctx, &m, from, 1, wall_ns());
 }
 
 static void *rx_main(void *arg) {
@@ -187,7 +196,7 @@ static void *rx_main(void *arg) {
     }
     int n = recvmmsg(r->s.fd, msgs, RX_BATCH, MSG_DONTWAIT, NULL);
     if (n <= 0) continue;
-    rx_queue(r, msgs, from, n);
+    rx_queue(r, msgs, from, n, wall_ns());
     if (n < RX_BATCH / 2) {
       /* Few datagrams waiting: let the kernel buffer collect a batch instead of
        * waking per datagram (the socket buffer holds far more than RX_NAP_US). */
@@ -393,7 +402,9 @@ static int drain(ba_collector_t *c, rx_t *r, ba_record_sink_fn fn, void *ctx) {
       rd += r->cap - pos;
       continue;
     }
-    if (fn) rc = ba_flow_decode(c->dec, r->ring + pos + 4, r->ring + pos + ENT_HDR, len, fn, ctx);
+    if (fn)
+      rc = ba_flow_decode_at(c->dec, r->ring + pos + 4, ba_load_le64(r->ring + pos + 20), r->ring + pos + ENT_HDR, len,
+                             fn, ctx);
     rd += (ENT_HDR + (uint64_t)len + 7) & ~7ull;
     atomic_store_explicit(&r->rd, rd, memory_order_release); /* room for the receiver at once */
   }
@@ -559,6 +570,9 @@ size_t ba_collector_exporters(ba_collector_t *c, ba_collector_exporter_t *out, s
   for (size_t i = 0; i < nd; i++) {
     memset(&all[m], 0, sizeof(all[m]));
     memcpy(all[m].addr, src[i].addr, 16);
+    all[m].export_skew_s = src[i].export_skew_s;
+    all[m].clock_suspicious = src[i].clock_suspicious;
+    memcpy(all[m].last_error, src[i].last_error, sizeof(all[m].last_error));
     all[m++].counts = src[i].counts;
   }
   for (size_t i = 0; i < c->nrx; i++) {
@@ -574,6 +588,11 @@ size_t ba_collector_exporters(ba_collector_t *c, ba_collector_exporter_t *out, s
       all[k - 1].received += all[i].received;
       all[k - 1].received_bytes += all[i].received_bytes;
       ba_ingest_counts_add(&all[k - 1].counts, &all[i].counts);
+      if (all[i].clock_suspicious || all[i].last_error[0] || all[i].export_skew_s) { /* the decoder's entry */
+        all[k - 1].export_skew_s = all[i].export_skew_s;
+        all[k - 1].clock_suspicious = all[i].clock_suspicious;
+        memcpy(all[k - 1].last_error, all[i].last_error, sizeof(all[i].last_error));
+      }
     } else {
       all[k++] = all[i];
     }

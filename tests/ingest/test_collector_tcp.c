@@ -3,7 +3,8 @@
  * the stream are framed whole, every record arrives once with its values;
  * a connection that is not IPFIX is closed and counted while the others go
  * on; a peer leaving mid-message is counted; bad "tcp:" addresses are
- * named in the error. */
+ * named in the error. Also the receive time every collected record carries,
+ * and an exporter with a 1970 clock: reported, and moved by --rebase-time. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -24,8 +25,8 @@ static const uint16_t TPL[][2] = {{8, 4},  {12, 4}, {7, 2},  {11, 2},  {4, 1},
                                   {2, 8},  {1, 8},  {152, 8}, {153, 8}};
 #define NF (sizeof(TPL) / sizeof(TPL[0]))
 
-static void template_msg(buf_t *b) {
-  ipfix_hdr(b, T0, 7);
+static void template_msg(buf_t *b, uint32_t secs) {
+  ipfix_hdr(b, secs, 7);
   size_t s = set_begin(b, 2);
   u16(b, 256);
   u16(b, (uint16_t)NF);
@@ -36,8 +37,8 @@ static void template_msg(buf_t *b) {
 
 /* The values of record k (0 <= k < TOTAL): its number in the source address
  * 10.1.hi.lo and the counters, so any lost, doubled or altered record shows. */
-static void data_msg(buf_t *b, unsigned m) {
-  ipfix_hdr(b, T0, 7);
+static void data_msg(buf_t *b, unsigned m, uint32_t secs) {
+  ipfix_hdr(b, secs, 7);
   size_t s = set_begin(b, 256);
   for (unsigned i = 0; i < RECS; i++) {
     unsigned k = m * RECS + i;
@@ -48,8 +49,8 @@ static void data_msg(buf_t *b, unsigned m) {
     u8(b, 6);
     u64(b, 1 + k % 7);
     u64(b, 100 + k);
-    u64(b, (uint64_t)T0 * 1000 + k);
-    u64(b, (uint64_t)T0 * 1000 + k + 500);
+    u64(b, (uint64_t)secs * 1000 + k);
+    u64(b, (uint64_t)secs * 1000 + k + 500);
   }
   set_end(b, s);
   ipfix_end(b);
@@ -125,10 +126,10 @@ static void test_ipfix_over_tcp(void **state) {
   static buf_t b;
   uint8_t *stream = malloc((size_t)(MSGS + 1) * 2048);
   size_t len = 0;
-  template_msg(&b);
+  template_msg(&b, T0);
   memcpy(stream, b.b, b.n), len += b.n;
   for (unsigned m = 0; m < MSGS; m++) {
-    data_msg(&b, m);
+    data_msg(&b, m, T0);
     memcpy(stream + len, b.b, b.n), len += b.n;
   }
   unsigned seed = 42;
@@ -140,7 +141,7 @@ static void test_ipfix_over_tcp(void **state) {
   assert_int_equal(send(g, http, sizeof(http) - 1, MSG_NOSIGNAL), (ssize_t)sizeof(http) - 1);
   /* a peer leaving in the middle of its template message */
   int h = connect_to(so[0].address);
-  template_msg(&b);
+  template_msg(&b, T0);
   assert_int_equal(send(h, b.b, 20, MSG_NOSIGNAL), 20);
   close(h);
   send_cut(a, stream + len / 2, len - len / 2, &seed);
@@ -172,6 +173,74 @@ static void test_ipfix_over_tcp(void **state) {
   free(stream);
 }
 
+static uint64_t wall_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+typedef struct {
+  ba_record_t r[RECS];
+  size_t n;
+} few_t;
+
+static int keep(void *ctx, const ba_record_t *recs, size_t n) {
+  few_t *f = ctx;
+  for (size_t i = 0; i < n && f->n < RECS; i++) f->r[f->n++] = recs[i];
+  return 0;
+}
+
+/* One message of an exporter whose clock says 1970-01-02: every record
+ * carries its receive time; the exporter is reported as having a wrong
+ * clock; with BA_FLOW_REBASE_TIME (collect --rebase-time) its flows move by
+ * (receive - export) time, durations and offsets kept. */
+static void test_receive_time_and_rebase(void **state) {
+  (void)state;
+  const uint32_t secs = 86400;
+  for (int rebase = 0; rebase < 2; rebase++) {
+    ba_collector_opts_t o;
+    ba_collector_opts_init(&o);
+    o.listens[0] = "tcp:127.0.0.1:0";
+    o.nlisten = 1;
+    if (rebase) o.decoder.flags |= BA_FLOW_REBASE_TIME;
+    ba_collector_t *c;
+    char err[256];
+    assert_int_equal(ba_collector_start(&o, &c, err, sizeof(err)), 0);
+    ba_collector_socket_t so[1];
+    ba_collector_sockets(c, so, 1);
+    static buf_t b;
+    uint64_t t0 = wall_ns();
+    int fd = connect_to(so[0].address);
+    template_msg(&b, secs);
+    assert_int_equal(send(fd, b.b, b.n, MSG_NOSIGNAL), (ssize_t)b.n);
+    data_msg(&b, 0, secs);
+    assert_int_equal(send(fd, b.b, b.n, MSG_NOSIGNAL), (ssize_t)b.n);
+    few_t f = {.n = 0};
+    for (int i = 0; i < 500 && f.n < RECS; i++) assert_int_equal(ba_collector_poll(c, 20, keep, &f), 0);
+    uint64_t t1 = wall_ns();
+    assert_int_equal(f.n, RECS);
+    for (size_t i = 0; i < f.n; i++) {
+      const ba_record_t *r = &f.r[i];
+      unsigned k = ba_addr_get_v4(r->src) & 0xffff;
+      assert_true(r->received_ns >= t0 && r->received_ns <= t1);
+      uint64_t sent = ((uint64_t)secs * 1000 + k) * 1000000ull;
+      if (!rebase) {
+        assert_int_equal(r->first_ns, sent);
+      } else { /* moved by receive - export: to the receive time's neighbourhood */
+        assert_int_equal(r->first_ns - sent, r->received_ns - (uint64_t)secs * 1000000000ull);
+      }
+      assert_int_equal(r->last_ns - r->first_ns, 500 * 1000000ull);
+    }
+    ba_collector_exporter_t ex[2];
+    assert_int_equal(ba_collector_exporters(c, ex, 2), 1);
+    assert_true(ex[0].clock_suspicious);
+    assert_true(ex[0].export_skew_s < -86400);
+    close(fd);
+    assert_int_equal(ba_collector_stop(c, keep, &f), 0);
+    ba_collector_free(c);
+  }
+}
+
 static void test_bad_tcp_addresses(void **state) {
   (void)state;
   const char *bad[] = {"tcp:", "tcp:nonsense", "tcp:127.0.0.1:99999", "sctp:127.0.0.1:4739"};
@@ -201,6 +270,7 @@ static void test_bad_tcp_addresses(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_ipfix_over_tcp),
+    cmocka_unit_test(test_receive_time_and_rebase),
     cmocka_unit_test(test_bad_tcp_addresses),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
