@@ -291,7 +291,10 @@ typedef struct ba_collector ba_collector_t;
 #define BA_COLLECTOR_MAX_SOCKETS 64
 typedef struct ba_collector_opts {
   /* Addresses to listen on ("127.0.0.1:2055", "[::1]:2055", "0.0.0.0:9995";
-   * port 0 = any free port). nlisten == 0: `listen` alone (NULL = 127.0.0.1:2055). */
+   * port 0 = any free port): UDP datagrams (NetFlow v5/v9, IPFIX, sFlow),
+   * or with "tcp:" ("tcp:0.0.0.0:4739") IPFIX over TCP (RFC 7011 10.4:
+   * messages framed by their length; a stream that is not IPFIX is closed
+   * and counted). "udp:" may prefix a datagram address. nlisten == 0: `listen` alone (NULL = 127.0.0.1:2055). */
   const char *listen;
   const char *listens[BA_COLLECTOR_MAX_LISTEN];
   size_t nlisten;
@@ -301,7 +304,7 @@ typedef struct ba_collector_opts {
   unsigned sockets;
   uint32_t rcvbuf_bytes;        /* receive buffer asked for per socket (0 = 64 MiB) */
   /* Bound of all receive queues together, in bytes: each queued datagram
-   * takes its length plus a 20-byte header, rounded up to 8 (0 = 256 MiB);
+   * takes its length plus a 28-byte header, rounded up to 8 (0 = 256 MiB);
    * shared equally by the sockets. A datagram
    * that finds its queue full is dropped and counted for its exporter. */
   uint64_t queue_bytes;
@@ -309,6 +312,7 @@ typedef struct ba_collector_opts {
 } ba_collector_opts_t;
 void ba_collector_opts_init(ba_collector_opts_t *o);
 #define BA_COLLECTOR_DEFAULT_RCVBUF (64u << 20)
+#define BA_RX_TCP_CONNECTIONS 256 /* IPFIX-over-TCP connections per tcp: address; more are refused */
 #define BA_COLLECTOR_DEFAULT_QUEUE (256ull << 20)
 
 typedef struct ba_collector_stats {
@@ -334,6 +338,10 @@ typedef struct ba_collector_socket {
   int64_t kernel_drops;         /* -1 if unknown */
   uint64_t received, received_bytes, queue_dropped;
   uint64_t queue_bytes, queue_capacity, queue_peak;
+  int tcp;                      /* IPFIX over TCP: received counts messages; then: */
+  uint64_t tcp_accepted, tcp_open, tcp_refused; /* connections: ever, now, refused (all slots taken) */
+  uint64_t tcp_bad_framing;     /* closed because the stream was not IPFIX (version or length) */
+  uint64_t tcp_truncated;       /* closed by the peer in the middle of a message */
 } ba_collector_socket_t;
 
 /* One exporter (source address of datagrams). */
@@ -344,6 +352,9 @@ typedef struct ba_collector_exporter {
   /* Decoder counts; dropped[BA_DROP_QUEUE_FULL] holds its datagrams dropped
    * because the queue was full. */
   ba_ingest_counts_t counts;
+  int64_t export_skew_s;        /* export time - receive time of its last datagram (s) */
+  uint8_t clock_suspicious;     /* its clock looks wrong (ba_flow_source_t) */
+  char last_error[224];         /* the reason of its last drop, "" if none */
 } ba_collector_exporter_t;
 
 /* Binds every socket and starts the receive threads (which block all
@@ -367,6 +378,10 @@ size_t ba_collector_sockets(ba_collector_t *c, ba_collector_socket_t *out, size_
 /* Copies up to cap exporters (ascending address), returns how many exist.
  * Call from the polling thread. */
 size_t ba_collector_exporters(ba_collector_t *c, ba_collector_exporter_t *out, size_t cap);
+/* Copies up to cap templates (per exporter, version, domain and id: records
+ * decoded, stored, dropped by reason, the last drop's text), returns how
+ * many exist. Call from the polling thread. */
+size_t ba_collector_templates(ba_collector_t *c, ba_flow_template_info_t *out, size_t cap);
 void ba_collector_free(ba_collector_t *c);
 
 /* Formats a 16-byte address (IPv4-mapped shown as dotted quad). */

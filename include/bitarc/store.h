@@ -82,6 +82,11 @@ int ba_store_writer_open(const char *dir, const ba_store_opts_t *opts, ba_store_
 /* Records may arrive in any time order; each goes to the slice of first_ns.
  * Frames of packet records are copied. */
 int ba_store_writer_append(ba_store_writer_t *w, const ba_record_t *recs, size_t n);
+/* The last report of `bitarc collect` in a store (per socket, exporter and
+ * template; doc/format.md section 1), rewritten atomically while it runs. */
+#define BA_STORE_COLLECTOR_JSON "collector.json"
+#define BA_STORE_COLLECTOR_TEXT "collector.txt"
+
 /* Makes every finished block of the open slices durable (fsync). */
 int ba_store_writer_sync(ba_store_writer_t *w);
 /* Finishes all open slices into segments and frees the writer. */

@@ -26,6 +26,7 @@ void ba_cli_err(const char *cmd, const char *fmt, ...) __attribute__((format(pri
 /* ---- shared by ingest and collect (defined in cmd_ingest.c) ---- */
 struct ba_store_opts;
 struct ba_ingest_counts;
+struct ba_flow_template_info;
 /* Store options both commands accept (getopt_long codes and table entries). */
 enum {
   BA_CLI_OPT_CODEC = 1000, BA_CLI_OPT_COMPRESS, BA_CLI_OPT_SLICE, BA_CLI_OPT_REORDER, BA_CLI_OPT_THREADS,
@@ -68,6 +69,10 @@ void ba_cli_print_counts(FILE *f, const struct ba_ingest_counts *c);
 /* Counts as a JSON object. */
 void ba_cli_json_counts(FILE *f, const struct ba_ingest_counts *c);
 void ba_cli_json_string(FILE *f, const char *s);
+/* Per-template counts (ba_flow_decoder_templates): JSON objects separated by
+ * commas (no brackets), or one indented text line per template. */
+void ba_cli_json_templates(FILE *f, const struct ba_flow_template_info *t, size_t n);
+void ba_cli_print_templates(FILE *f, const struct ba_flow_template_info *t, size_t n);
 
 /* Parses --device NAME (cpu, omp, gpu) into *dev; on a bad name prints why
  * and returns 2 (the exit status for the caller). */

@@ -34,12 +34,17 @@ static void usage(FILE *f) {
           "  -w, --store DIR        the store to write (created if missing; required)\n"
           "  -l, --listen ADDR      UDP address; repeat for several (default 127.0.0.1:2055;\n"
           "                         [::]:2055 for all IPv6 and IPv4 exporters, 0.0.0.0:9995,\n"
-          "                         port 0 = any free port)\n"
+          "                         port 0 = any free port); tcp:ADDR for IPFIX over TCP\n"
+          "                         (RFC 7011; e.g. tcp:0.0.0.0:4739, softflowd -P tcp)\n"
           "      --rx-threads N     receive sockets and threads per address, sharing it with\n"
           "                         SO_REUSEPORT (default 1, at most %d sockets in all)\n"
           "      --rcvbuf BYTES     socket receive buffer to ask for (default 64M; as root the\n"
           "                         kernel's net.core.rmem_max does not apply; a warning names\n"
           "                         the size granted when the kernel gives less)\n"
+          "      --rebase-time      move every flow by (receive time - export time) of its\n"
+          "                         datagram, for exporters whose clock is wrong (default off:\n"
+          "                         flows keep the times sent; the report names exporters whose\n"
+          "                         clock looks wrong either way)\n"
           "      --queue BYTES      bound of the receive queue, all sockets together (default\n"
           "                         256M)\n"
           "      --status-every D   status line on stderr (or --log) every D: flows/s, queue\n"
@@ -47,7 +52,10 @@ static void usage(FILE *f) {
           "                         old name)\n"
           "      --stats FILE       keep FILE a JSON document of the counters (per socket and\n"
           "                         exporter), replaced atomically (temp file + rename)\n"
-          "      --stats-every D    how often --stats is rewritten (default 5s)\n"
+          "      --stats-every D    how often --stats and the store's report are rewritten\n"
+          "                         (default 5s); the store always keeps the last report,\n"
+          "                         per socket, exporter and template, in DIR/collector.txt\n"
+          "                         and DIR/collector.json ('bitarc stat' shows it)\n"
           "      --log FILE         status lines and reports go to FILE (appended) instead of\n"
           "                         stderr; SIGHUP reopens it (default: stderr)\n"
           "      --sync-every D     make finished blocks durable every D (default 10s, 0 = only\n"
@@ -64,6 +72,7 @@ static void usage(FILE *f) {
           "examples:\n"
           "  bitarc collect --store /var/lib/bitarc/flows --listen 0.0.0.0:2055 --listen 0.0.0.0:4739\n"
           "  bitarc collect --store st --listen [::]:4739 --rx-threads 2 --stats /run/bitarc.json\n"
+          "  bitarc collect --store st --listen 0.0.0.0:4739 --listen tcp:0.0.0.0:4739\n"
           "  softflowd -r trace.pcap -n 127.0.0.1:2055 -v 10 & bitarc collect --store st --duration 30s\n"
           "  bitarc collect --store /var/lib/bitarc/flows --listen 0.0.0.0:2055 --max-age 30d --max-size 500G\n"
           "\n"
@@ -125,7 +134,7 @@ typedef struct copts {
   ba_cli_retention_t ret; /* --max-age, --max-size, --expire-every */
 } copts_t;
 
-enum { O_RCVBUF = 1, O_QUEUE, O_EVERY, O_SYNC, O_DURATION, O_REPORT, O_STATS, O_STATS_EVERY, O_LOG, O_RXT };
+enum { O_RCVBUF = 1, O_QUEUE, O_EVERY, O_SYNC, O_DURATION, O_REPORT, O_STATS, O_STATS_EVERY, O_LOG, O_RXT, O_REBASE };
 static const struct option g_lo[] = {{"store", required_argument, 0, 'w'},
                                      {"listen", required_argument, 0, 'l'},
                                      {"rx-threads", required_argument, 0, O_RXT},
@@ -139,6 +148,7 @@ static const struct option g_lo[] = {{"store", required_argument, 0, 'w'},
                                      {"sync-every", required_argument, 0, O_SYNC},
                                      {"duration", required_argument, 0, O_DURATION},
                                      {"report", required_argument, 0, O_REPORT},
+                                     {"rebase-time", no_argument, 0, O_REBASE},
                                      {"quiet", no_argument, 0, 'q'},
                                      {"help", no_argument, 0, 'h'},
                                      BA_CLI_STORE_LONGOPTS,
@@ -225,6 +235,7 @@ static int parse_args(int argc, char **argv, copts_t *o) {
       break;
     case O_STATS: o->stats = optarg; break;
     case O_LOG: o->log = optarg; break;
+    case O_REBASE: o->co.decoder.flags |= BA_FLOW_REBASE_TIME; break;
     case O_REPORT:
       if (ba_cli_parse_report("collect", optarg, &o->json)) return 2;
       break;
@@ -257,6 +268,7 @@ typedef struct run {
   uint64_t t0;
   uint64_t st_prev, sf_prev; /* stored at the last status line / stats file */
   double st_secs, sf_secs;
+  int report_warned; /* the store's report could not be written (said once) */
 } run_t;
 
 static double run_secs(const run_t *r) { return (double)(now_ns() - r->t0) / 1e9; }
@@ -315,6 +327,12 @@ static void announce(run_t *r) {
     while (i + k < n && so[i + k].listen == so[i].listen) k++;
     ba_coll_fmt_bytes(asked, sizeof(asked), so[i].rcvbuf_asked);
     ba_coll_fmt_bytes(got, sizeof(got), so[i].rcvbuf_granted);
+    if (so[i].tcp) {
+      if (!r->o->quiet)
+        say(r, "listening on tcp:%s (IPFIX over TCP, up to %d connections), queue bound %s, store %s",
+            so[i].address, BA_RX_TCP_CONNECTIONS, q, r->o->store);
+      continue;
+    }
     if (!r->o->quiet)
       say(r, "listening on %s (%zu socket%s, receive buffer %s asked, %s granted), queue bound %s, store %s",
           so[i].address, k, k > 1 ? "s" : "", asked, got, q, r->o->store);
@@ -328,14 +346,25 @@ static void announce(run_t *r) {
   }
 }
 
+/* The --stats file (if asked for) and the store's own copy of the report:
+ * DIR/collector.json and DIR/collector.txt, what `bitarc stat` shows. */
 static void write_stats(run_t *r, int final) {
-  if (!r->o->stats) return;
   ba_coll_snap_t s;
   ba_coll_snap_take(r->coll, r->cs.stored, run_secs(r), 1, &s, &r->sf_prev, &r->sf_secs);
   s.final = final;
   if (final) s.rate = s.secs > 0 ? (double)s.stored / s.secs : 0; /* the whole run's */
-  if (ba_coll_stats_write(r->o->stats, &s) != 0)
+  if (r->o->stats && ba_coll_stats_write(r->o->stats, &s) != 0)
     say(r, "warning: cannot write stats file '%s': %s", r->o->stats, strerror(errno));
+  char path[4096];
+  static const char *const names[2] = {BA_STORE_COLLECTOR_JSON, BA_STORE_COLLECTOR_TEXT};
+  for (int k = 0; k < 2; k++) {
+    int n = snprintf(path, sizeof(path), "%s/%s", r->o->store, names[k]);
+    int rc = n < (int)sizeof(path) ? (k ? ba_coll_text_write(path, &s) : ba_coll_stats_write(path, &s)) : -1;
+    if (rc != 0 && !r->report_warned) {
+      say(r, "warning: cannot write the store's report '%s': %s", path, strerror(errno));
+      r->report_warned = 1;
+    }
+  }
   ba_coll_snap_clear(&s);
 }
 
@@ -389,7 +418,7 @@ static int collect_loop(run_t *r) {
       status(r);
       last_rep = now;
     }
-    if (o->stats && now - last_stats >= (uint64_t)o->stats_every * 1000000000ull) {
+    if (now - last_stats >= (uint64_t)o->stats_every * 1000000000ull) {
       write_stats(r, 0);
       last_stats = now;
     }

@@ -182,11 +182,7 @@ void ba_cli_json_counts(FILE *f, const ba_ingest_counts_t *c) {
 }
 
 /* Per template of every exporter: what it decoded, stored and dropped, and why. */
-static void json_templates(FILE *f, const ba_flow_decoder_t *dec) {
-  size_t n = ba_flow_decoder_templates(dec, NULL, 0);
-  ba_flow_template_info_t *t = n ? calloc(n, sizeof(*t)) : NULL;
-  if (!t) return;
-  ba_flow_decoder_templates(dec, t, n);
+void ba_cli_json_templates(FILE *f, const ba_flow_template_info_t *t, size_t n) {
   for (size_t i = 0; i < n; i++) {
     char a[64];
     ba_addr_format(t[i].exporter, a, sizeof(a));
@@ -201,6 +197,33 @@ static void json_templates(FILE *f, const ba_flow_decoder_t *dec) {
     ba_cli_json_string(f, t[i].last_drop);
     fputc('}', f);
   }
+}
+
+void ba_cli_print_templates(FILE *f, const ba_flow_template_info_t *t, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    char a[64];
+    ba_addr_format(t[i].exporter, a, sizeof(a));
+    fprintf(f, "  template %s %s domain %" PRIu32 " id %u%s%s: %u fields, %" PRIu64 " records, %" PRIu64 " stored",
+            a, t[i].version == 9 ? "v9" : "ipfix", t[i].domain, t[i].id, t[i].options ? " (options)" : "",
+            t[i].withdrawn ? " (withdrawn)" : "", t[i].fields, t[i].records, t[i].stored);
+    const char *sep = "; dropped: ";
+    for (int k = 0; k < BA_DROP_COUNT; k++) {
+      if (!t[i].dropped[k]) continue;
+      fprintf(f, "%s%s %" PRIu64 " %s", sep, ba_ingest_drop_name((ba_ingest_drop_t)k), t[i].dropped[k],
+              ba_ingest_drop_unit((ba_ingest_drop_t)k));
+      sep = ", ";
+    }
+    if (t[i].last_drop[0]) fprintf(f, " (last: %s)", t[i].last_drop);
+    fputc('\n', f);
+  }
+}
+
+static void json_templates(FILE *f, const ba_flow_decoder_t *dec) {
+  size_t n = ba_flow_decoder_templates(dec, NULL, 0);
+  ba_flow_template_info_t *t = n ? calloc(n, sizeof(*t)) : NULL;
+  if (!t) return;
+  ba_flow_decoder_templates(dec, t, n);
+  ba_cli_json_templates(f, t, n);
   free(t);
 }
 

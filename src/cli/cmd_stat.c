@@ -1,9 +1,12 @@
 /* bitarc stat: a store's segments, time range, records and bytes per record
- * for the archive and for each index attribute. */
+ * for the archive and for each index attribute, and the last collector
+ * report the store holds. */
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "bitarc/bitarc.h"
@@ -21,7 +24,9 @@ static void usage(FILE *f) {
           "Shows every segment of a store (time slice, records, codec, compressor) and\n"
           "totals: time range, records, bytes per record for the archive and for the\n"
           "index of each attribute. Segments that fail to open are listed as damaged\n"
-          "(exit 1).\n\n"
+          "(exit 1). Then the last report of 'bitarc collect' kept in the store: per\n"
+          "listening socket, exporter and template, what was received, decoded, stored\n"
+          "and dropped, with the reason of the last drop (json: \"collector\", null if none).\n\n"
           "options:\n"
           "  -s, --store DIR     the store (required)\n"
           "  -o, --output FMT    text or json (default: text)\n"
@@ -29,6 +34,36 @@ static void usage(FILE *f) {
           "examples:\n"
           "  bitarc stat --store /var/lib/bitarc/st\n"
           "  bitarc stat --store st -o json | jq .records\n");
+}
+
+/* The last report `bitarc collect` left in the store (per socket, exporter
+ * and template): its text after a heading, or its JSON document (null when
+ * there is none or it is not a JSON object). */
+static void collector_report(const char *dir, int json) {
+  char path[4096];
+  const char *name = json ? BA_STORE_COLLECTOR_JSON : BA_STORE_COLLECTOR_TEXT;
+  if (snprintf(path, sizeof(path), "%s/%s", dir, name) >= (int)sizeof(path)) path[0] = 0;
+  FILE *f = path[0] ? fopen(path, "r") : NULL;
+  struct stat st;
+  char *buf = NULL;
+  size_t n = 0;
+  if (f && fstat(fileno(f), &st) == 0 && st.st_size > 0 && st.st_size < (64 << 20)) {
+    buf = malloc((size_t)st.st_size + 1);
+    n = buf ? fread(buf, 1, (size_t)st.st_size, f) : 0;
+  }
+  if (f) fclose(f);
+  while (n && (buf[n - 1] == '\n' || buf[n - 1] == ' ')) n--;
+  if (json) {
+    if (n >= 2 && buf[0] == '{' && buf[n - 1] == '}') fwrite(buf, 1, n, stdout);
+    else printf("null");
+  } else if (n) {
+    char when[40];
+    fmt_time((uint64_t)st.st_mtime * 1000000000ull, when, sizeof when);
+    printf("\nlast collector report (%s, written %s):\n", name, when);
+    fwrite(buf, 1, n, stdout);
+    putchar('\n');
+  }
+  free(buf);
 }
 
 int ba_cmd_stat(int argc, char **argv) {
@@ -127,7 +162,9 @@ int ba_cmd_stat(int argc, char **argv) {
     for (int a = 0; a < BA_ATTR_COUNT; a++) printf(", \"%s\": %.3f", ba_attr_name((ba_attr_t)a), attr[a] / r);
     printf("},\n  \"archive_bytes_per_record\": {");
     for (unsigned k = 0; k < ncols; k++) printf("%s\"%s\": %.3f", k ? ", " : "", ba_segment_column_name(k), colb[k] / r);
-    printf("}\n}\n");
+    printf("},\n  \"collector\": ");
+    collector_report(dir, 1);
+    printf("\n}\n");
   } else {
     printf("\nsegments %zu (damaged %zu), records %" PRIu64 ", first %s, last %s\n", n, bad, rows, t1, t2);
     printf("bytes per record: archive %.2f, index %.2f, file %.2f\n", archive / r, index / r, file / r);
@@ -136,6 +173,7 @@ int ba_cmd_stat(int argc, char **argv) {
     printf("archive bytes per record by column (columns absent everywhere omitted):\n");
     for (unsigned k = 0; k < ncols; k++)
       if (colb[k]) printf("  %-13s %8.3f\n", ba_segment_column_name(k), colb[k] / r);
+    collector_report(dir, 0);
   }
   ba_store_close(s);
   return bad ? 1 : 0;

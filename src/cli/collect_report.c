@@ -41,12 +41,21 @@ void ba_coll_snap_take(ba_collector_t *c, uint64_t stored, double secs, int with
     size_t m = ba_collector_exporters(c, s->ex, n); /* as many or more by now */
     s->nex = m < n ? m : n;
   }
+  n = ba_collector_templates(c, NULL, 0);
+  s->tp = n ? calloc(n, sizeof(*s->tp)) : NULL;
+  if (s->tp) {
+    size_t m = ba_collector_templates(c, s->tp, n);
+    s->ntp = m < n ? m : n;
+  }
 }
 
 void ba_coll_snap_clear(ba_coll_snap_t *s) {
   free(s->ex);
   s->ex = NULL;
   s->nex = 0;
+  free(s->tp);
+  s->tp = NULL;
+  s->ntp = 0;
 }
 
 void ba_coll_fmt_bytes(char *buf, size_t len, uint64_t v) {
@@ -93,8 +102,19 @@ void ba_coll_report_text(FILE *f, const ba_coll_snap_t *s) {
   fprintf(f, "\n  decoder: ");
   ba_cli_print_counts(f, &s->st.counts);
   fputc('\n', f);
-  for (size_t i = 0; s->nso > 1 && i < s->nso; i++) {
+  int any_tcp = 0;
+  for (size_t i = 0; i < s->nso; i++) any_tcp |= s->so[i].tcp;
+  for (size_t i = 0; (s->nso > 1 || any_tcp) && i < s->nso; i++) {
     const ba_collector_socket_t *o = &s->so[i];
+    if (o->tcp) {
+      fprintf(f,
+              "  socket tcp:%s: received %" PRIu64 " messages, queue-full drops %" PRIu64 ", connections %" PRIu64
+              " (open %" PRIu64 ", refused %" PRIu64 ", closed as not IPFIX %" PRIu64 ", cut mid-message %" PRIu64
+              ")\n",
+              o->address, o->received, o->queue_dropped, o->tcp_accepted, o->tcp_open, o->tcp_refused,
+              o->tcp_bad_framing, o->tcp_truncated);
+      continue;
+    }
     fprintf(f, "  socket %s: received %" PRIu64 " datagrams, queue-full drops %" PRIu64 ", kernel drops %" PRId64 "\n",
             o->address, o->received, o->queue_dropped, o->kernel_drops);
   }
@@ -103,8 +123,13 @@ void ba_coll_report_text(FILE *f, const ba_coll_snap_t *s) {
     ba_addr_format(s->ex[i].addr, a, sizeof(a));
     fprintf(f, "  exporter %s: received %" PRIu64 " datagrams, ", a, s->ex[i].received);
     ba_cli_print_counts(f, &s->ex[i].counts);
+    if (s->ex[i].clock_suspicious)
+      fprintf(f, "; its clock looks wrong (export - receive %" PRId64 " s; --rebase-time moves its flows)",
+              s->ex[i].export_skew_s);
+    if (s->ex[i].last_error[0]) fprintf(f, "; last drop: %s", s->ex[i].last_error);
     fputc('\n', f);
   }
+  ba_cli_print_templates(f, s->tp, s->ntp);
   fflush(f);
 }
 
@@ -128,9 +153,15 @@ void ba_coll_report_json(FILE *f, const ba_coll_snap_t *s) {
     ba_cli_json_string(f, o->listen ? o->listen : "");
     fprintf(f, ",\"rcvbuf_asked\":%u,\"rcvbuf_granted\":%u,\"rcvbuf_forced\":%s,\"kernel_drops\":%" PRId64
             ",\"received\":%" PRIu64 ",\"received_bytes\":%" PRIu64 ",\"queue_dropped\":%" PRIu64
-            ",\"queue_bytes\":%" PRIu64 ",\"queue_capacity\":%" PRIu64 ",\"queue_peak\":%" PRIu64 "}",
+            ",\"queue_bytes\":%" PRIu64 ",\"queue_capacity\":%" PRIu64 ",\"queue_peak\":%" PRIu64,
             o->rcvbuf_asked, o->rcvbuf_granted, o->rcvbuf_forced ? "true" : "false", o->kernel_drops, o->received,
             o->received_bytes, o->queue_dropped, o->queue_bytes, o->queue_capacity, o->queue_peak);
+    if (o->tcp)
+      fprintf(f,
+              ",\"tcp\":{\"accepted\":%" PRIu64 ",\"open\":%" PRIu64 ",\"refused\":%" PRIu64
+              ",\"bad_framing\":%" PRIu64 ",\"truncated\":%" PRIu64 "}",
+              o->tcp_accepted, o->tcp_open, o->tcp_refused, o->tcp_bad_framing, o->tcp_truncated);
+    fputc('}', f);
   }
   fprintf(f, "],\"exporters\":[");
   for (size_t i = 0; i < s->nex; i++) {
@@ -141,12 +172,17 @@ void ba_coll_report_json(FILE *f, const ba_coll_snap_t *s) {
     fprintf(f, ",\"received\":%" PRIu64 ",\"received_bytes\":%" PRIu64 ",\"counts\":", s->ex[i].received,
             s->ex[i].received_bytes);
     ba_cli_json_counts(f, &s->ex[i].counts);
+    fprintf(f, ",\"clock_suspicious\":%s,\"export_skew_s\":%" PRId64 ",\"last_error\":",
+            s->ex[i].clock_suspicious ? "true" : "false", s->ex[i].export_skew_s);
+    ba_cli_json_string(f, s->ex[i].last_error);
     fputc('}', f);
   }
+  fprintf(f, "],\"templates\":[");
+  ba_cli_json_templates(f, s->tp, s->ntp);
   fprintf(f, "]}\n");
 }
 
-int ba_coll_stats_write(const char *path, const ba_coll_snap_t *s) {
+static int replace_file(const char *path, const ba_coll_snap_t *s, int text) {
   char tmp[4096];
   if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp)) {
     errno = ENAMETOOLONG;
@@ -162,7 +198,8 @@ int ba_coll_stats_write(const char *path, const ba_coll_snap_t *s) {
     errno = e;
     return -1;
   }
-  ba_coll_report_json(f, s);
+  if (text) ba_coll_report_text(f, s);
+  else ba_coll_report_json(f, s);
   int bad = fflush(f) != 0 || ferror(f);
   int e = errno;
   if (fclose(f) != 0 && !bad) bad = 1, e = errno;
@@ -174,3 +211,7 @@ int ba_coll_stats_write(const char *path, const ba_coll_snap_t *s) {
   }
   return 0;
 }
+
+int ba_coll_stats_write(const char *path, const ba_coll_snap_t *s) { return replace_file(path, s, 0); }
+
+int ba_coll_text_write(const char *path, const ba_coll_snap_t *s) { return replace_file(path, s, 1); }

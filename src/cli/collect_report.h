@@ -20,6 +20,8 @@ typedef struct ba_coll_snap {
   size_t nso;
   ba_collector_exporter_t *ex; /* ascending address; free with ba_coll_snap_clear */
   size_t nex;
+  ba_flow_template_info_t *tp; /* every template (with the exporters); freed likewise */
+  size_t ntp;
 } ba_coll_snap_t;
 
 /* Fills s (exporters too when with_exporters); *prev_stored / *prev_secs
@@ -40,5 +42,7 @@ void ba_coll_report_json(FILE *f, const ba_coll_snap_t *s);
  * path.tmp, then renamed over path): a reader sees the old or the new
  * document, never a part. 0, or -1 with errno set. */
 int ba_coll_stats_write(const char *path, const ba_coll_snap_t *s);
+/* The same for the text report (ba_coll_report_text). */
+int ba_coll_text_write(const char *path, const ba_coll_snap_t *s);
 
 #endif

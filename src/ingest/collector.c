@@ -26,7 +26,7 @@
 
 #define RX_BATCH 32
 #define RX_MAX 65536
-#define ENT_HDR 20 /* u32 length + 16-byte exporter */
+#define ENT_HDR 28 /* u32 length + 16-byte exporter + u64 receive time (ns since the epoch) */
 #define WRAP_MARK 0xffffffffu
 #define WAKE_BYTES (256u << 10)
 #define WAKE_MS 20
@@ -37,6 +37,7 @@ typedef struct rx {
   struct ba_collector *c;
   ba_rx_sock_t s;
   const char *listen;
+  ba_rx_tcp_t *tcp; /* IPFIX over TCP: the connections; NULL for UDP */
   pthread_t th;
   int started;
   uint8_t *ring;
@@ -56,6 +57,7 @@ struct ba_collector {
   rx_t *rx[BA_COLLECTOR_MAX_SOCKETS];
   size_t nrx;
   char listen[BA_COLLECTOR_MAX_LISTEN][128];
+  int tcp[BA_COLLECTOR_MAX_LISTEN]; /* "tcp:" addresses */
   uint32_t rcvbuf_asked;
   _Atomic int stop;
   _Atomic int sleeping;
@@ -78,7 +80,8 @@ void ba_collector_opts_init(ba_collector_opts_t *o) {
 
 /* Appends one datagram at *wr (rd: the consumer's position as last seen).
  * Returns 0, or -1 when the queue has no room for it. */
-static int ring_push(rx_t *r, uint64_t *wr, uint64_t rd, const uint8_t ex[16], const uint8_t *p, uint32_t len) {
+static int ring_push(rx_t *r, uint64_t *wr, uint64_t rd, const uint8_t ex[16], uint64_t now, const uint8_t *p,
+                     uint32_t len) {
   uint64_t e = (ENT_HDR + (uint64_t)len + 7) & ~7ull;
   uint64_t pos = *wr % r->cap, tail = r->cap - pos;
   uint64_t need = e <= tail ? e : tail + e;
@@ -90,13 +93,23 @@ static int ring_push(rx_t *r, uint64_t *wr, uint64_t rd, const uint8_t ex[16], c
   }
   ba_store_le32(r->ring + pos, len);
   memcpy(r->ring + pos + 4, ex, 16);
+  ba_store_le64(r->ring + pos + 20, now);
   memcpy(r->ring + pos + ENT_HDR, p, len);
   *wr += e;
   return 0;
 }
 
-/* Queues a batch of received datagrams, counting each for its exporter. */
-static void rx_queue(rx_t *r, struct mmsghdr *msgs, const struct sockaddr_storage *from, int n) {
+/* The receive time, in whole milliseconds (nfdump's resolution for it): a
+ * stored time that changes less often costs fewer bits in the MISC column. */
+static uint64_t wall_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec / 1000000 * 1000000;
+}
+
+/* Queues a batch of received datagrams (received at `now`), counting each
+ * for its exporter. */
+static void rx_queue(rx_t *r, struct mmsghdr *msgs, const struct sockaddr_storage *from, int n, uint64_t now) {
   uint64_t wr = atomic_load_explicit(&r->wr, memory_order_relaxed);
   uint64_t rd = atomic_load_explicit(&r->rd, memory_order_acquire);
   /* An empty queue past its middle restarts at offset 0, so the memory
@@ -117,9 +130,9 @@ static void rx_queue(rx_t *r, struct mmsghdr *msgs, const struct sockaddr_storag
     ba_rx_add(&e->datagrams, 1);
     ba_rx_add(&e->bytes, len);
     bytes += len;
-    if (ring_push(r, &wr, rd, ex, p, len) != 0) {
+    if (ring_push(r, &wr, rd, ex, now, p, len) != 0) {
       rd = atomic_load_explicit(&r->rd, memory_order_acquire);
-      if (ring_push(r, &wr, rd, ex, p, len) != 0) {
+      if (ring_push(r, &wr, rd, ex, now, p, len) != 0) {
         ba_rx_add(&e->queue_full, 1);
         drop++;
         drop_bytes += len;
@@ -145,6 +158,17 @@ static void rx_queue(rx_t *r, struct mmsghdr *msgs, const struct sockaddr_storag
   }
 }
 
+/* One IPFIX message framed from a TCP stream, queued as a datagram. */
+static void tcp_msg(void *ctx, const struct sockaddr_storage *from, const uint8_t *msg, uint32_t len) {
+  struct mmsghdr m;
+  struct iovec iov = {(void *)msg, len};
+  memset(&m, 0, sizeof(m));
+  m.msg_hdr.msg_iov = &iov;
+  m.msg_hdr.msg_iovlen = 1;
+  m.msg_len = len;
+  rx_queue(ctx, &m, from, 1, wall_ns());
+}
+
 static void *rx_main(void *arg) {
   rx_t *r = arg;
   /* This thread only moves datagrams from the socket into the queue: when the
@@ -152,6 +176,11 @@ static void *rx_main(void *arg) {
    * waits in the bounded queue (counted if it overflows) instead of
    * overflowing the socket buffer. Best effort (needs CAP_SYS_NICE). */
   setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), -10);
+  if (r->tcp) {
+    while (!atomic_load(&r->c->stop)) ba_rx_tcp_poll(r->tcp, r->s.fd, 100, tcp_msg, r);
+    ba_rx_tcp_close_all(r->tcp);
+    return NULL;
+  }
   struct mmsghdr msgs[RX_BATCH];
   struct iovec iov[RX_BATCH];
   struct sockaddr_storage from[RX_BATCH];
@@ -169,7 +198,7 @@ static void *rx_main(void *arg) {
     }
     int n = recvmmsg(r->s.fd, msgs, RX_BATCH, MSG_DONTWAIT, NULL);
     if (n <= 0) continue;
-    rx_queue(r, msgs, from, n);
+    rx_queue(r, msgs, from, n, wall_ns());
     if (n < RX_BATCH / 2) {
       /* Few datagrams waiting: let the kernel buffer collect a batch instead of
        * waking per datagram (the socket buffer holds far more than RX_NAP_US). */
@@ -200,6 +229,8 @@ static void ring_advise(uint8_t *p, uint64_t cap) {
 static void rx_free(rx_t *r) {
   if (!r) return;
   if (r->s.fd >= 0) close(r->s.fd);
+  if (r->tcp) ba_rx_tcp_close_all(r->tcp); /* a thread that never started */
+  ba_free(r->tcp);
   ba_rx_exporters_free(&r->exp);
   ba_free(r->ring);
   ba_free(r->rxbuf);
@@ -223,6 +254,13 @@ static int rx_new(ba_collector_t *c, const char *listen, uint64_t cap, rx_t **ou
   ring_advise(r->ring, cap);
   *out = r;
   return BA_OK;
+}
+
+/* "tcp:ADDR:PORT" listens for IPFIX over TCP, "udp:ADDR:PORT" or a bare
+ * address for datagrams: the address text without its prefix. */
+static const char *listen_proto(const char *s, int *tcp) {
+  *tcp = !strncmp(s, "tcp:", 4);
+  return *tcp || !strncmp(s, "udp:", 4) ? s + 4 : s;
 }
 
 static int same_addr(const struct sockaddr_storage *a, const struct sockaddr_storage *b) {
@@ -255,9 +293,13 @@ static int parse_all(const ba_collector_opts_t *o, ba_collector_t *c, struct soc
       return BA_ERR_INVALID;
     }
     strcpy(c->listen[i], s);
-    BA_FORWARD(ba_rx_parse_listen(s, &ss[i], &sl[i], err, errlen));
+    if (ba_rx_parse_listen(listen_proto(s, &c->tcp[i]), &ss[i], &sl[i], err, errlen) != 0) {
+      snprintf(err, errlen, "listen address '%s' is not ADDR:PORT, tcp:ADDR:PORT or udp:ADDR:PORT (e.g. "
+               "127.0.0.1:2055, [::1]:2055, tcp:0.0.0.0:4739)", s);
+      return BA_ERR_SYNTAX;
+    }
     for (size_t j = 0; j < i; j++)
-      if (same_addr(&ss[i], &ss[j])) {
+      if (c->tcp[i] == c->tcp[j] && same_addr(&ss[i], &ss[j])) {
         snprintf(err, errlen, "listen address '%s' is given twice ('%s')", s, c->listen[j]);
         return BA_ERR_INVALID;
       }
@@ -265,9 +307,19 @@ static int parse_all(const ba_collector_opts_t *o, ba_collector_t *c, struct soc
   return BA_OK;
 }
 
-/* Opens the sockets of one address (the first fixes the port when it is 0). */
-static int open_listen(ba_collector_t *c, const char *listen, struct sockaddr_storage *ss, socklen_t sl,
+/* Opens the sockets of one address (the first fixes the port when it is 0);
+ * a TCP address has one listening socket. */
+static int open_listen(ba_collector_t *c, const char *listen, int tcp, struct sockaddr_storage *ss, socklen_t sl,
                        unsigned k, uint64_t cap, uint32_t rcvbuf, char *err, size_t errlen) {
+  if (tcp) {
+    rx_t *r;
+    BA_FORWARD(rx_new(c, listen, cap, &r));
+    c->rx[c->nrx++] = r;
+    r->tcp = ba_malloc(sizeof(*r->tcp));
+    BA_RETURN_IF(!r->tcp, BA_ERR_NOMEM);
+    ba_rx_tcp_init(r->tcp);
+    return ba_rx_tcp_open(ss, sl, &r->s, err, errlen);
+  }
   for (unsigned j = 0; j < k; j++) {
     rx_t *r;
     BA_FORWARD(rx_new(c, listen, cap, &r));
@@ -329,7 +381,7 @@ int ba_collector_start(const ba_collector_opts_t *opts, ba_collector_t **out, ch
   }
   if ((rc = ba_flow_decoder_create(&opts->decoder, &c->dec)) < 0) goto fail;
   for (size_t i = 0; i < nl; i++)
-    if ((rc = open_listen(c, c->listen[i], &ss[i], sl[i], k, cap, c->rcvbuf_asked, err, errlen)) < 0) goto fail;
+    if ((rc = open_listen(c, c->listen[i], c->tcp[i], &ss[i], sl[i], k, cap, c->rcvbuf_asked, err, errlen)) < 0) goto fail;
   if ((rc = start_threads(c, err, errlen)) < 0) goto fail;
   *out = c;
   return BA_OK;
@@ -352,7 +404,9 @@ static int drain(ba_collector_t *c, rx_t *r, ba_record_sink_fn fn, void *ctx) {
       rd += r->cap - pos;
       continue;
     }
-    if (fn) rc = ba_flow_decode(c->dec, r->ring + pos + 4, r->ring + pos + ENT_HDR, len, fn, ctx);
+    if (fn)
+      rc = ba_flow_decode_at(c->dec, r->ring + pos + 4, ba_load_le64(r->ring + pos + 20), r->ring + pos + ENT_HDR, len,
+                             fn, ctx);
     rd += (ENT_HDR + (uint64_t)len + 7) & ~7ull;
     atomic_store_explicit(&r->rd, rd, memory_order_release); /* room for the receiver at once */
   }
@@ -423,6 +477,10 @@ void ba_collector_free(ba_collector_t *c) {
   ba_free(c);
 }
 
+size_t ba_collector_templates(ba_collector_t *c, ba_flow_template_info_t *out, size_t cap) {
+  return c ? ba_flow_decoder_templates(c->dec, out, cap) : 0;
+}
+
 const char *ba_collector_address(const ba_collector_t *c) { return c && c->nrx ? c->rx[0]->s.addr : ""; }
 
 /* ---------- counters ---------- */
@@ -445,7 +503,7 @@ size_t ba_collector_sockets(ba_collector_t *c, ba_collector_socket_t *out, size_
     memset(o, 0, sizeof(*o));
     snprintf(o->address, sizeof(o->address), "%s", r->s.addr);
     o->listen = r->listen;
-    o->rcvbuf_asked = c->rcvbuf_asked;
+    o->rcvbuf_asked = r->tcp ? 0 : c->rcvbuf_asked; /* TCP: the kernel's flow control, no buffer asked */
     o->rcvbuf_granted = r->s.rcvbuf_granted;
     o->rcvbuf_forced = r->s.rcvbuf_forced;
     o->kernel_drops = drops[i];
@@ -455,6 +513,14 @@ size_t ba_collector_sockets(ba_collector_t *c, ba_collector_socket_t *out, size_
     o->queue_bytes = atomic_load(&r->wr) - atomic_load(&r->rd);
     o->queue_capacity = r->cap;
     o->queue_peak = ld(&r->peak);
+    if (r->tcp) {
+      o->tcp = 1;
+      o->tcp_accepted = ld(&r->tcp->accepted);
+      o->tcp_open = ld(&r->tcp->open);
+      o->tcp_refused = ld(&r->tcp->refused);
+      o->tcp_bad_framing = ld(&r->tcp->bad_framing);
+      o->tcp_truncated = ld(&r->tcp->truncated);
+    }
   }
   return c->nrx;
 }
@@ -473,7 +539,8 @@ void ba_collector_get_stats(ba_collector_t *c, ba_collector_stats_t *st) {
     st->queue_bytes += so[i].queue_bytes;
     st->queue_capacity += so[i].queue_capacity;
     if (so[i].kernel_drops >= 0) st->kernel_drops = (st->kernel_drops < 0 ? 0 : st->kernel_drops) + so[i].kernel_drops;
-    if (i == 0 || so[i].rcvbuf_granted < st->rcvbuf_granted) st->rcvbuf_granted = so[i].rcvbuf_granted;
+    if (!so[i].tcp && (!st->rcvbuf_granted || so[i].rcvbuf_granted < st->rcvbuf_granted))
+      st->rcvbuf_granted = so[i].rcvbuf_granted;
   }
   st->queue_peak = c->peak > st->queue_bytes ? c->peak : st->queue_bytes;
   ba_flow_decoder_counts(c->dec, &st->counts);
@@ -505,6 +572,9 @@ size_t ba_collector_exporters(ba_collector_t *c, ba_collector_exporter_t *out, s
   for (size_t i = 0; i < nd; i++) {
     memset(&all[m], 0, sizeof(all[m]));
     memcpy(all[m].addr, src[i].addr, 16);
+    all[m].export_skew_s = src[i].export_skew_s;
+    all[m].clock_suspicious = src[i].clock_suspicious;
+    memcpy(all[m].last_error, src[i].last_error, sizeof(all[m].last_error));
     all[m++].counts = src[i].counts;
   }
   for (size_t i = 0; i < c->nrx; i++) {
@@ -520,6 +590,11 @@ size_t ba_collector_exporters(ba_collector_t *c, ba_collector_exporter_t *out, s
       all[k - 1].received += all[i].received;
       all[k - 1].received_bytes += all[i].received_bytes;
       ba_ingest_counts_add(&all[k - 1].counts, &all[i].counts);
+      if (all[i].clock_suspicious || all[i].last_error[0] || all[i].export_skew_s) { /* the decoder's entry */
+        all[k - 1].export_skew_s = all[i].export_skew_s;
+        all[k - 1].clock_suspicious = all[i].clock_suspicious;
+        memcpy(all[k - 1].last_error, all[i].last_error, sizeof(all[i].last_error));
+      }
     } else {
       all[k++] = all[i];
     }

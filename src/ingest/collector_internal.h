@@ -1,6 +1,6 @@
-/* Internals of the UDP collector (collector.c): receive sockets (rx_socket.c)
- * and the per-exporter receive counters each receive thread keeps without
- * locks (rx_exporters.c). */
+/* Internals of the collector (collector.c): receive sockets (rx_socket.c),
+ * IPFIX over TCP (rx_tcp.c) and the per-exporter receive counters each
+ * receive thread keeps without locks (rx_exporters.c). */
 #ifndef BA_COLLECTOR_INTERNAL_H
 #define BA_COLLECTOR_INTERNAL_H
 
@@ -31,6 +31,8 @@ typedef struct ba_rx_sock {
  * failure s->fd is -1 and err names the address and the reason. */
 int ba_rx_sock_open(const struct sockaddr_storage *ss, socklen_t sl, int reuseport, uint32_t rcvbuf,
                     ba_rx_sock_t *s, char *err, size_t errlen);
+/* Binds s->fd to ss and fills s->addr and s->inode; err names the address. */
+int ba_rx_bind(ba_rx_sock_t *s, const struct sockaddr_storage *ss, socklen_t sl, char *err, size_t errlen);
 /* The port a bound socket got (for sharing port 0 between sockets). */
 int ba_rx_sock_port(const ba_rx_sock_t *s);
 /* Kernel drop counters of the sockets with these inodes (-1 where unknown),
@@ -38,6 +40,46 @@ int ba_rx_sock_port(const ba_rx_sock_t *s);
 void ba_rx_kernel_drops(const uint64_t *inodes, size_t n, int64_t *drops);
 /* The 16-byte form (record.h) of a socket address. */
 void ba_rx_addr16(const struct sockaddr_storage *ss, uint8_t out[16]);
+
+/* ---- IPFIX over TCP (RFC 7011 section 10.4) ---- */
+
+/* A listening TCP socket (non-blocking, SO_REUSEADDR) bound to ss. */
+int ba_rx_tcp_open(const struct sockaddr_storage *ss, socklen_t sl, ba_rx_sock_t *s, char *err, size_t errlen);
+
+#define BA_RX_TCP_MAX_CONN BA_RX_TCP_CONNECTIONS /* per listening socket; more are refused (counted) */
+typedef struct ba_rx_tcp_conn {
+  int fd; /* -1: free slot */
+  struct sockaddr_storage peer;
+  uint8_t *buf; /* 65,535 bytes: one message at most is ever partial */
+  uint32_t have;
+} ba_rx_tcp_conn_t;
+
+/* The connections of one listening socket: owned by its receive thread; the
+ * counters may be read by any thread. */
+typedef struct ba_rx_tcp {
+  ba_rx_tcp_conn_t conn[BA_RX_TCP_MAX_CONN];
+  _Atomic uint64_t accepted, refused; /* connections */
+  _Atomic uint64_t open;              /* connections open now */
+  _Atomic uint64_t bad_framing;       /* closed: not an IPFIX stream (version, length) */
+  _Atomic uint64_t truncated;         /* closed by the peer in the middle of a message */
+  _Atomic uint64_t messages, bytes;   /* whole messages framed, bytes read */
+} ba_rx_tcp_t;
+
+/* Called for every whole message with the peer's address. */
+typedef void (*ba_rx_msg_fn)(void *ctx, const struct sockaddr_storage *from, const uint8_t *msg, uint32_t len);
+
+/* Hands the whole IPFIX messages at the front of buf (have bytes of a
+ * stream) to fn and sets *used to the bytes they took (a partial message
+ * stays). Returns how many, or -1 when the stream is not IPFIX (version
+ * other than 10 or a length below 16): the messages before it were given. */
+int ba_rx_tcp_frame(const uint8_t *buf, uint32_t have, const struct sockaddr_storage *peer, ba_rx_msg_fn fn,
+                    void *ctx, uint32_t *used);
+void ba_rx_tcp_init(ba_rx_tcp_t *t);
+/* Waits up to timeout_ms for the listening socket lfd or a connection, then
+ * accepts new connections and frames what arrived; fn gets each message.
+ * Returns poll's result (0 on timeout). */
+int ba_rx_tcp_poll(ba_rx_tcp_t *t, int lfd, int timeout_ms, ba_rx_msg_fn fn, void *ctx);
+void ba_rx_tcp_close_all(ba_rx_tcp_t *t);
 
 /* ---- per-exporter receive counters ----
  * One table per receive thread. Only that thread adds entries and counts; any

@@ -88,6 +88,27 @@ int ba_rx_sock_port(const ba_rx_sock_t *s) {
   return -1;
 }
 
+int ba_rx_bind(ba_rx_sock_t *s, const struct sockaddr_storage *ss, socklen_t sl, char *err, size_t errlen) {
+  if (bind(s->fd, (const struct sockaddr *)ss, sl) != 0) {
+    char host[INET6_ADDRSTRLEN] = "?";
+    int port = 0;
+    if (ss->ss_family == AF_INET) {
+      inet_ntop(AF_INET, &((const struct sockaddr_in *)ss)->sin_addr, host, sizeof(host));
+      port = ntohs(((const struct sockaddr_in *)ss)->sin_port);
+    } else {
+      inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)ss)->sin6_addr, host, sizeof(host));
+      port = ntohs(((const struct sockaddr_in6 *)ss)->sin6_port);
+    }
+    snprintf(err, errlen, "cannot bind %s%s%s:%d: %s", ss->ss_family == AF_INET6 ? "[" : "", host,
+             ss->ss_family == AF_INET6 ? "]" : "", port, strerror(errno));
+    return BA_ERR_IO;
+  }
+  sock_name(s->fd, s->addr, sizeof(s->addr));
+  struct stat st;
+  if (fstat(s->fd, &st) == 0) s->inode = (uint64_t)st.st_ino;
+  return BA_OK;
+}
+
 int ba_rx_sock_open(const struct sockaddr_storage *ss, socklen_t sl, int reuseport, uint32_t rcvbuf,
                     ba_rx_sock_t *s, char *err, size_t errlen) {
   memset(s, 0, sizeof(*s));
@@ -111,23 +132,7 @@ int ba_rx_sock_open(const struct sockaddr_storage *ss, socklen_t sl, int reusepo
   int got = 0;
   socklen_t gl = sizeof(got);
   if (getsockopt(s->fd, SOL_SOCKET, SO_RCVBUF, &got, &gl) == 0 && got > 0) s->rcvbuf_granted = (uint32_t)got / 2;
-  if (bind(s->fd, (const struct sockaddr *)ss, sl) != 0) {
-    char host[INET6_ADDRSTRLEN] = "?";
-    int port = 0;
-    if (ss->ss_family == AF_INET) {
-      inet_ntop(AF_INET, &((const struct sockaddr_in *)ss)->sin_addr, host, sizeof(host));
-      port = ntohs(((const struct sockaddr_in *)ss)->sin_port);
-    } else {
-      inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)ss)->sin6_addr, host, sizeof(host));
-      port = ntohs(((const struct sockaddr_in6 *)ss)->sin6_port);
-    }
-    snprintf(err, errlen, "cannot bind %s%s%s:%d: %s", ss->ss_family == AF_INET6 ? "[" : "", host,
-             ss->ss_family == AF_INET6 ? "]" : "", port, strerror(errno));
-    goto fail;
-  }
-  sock_name(s->fd, s->addr, sizeof(s->addr));
-  struct stat st;
-  if (fstat(s->fd, &st) == 0) s->inode = (uint64_t)st.st_ino;
+  if (ba_rx_bind(s, ss, sl, err, errlen) != 0) goto fail;
   return BA_OK;
 fail:
   close(s->fd);
@@ -151,7 +156,7 @@ void ba_rx_kernel_drops(const uint64_t *inodes, size_t n, int64_t *drops) {
       if (nt < 13) continue; /* header line or a format we do not know */
       unsigned long long inode = strtoull(tok[9], NULL, 10);
       for (size_t i = 0; i < n; i++)
-        if (inodes[i] == inode) drops[i] = (int64_t)strtoull(tok[12], NULL, 10);
+        if (inodes[i] && inodes[i] == inode) drops[i] = (int64_t)strtoull(tok[12], NULL, 10);
     }
     fclose(fp);
   }
