@@ -129,7 +129,9 @@ static void gp_script(FILE *f, const gdata_t *d, const gplot_t *p, const char *k
   fprintf(f, "EOD\nset xdata time\nset timefmt '%%s'\nset format x '%s'\nset xrange [%lld:%lld]\n", xf,
           (long long)(d->start_ns / NS) + tz_offset(d->start_ns, d->local),
           (long long)(end / NS) + tz_offset(end, d->local));
-  fputs("set grid\nset key top left\nset format y '%.1s%c'\nset yrange [0:*]\n", f);
+  /* headroom above the highest line for the key */
+  fputs("set grid\nset key top left horizontal\nset offsets 0, 0, graph 0.15, 0\nset format y '%.1s%c'\n"
+        "set yrange [0:*]\n", f);
   if (p->logscale) fputs("set logscale y\nset yrange [1:*]\n", f);
   int npanel = __builtin_popcount(d->measures);
   fprintf(f, "set multiplot layout %d,1 title ", npanel);
