@@ -263,13 +263,22 @@ static int compile(const char *text, uint64_t now_ns, ba_query_t **q) {
   return 0;
 }
 
+/* Warnings name the store; each is printed once (ba_query_series passes
+ * each once per call, and every filter meets the same damage again). */
 typedef struct gwarn {
   const qstores_t *stores;
   size_t cur;
+  uint64_t seen[64]; /* hashes of the messages printed */
+  size_t nseen;
 } gwarn_t;
 
 static void warn_cb(void *ctx, const char *msg) {
-  const gwarn_t *w = ctx;
+  gwarn_t *w = ctx;
+  uint64_t h = 1469598103934665603ull ^ w->cur;
+  for (const char *p = msg; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ull;
+  for (size_t i = 0; i < w->nseen; i++)
+    if (w->seen[i] == h) return;
+  if (w->nseen < sizeof(w->seen) / sizeof(w->seen[0])) w->seen[w->nseen++] = h;
   ba_cli_err("graph", "warning: store '%s': %s", qs_name(w->stores, w->cur), msg);
 }
 
@@ -285,6 +294,8 @@ static int compute(const gopts_t *op, int nfilt, char **filters, uint64_t now_ns
   so.measures = d->measures;
   so.threads = op->threads;
   so.warn = warn_cb;
+  gwarn_t wc = {.stores = &op->stores};
+  so.warn_ctx = &wc;
   ba_query_series_bin_t *tmp = calloc(d->nbins ? d->nbins : 1, sizeof(*tmp));
   if (!tmp) return 2;
   for (int f = 0; f < (nfilt ? nfilt : 1) && ret < 2; f++) {
@@ -300,8 +311,7 @@ static int compute(const gopts_t *op, int nfilt, char **filters, uint64_t now_ns
       break;
     }
     for (size_t st = 0; st < op->stores.n; st++) {
-      gwarn_t wc = {&op->stores, st};
-      so.warn_ctx = &wc;
+      wc.cur = st;
       ba_query_stats_t qs;
       int rc = ba_query_series(q, &op->stores.st[st], 1, &so, tmp, &qs);
       if (rc < 0) {

@@ -5,7 +5,8 @@
 # index bins and not, several filters with labels, --rate, --measure; three
 # stores give the same csv as the one store holding their flows; SVG and PNG
 # are drawn (non-empty, PNG of the asked size) when gnuplot is installed;
-# without gnuplot svg/png fail naming it and csv still works; bad input
+# without gnuplot svg/png fail naming it and csv still works; damaged
+# segments are scanned or skipped with one warning each (exit 1); bad input
 # exits 2 naming it.
 set -u
 here=$(pwd)
@@ -119,6 +120,40 @@ set -e 2>/dev/null; set +e
 [ ! -e "$tmp/x.png" ] || bad "no gnuplot: an output file was left"
 PATH=/nonexistent "$B" graph -r "$tmp/fl" --bin 5m 'proto udp' any > "$tmp/np.csv" && cmp -s "$tmp/np.csv" "$tmp/one.csv" ||
   bad "csv without gnuplot"
+
+# damage: a segment whose index directory is damaged is answered by a scan
+# (same series, exit 1); a truncated segment is skipped (exit 1); each
+# warning is printed once, not once per interval
+"$B" graph -r "$tmp/fl" --bin 5m 'proto udp' any > "$tmp/clean.csv"
+for kind in index truncate; do
+  rm -rf "$tmp/dmg"; cp -r "$tmp/fl" "$tmp/dmg"
+  seg=$(ls "$tmp/dmg"/*.bitarc | head -1)
+  if [ $kind = index ]; then
+    python3 - "$seg" <<'PY'
+import struct, sys
+p = sys.argv[1]
+b = bytearray(open(p, "rb").read())
+table_off, dir_off = struct.unpack_from("<QQ", b[-80:], 24)
+b[(dir_off + table_off) // 2] ^= 0x10
+open(p, "wb").write(bytes(b))
+PY
+  else
+    truncate -s 100 "$seg"
+  fi
+  "$B" graph -r "$tmp/dmg" --bin 5m 'proto udp' any > "$tmp/d.csv" 2> "$tmp/d.err"; rc=$?
+  [ $rc -eq 1 ] || bad "damage $kind: exit $rc, want 1 ($(head -2 "$tmp/d.err"))"
+  grep -q "$(basename "$seg")" "$tmp/d.err" || bad "damage $kind: the warning does not name the segment: $(head -2 "$tmp/d.err")"
+  nw=$(grep -c "warning" "$tmp/d.err"); nd=$(grep "warning" "$tmp/d.err" | sort -u | wc -l)
+  [ "$nw" -eq "$nd" ] || bad "damage $kind: $nw warnings, $nd different"
+  if [ $kind = index ]; then
+    cmp -s "$tmp/d.csv" "$tmp/clean.csv" || bad "damage index: the series differs from the clean store's"
+  else
+    want=$("$B" query -r "$tmp/dmg" --count any 2>/dev/null)
+    got=$(tail -n +2 "$tmp/d.csv" | awk -F, '{s += $6} END {print s}')
+    [ "$got" = "$want" ] || bad "damage truncate: $got flows, query --count says $want"
+  fi
+  echo "ok damage $kind: $(grep -c warning "$tmp/d.err") warning(s)"
+done
 
 # bad input: exit 2, the input named
 expect2() { # expect2 "text" args...
