@@ -28,8 +28,12 @@ if [ ! -d "$st" ] || [ ! -d "$nf" ]; then
   "$GEN" --flows "$flows" --store "$st" --nfdump "$nf"
 fi
 echo "sizes: bitarc $(du -smL "$st" | cut -f1) MB, nfdump (LZO) $(du -smL "$nf" | cut -f1) MB in $(ls "$nf" | wc -l) files"
+cat "$st"/* "$nf"/* > /dev/null   # warm cache for both (every figure below is warm)
 W=2024/07/11.00:00-2024/07/12.00:00
 tm() { local s e; s=$(date +%s.%N); "$@" > "$work/out.txt"; e=$(date +%s.%N); echo "$e - $s" | bc; }
+cpu() { # CPU seconds (user + sys) of bitarc graph; the machine is shared, wall clock moves with it
+  /usr/bin/time -f "%U %S" -o "$work/cpu.txt" "$B" graph -r "$st" --tz utc -t "$W" --bin 5m "$@" > /dev/null
+  awk '{print $1 + $2}' "$work/cpu.txt"; }
 median3() { sort -n | sed -n 2p; }
 graph() { "$B" graph -r "$st" --tz utc -t "$W" --bin 5m "$@"; }
 nfseries() { # one line per file: flows,packets,bytes
@@ -38,6 +42,7 @@ nfseries() { # one line per file: flows,packets,bytes
       sed -n 's/^Summary: total flows: \([0-9]*\), total bytes: \([0-9]*\), total packets: \([0-9]*\),.*/\1,\3,\2/p'
   done
 }
+cpus=()
 filters=("any" "proto tcp" "dst port 443" "src net 10.4.0.0/16 and dst port 53")
 printf "\n%-38s %5s %10s %10s %11s %9s %9s %8s %9s %8s\n" filter bins flows "graph f" "graph f,p,b" "nfdump" "nfdump -R" "ratio f" "ratio fpb" "-R / f"
 for f in "${filters[@]}"; do
@@ -59,9 +64,12 @@ for f in "${filters[@]}"; do
   fi
   cmp -s <(cut -d, -f1 "$work/b.csv") <(tail -n +2 "$work/g1.csv" | cut -d, -f3) || { echo "flows-only differs"; exit 1; }
   a=$(printf '%s\n' "${t1[@]}" | median3); b=$(printf '%s\n' "${t3[@]}" | median3)
+  c1=$(cpu --measure flows "$f"); c3=$(cpu "$f")
+  cpus+=("$f: graph flows $c1 CPU s, flows+packets+bytes $c3 CPU s")
   tot=$(awk -F, '{s += $1} END {print s}' "$work/b.csv")
   printf "%-38s %5s %10s %10.3f %11.3f %9.3f %9.3f %7.1fx %8.1fx %7.1fx\n" "$f" "$(wc -l < "$work/b.csv")" "$tot" \
     "$a" "$b" "$tn" "$tr" "$(echo "$tn / $a" | bc -l)" "$(echo "$tn / $b" | bc -l)" "$(echo "$tr / $a" | bc -l)"
 done
 echo "(seconds, wall clock; ratio = nfdump per-file series / bitarc graph; -R / f = nfdump's one pass / bitarc"
 echo " graph flows; the series agree interval by interval)"
+printf '%s\n' "${cpus[@]}"
