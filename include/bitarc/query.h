@@ -127,6 +127,33 @@ int ba_query_run(ba_query_t *q, ba_store_t *s, const ba_query_exec_opts_t *opts,
 int ba_query_run_multi(ba_query_t *q, ba_store_t *const *stores, size_t nstores, const ba_query_exec_opts_t *opts,
                        ba_record_sink_fn fn, void *ctx, ba_query_stats_t *stats);
 
+/* ---------- time series (bitarc graph, nfsen's profile graphs) ---------- */
+enum { BA_SERIES_FLOWS = 1u << 0, BA_SERIES_PACKETS = 1u << 1, BA_SERIES_BYTES = 1u << 2 };
+typedef struct ba_query_series_opts {
+  uint64_t start_ns; /* bin k is [start_ns + k * bin_ns, start_ns + (k + 1) * bin_ns) of first_ns */
+  uint64_t bin_ns;   /* > 0 */
+  size_t nbins;
+  unsigned measures; /* BA_SERIES_* (default all three). Flows alone are counted from the index
+                        where it answers exactly (TIME_BIN bitmaps of the bin ANDed with the
+                        filter's candidates); packets and bytes read those two columns of the
+                        matching rows */
+  int threads;       /* 1 or 2 (bins shared among threads); 0 = 1 */
+  void (*warn)(void *ctx, const char *msg); /* damage survived, each message once */
+  void *warn_ctx;
+} ba_query_series_opts_t;
+void ba_query_series_opts_init(ba_query_series_opts_t *o);
+typedef struct ba_query_series_bin {
+  uint64_t flows, packets, bytes; /* measures not asked for are 0; packets/bytes: the record's
+                                     own (input direction) counters, as nfdump's ipkt/ibyt */
+} ba_query_series_bin_t;
+/* Flows, packets and bytes of the records matching q per start-time bin,
+ * summed over the stores (bins[nbins], overwritten). A bin equals
+ * ba_query_run over the window [bin start, bin end). stats (may be NULL)
+ * sums the bin runs' counters (a segment met by k bins counts k times).
+ * BA_ERR_INVALID for a zero bin width, no measure, or bins past 2^64 ns. */
+int ba_query_series(ba_query_t *q, ba_store_t *const *stores, size_t nstores, const ba_query_series_opts_t *o,
+                    ba_query_series_bin_t *bins, ba_query_stats_t *stats);
+
 /* OR of n bitmaps (range query over bins) with the given strategy and 1..2
  * threads; out_codec for every intermediate and the result. n = 0 gives an
  * empty bitmap of `rows` rows. */

@@ -14,6 +14,7 @@ int ba_cmd_ingest(int argc, char **argv);
 int ba_cmd_collect(int argc, char **argv);
 int ba_cmd_import(int argc, char **argv);
 int ba_cmd_query(int argc, char **argv);
+int ba_cmd_graph(int argc, char **argv);
 int ba_cmd_stat(int argc, char **argv);
 int ba_cmd_reindex(int argc, char **argv);
 int ba_cmd_verify(int argc, char **argv);

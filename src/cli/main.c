@@ -17,6 +17,7 @@ static const command_t g_commands[] = {
   {"import", ba_cmd_import, "read nfdump files (nfcapd.*, layout 1 and 2, any compression) into a store"},
   {"collect", ba_cmd_collect, "receive NetFlow v5/v9 and IPFIX over UDP into a store"},
   {"query", ba_cmd_query, "find records with an nfdump-style filter, answered from the index"},
+  {"graph", ba_cmd_graph, "flows/packets/bytes per interval for filters, as csv, SVG or PNG (nfsen)"},
   {"stat", ba_cmd_stat, "show a store's segments, time range, records and index sizes"},
   {"verify", ba_cmd_verify, "check every block of every segment (CRC32C, lengths, structure)"},
   {"expire", ba_cmd_expire, "delete the oldest segments beyond an age or size limit (nfexpire)"},

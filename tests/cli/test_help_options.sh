@@ -27,7 +27,7 @@ check_help() { # check_help NAME HELPFILE SOURCES...
   [ $n -ge 1 ] || fail "$name: no options found in its source"
   echo "$name: $n options listed with defaults"
 }
-for c in stat verify expire reindex bitmap; do
+for c in stat verify expire reindex bitmap graph; do
   "$B" $c --help >"$tmp/$c.help" || fail "$c --help exit $?"
   check_help $c "$tmp/$c.help" "$SRC/src/cli/cmd_$c.c"
 done
