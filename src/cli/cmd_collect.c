@@ -191,7 +191,8 @@ static int parse_value(int c, const char *arg, copts_t *o) {
     /* milliseconds matter here: "500ms", "1s", "2" (seconds) */
     char *end = NULL;
     double d = strtod(arg, &end);
-    double unit = !strcmp(end, "ms") ? 1e6 : (!strcmp(end, "s") || !*end) ? 1e9 : 0;
+    double unit = !strcmp(end, "ms") ? 1e6 : (!strcmp(end, "s") || !*end) ? 1e9 : !strcmp(end, "m") ? 60e9
+                  : !strcmp(end, "h") ? 3600e9 : 0;
     if (end == arg || unit == 0 || !(d >= 0) || d * unit > 3600e9) {
       ba_cli_err("collect", "--live-every '%s' is not a duration from 0 to 1h (e.g. 500ms, 1s)", arg);
       return 2;
@@ -239,6 +240,7 @@ static int parse_args(int argc, char **argv, copts_t *o) {
       o->co.listens[o->co.nlisten++] = optarg;
       break;
     case O_RCVBUF: case O_QUEUE: case O_RXT: case O_EVERY: case O_SYNC: case O_DURATION: case O_STATS_EVERY:
+    case O_LIVE:
       if (parse_value(c, optarg, o)) return 2;
       break;
     case O_STATS: o->stats = optarg; break;
