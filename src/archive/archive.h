@@ -210,6 +210,13 @@ void ba_jreader_close(ba_jreader_t *r);
 int ba_jreader_group(ba_jreader_t *r, int fd, uint64_t fsize, uint64_t off, uint32_t gi, uint32_t live_rows,
                      ba_jgroup_t *g);
 
+/* Encodes recs[0..n) (frames: their caplen bytes concatenated) as row group
+ * gi of a journal with header h, columns uncompressed, and writes it at
+ * offset `at`; e gets its TABLE entry. Recovery keeps a journal's trailing
+ * LIVE rows this way. */
+int ba_journal_write_group(int fd, const ba_seg_hdr_t *h, uint32_t gi, const ba_record_t *recs, uint32_t n,
+                           const uint8_t *frames, size_t nframes, uint64_t at, ba_group_ent_t *e);
+
 /* The store's directory (the handle's descriptor, for listing its journals). */
 int ba_store_dirfd(const ba_store_t *s);
 

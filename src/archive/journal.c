@@ -4,6 +4,7 @@
  * superseded by the GROUP of the same number). Used by crash recovery
  * (recover.c) and by live queries (src/query/live.c). */
 #include <string.h>
+#include <unistd.h>
 
 #include "archive/archive.h"
 #include "common/common.h"
@@ -109,4 +110,53 @@ int ba_jreader_group(ba_jreader_t *r, int fd, uint64_t fsize, uint64_t off, uint
   for (uint32_t i = 0; i < rows; i++)
     BA_RETURN_IF(r->recs[i].first_ns < r->h.start_ns || r->recs[i].first_ns >= r->h.end_ns, BA_ERR_CORRUPT);
   return BA_OK;
+}
+
+int ba_journal_write_group(int fd, const ba_seg_hdr_t *h, uint32_t gi, const ba_record_t *recs, uint32_t n,
+                           const uint8_t *frames, size_t nframes, uint64_t at, ba_group_ent_t *e) {
+  BA_RETURN_IF(n == 0 || n > h->block_rows, BA_ERR_INVALID);
+  unsigned nc = ba_seg_ncols(h->major);
+  size_t cap = BA_BLK_HDR_BYTES + ba_group_payload_bytes(nc);
+  for (unsigned c = 0; c < nc; c++) cap += BA_BLK_HDR_BYTES + ba_col_raw_max(h->major, (int)c, n, nframes);
+  uint8_t *buf = ba_malloc(cap);
+  ba_col_scratch_t *x = NULL;
+  int rc = buf ? ba_col_scratch_create(&x) : BA_ERR_NOMEM;
+  uint8_t *gp = buf + BA_BLK_HDR_BYTES;
+  size_t pos = BA_BLK_HDR_BYTES + ba_group_payload_bytes(nc);
+  if (rc == BA_OK) {
+    memset(gp, 0, ba_group_payload_bytes(nc));
+    memset(e, 0, sizeof *e);
+  }
+  /* Column blocks uncompressed (compressor 4 is always allowed, §2.2). */
+  for (unsigned c = 0; c < nc && rc == BA_OK; c++) {
+    size_t len = 0;
+    rc = ba_col_encode(h->major, (int)c, recs, n, frames, nframes, buf + pos + BA_BLK_HDR_BYTES, &len, x);
+    if (rc < 0 || len == 0) continue; /* absent (3.0): every field zero */
+    ba_blk_hdr_t bh = {.type = BA_BLK_COLUMN, .col = (uint8_t)c, .compress = BA_COMPRESS_NONE, .rows = n,
+                       .raw_len = (uint32_t)len, .comp_len = (uint32_t)len, .group = gi,
+                       .payload_crc = ba_crc32c(0, buf + pos + BA_BLK_HDR_BYTES, len)};
+    ba_blk_hdr_encode(&bh, buf + pos);
+    e->col_off[c] = (uint32_t)pos;
+    ba_store_le32(gp + 24 + 4 * c, (uint32_t)(BA_BLK_HDR_BYTES + len));
+    pos += BA_BLK_HDR_BYTES + len;
+  }
+  if (rc == BA_OK && pos > UINT32_MAX) rc = BA_ERR_OVERFLOW;
+  if (rc == BA_OK) {
+    ba_store_le32(gp, gi);
+    ba_store_le32(gp + 4, n);
+    ba_store_le32(gp + 8, nc);
+    ba_store_le64(gp + 16, (uint64_t)gi * h->block_rows);
+    uint32_t gpl = ba_group_payload_bytes(nc);
+    ba_blk_hdr_t gh = {.type = BA_BLK_GROUP, .col = 0xFF, .compress = BA_COMPRESS_NONE, .rows = n, .raw_len = gpl,
+                       .comp_len = gpl, .group = gi, .payload_crc = ba_crc32c(0, gp, gpl)};
+    ba_blk_hdr_encode(&gh, buf);
+    e->off = at;
+    e->rows = n;
+    e->len = (uint32_t)pos;
+    if (lseek(fd, (off_t)at, SEEK_SET) < 0) rc = BA_ERR_IO;
+    else rc = ba_write_full(fd, buf, pos);
+  }
+  ba_col_scratch_free(x);
+  ba_free(buf);
+  return rc;
 }

@@ -1,6 +1,7 @@
-/* Crash recovery (doc/format.md §5): every "<segment>.open" journal is cut
- * after its last complete, valid row group; the index is rebuilt from the
- * decompressed groups; the segment is finished and renamed. Leftover
+/* Crash recovery (doc/format.md §5.2): every "<segment>.open" journal is cut
+ * after its last complete, valid row group (the rows of LIVE blocks after it
+ * become one more group); the index is rebuilt from the decompressed groups;
+ * the segment is finished and renamed. Leftover
  * reindex temp files are removed. */
 #include <dirent.h>
 #include <errno.h>
@@ -12,6 +13,31 @@
 
 #include "archive/archive.h"
 #include "common/common.h"
+
+/* Rows of the LIVE blocks after the last GROUP (their group never filled),
+ * frames copied out of the reader's buffer. */
+typedef struct tail {
+  ba_record_t *recs;
+  uint8_t *frames;
+  size_t n, nframes, fcap;
+} tail_t;
+
+static int tail_add(tail_t *t, const ba_record_t *r, uint32_t n) {
+  for (uint32_t i = 0; i < n; i++) {
+    ba_record_t *d = &t->recs[t->n++];
+    *d = r[i];
+    d->frame = NULL;
+    if (!r[i].caplen) continue;
+    if (t->nframes + r[i].caplen > t->fcap) {
+      void *q = t->frames;
+      BA_FORWARD(ba_grow(&q, &t->fcap, t->nframes + r[i].caplen, 1));
+      t->frames = q;
+    }
+    memcpy(t->frames + t->nframes, r[i].frame, r[i].caplen);
+    t->nframes += r[i].caplen;
+  }
+  return BA_OK;
+}
 
 static int recover_one(int dirfd, const char *open_name, uint64_t *recovered, char *errmsg,
                        size_t errcap) {
@@ -31,6 +57,7 @@ static int recover_one(int dirfd, const char *open_name, uint64_t *recovered, ch
   ba_jreader_t st;
   memset(&st, 0, sizeof st);
   uint32_t *vals = NULL;
+  tail_t tail = {0};
   ba_idx_online_t *idx[BA_ATTR_COUNT] = {0};
   ba_idx_attr_t attrs[BA_ATTR_COUNT];
   memset(attrs, 0, sizeof attrs);
@@ -51,7 +78,8 @@ static int recover_one(int dirfd, const char *open_name, uint64_t *recovered, ch
   }
   uint64_t bin_ns = (uint64_t)st.h.time_bin_seconds * 1000000000ull;
   vals = ba_malloc((size_t)st.h.block_rows * sizeof *vals);
-  if (!vals) {
+  tail.recs = ba_malloc((size_t)st.h.block_rows * sizeof *tail.recs);
+  if (!vals || !tail.recs) {
     rc = BA_ERR_NOMEM;
     goto done;
   }
@@ -66,12 +94,14 @@ static int recover_one(int dirfd, const char *open_name, uint64_t *recovered, ch
     if (ba_jreader_group(&st, fd, fsize, off, gi, live_rows, &jg) < 0) break;
     if (jg.live) {
       /* Rows of group gi written early for live queries: the GROUP block
-       * of gi follows with all of them. LIVE blocks after the last GROUP
-       * (rows whose group never filled) are cut off with the tail. */
+       * of gi follows with all of them, or, if the writer died first, they
+       * become the last group (below). */
       live_rows += jg.rows;
       off += jg.e.len;
+      if ((rc = tail_add(&tail, st.recs, jg.rows)) < 0) goto done;
       continue;
     }
+    tail.n = tail.nframes = 0;
     ba_group_ent_t e = jg.e;
     if (rows + e.rows > BA_SEG_MAX_ROWS) break;
     for (int a = 0; a < BA_ATTR_COUNT; a++) {
@@ -95,6 +125,36 @@ static int recover_one(int dirfd, const char *open_name, uint64_t *recovered, ch
     gi++;
     live_rows = 0;
     if (e.rows < st.h.block_rows) break; /* only the last group is partial */
+  }
+  if (tail.n && rows + tail.n <= BA_SEG_MAX_ROWS) {
+    /* The trailing LIVE rows, written as the last group after them (a live
+     * reader sees GROUP gi after the LIVE blocks of gi, as from a writer). */
+    size_t fo = 0;
+    for (size_t i = 0; i < tail.n; i++) {
+      tail.recs[i].frame = tail.recs[i].caplen ? tail.frames + fo : NULL;
+      fo += tail.recs[i].caplen;
+    }
+    ba_group_ent_t e;
+    if ((rc = ba_journal_write_group(fd, &st.h, (uint32_t)ngroups, tail.recs, (uint32_t)tail.n, tail.frames,
+                                     tail.nframes, off, &e)) < 0)
+      goto done;
+    for (int a = 0; a < BA_ATTR_COUNT; a++) {
+      ba_attr_values((ba_attr_t)a, tail.recs, tail.n, st.h.start_ns, bin_ns, vals);
+      if ((rc = ba_idx_online_add(idx[a], vals, tail.n)) < 0) goto done;
+    }
+    for (size_t i = 0; i < tail.n; i++) {
+      minf = BA_MIN(minf, tail.recs[i].first_ns);
+      maxf = BA_MAX(maxf, tail.recs[i].first_ns);
+      kinds |= tail.recs[i].kind == BA_REC_PACKET ? 2u : 1u;
+    }
+    if (ngroups == gcap) {
+      void *q = groups;
+      if ((rc = ba_grow(&q, &gcap, ngroups + 1, sizeof *groups)) < 0) goto done;
+      groups = q;
+    }
+    groups[ngroups++] = e;
+    rows += tail.n;
+    end = off + e.len;
   }
   if (ngroups == 0) {
     unlinkat(dirfd, open_name, 0);
@@ -122,6 +182,8 @@ done:
   }
   ba_free(groups);
   ba_free(vals);
+  ba_free(tail.recs);
+  ba_free(tail.frames);
   ba_jreader_close(&st);
   close(fd);
   return rc;
