@@ -13,7 +13,8 @@
  *    finish; finish from inside the sink while the journal is being read;
  *    finish between listing and opening; journal and segment both present):
  *    every row once, none missing;
- *  - a torn last group is silent, a damaged group is reported. */
+ *  - a torn last group is silent, a damaged group is reported;
+ *  - a time window, and ba_query_run_multi over a live and a finished store. */
 #include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -195,6 +196,30 @@ static void flushed_rows_visible(int threads) {
       expect_rows(&got, &g, pick, g_filters[f]);
       assert_int_equal(wn.n, 0);
       rows_free(&got);
+    }
+    {
+      /* a window: rows of both slices around the boundary */
+      uint64_t ws = T0 + 2400ull * 1000000000ull, we = T0 + 4000ull * 1000000000ull;
+      rows_t got = {0};
+      ba_store_t *s;
+      assert_int_equal(ba_store_open(dir, &s), BA_OK);
+      ba_query_t *q;
+      assert_int_equal(ba_query_create(&q), BA_OK);
+      assert_int_equal(ba_query_compile(q, "proto tcp"), BA_OK);
+      ba_query_exec_opts_t o;
+      ba_query_exec_opts_init(&o);
+      o.out_cols = BA_COL_ALL;
+      o.start_ns = ws;
+      o.end_ns = we;
+      ba_query_stats_t wst;
+      assert_int_equal(ba_query_run(q, s, &o, keep, &got, &wst), BA_OK);
+      unsigned char *inw = malloc(g.n);
+      for (size_t i = 0; i < g.n; i++) inw[i] = pick[i] && g.r[i].first_ns >= ws && g.r[i].first_ns < we;
+      expect_rows(&got, &g, inw, "proto tcp");
+      free(inw);
+      rows_free(&got);
+      ba_query_free(q);
+      ba_store_close(s);
     }
     rows_t none = {0};
     ba_query_stats_t st;
@@ -521,12 +546,64 @@ static void test_torn_and_damaged(void **state) {
   free(copy);
 }
 
+/* ba_query_run_multi over a store with open journals and one without: the
+ * merged rows are the reference's, in start-time order. */
+static void test_multi_store_live(void **state) {
+  (void)state;
+  char *da = ba_test_mkdtemp(), *db = ba_test_mkdtemp();
+  gen_t ga, gb;
+  two_slices(&ga, 700, 71);
+  two_slices(&gb, 500, 72);
+  ba_store_writer_t *wa = writer(da, 2), *wb = writer(db, 1);
+  assert_int_equal(ba_store_writer_append(wa, ga.r, ga.n), BA_OK);
+  assert_int_equal(ba_store_writer_flush(wa, 0), BA_OK);
+  assert_int_equal(ba_store_writer_append(wb, gb.r, gb.n), BA_OK);
+  assert_int_equal(ba_store_writer_close(wb), BA_OK);
+  gen_t all = {0};
+  all.n = ga.n + gb.n;
+  all.r = calloc(all.n, sizeof *all.r);
+  memcpy(all.r, ga.r, ga.n * sizeof *all.r);
+  memcpy(all.r + ga.n, gb.r, gb.n * sizeof *all.r);
+  unsigned char *pick = malloc(all.n);
+  memset(pick, 1, all.n);
+  ba_store_t *st[2];
+  assert_int_equal(ba_store_open(da, &st[0]), BA_OK);
+  assert_int_equal(ba_store_open(db, &st[1]), BA_OK);
+  for (size_t f = 0; f < NFILTERS; f++) {
+    ba_query_t *q;
+    assert_int_equal(ba_query_create(&q), BA_OK);
+    assert_int_equal(ba_query_compile(q, g_filters[f]), BA_OK);
+    ba_query_exec_opts_t o;
+    ba_query_exec_opts_init(&o);
+    o.out_cols = BA_COL_ALL;
+    rows_t got = {0};
+    ba_query_stats_t qs;
+    assert_int_equal(ba_query_run_multi(q, st, 2, &o, keep, &got, &qs), BA_OK);
+    for (size_t i = 1; i < got.n; i++) assert_true(got.r[i - 1].first_ns <= got.r[i].first_ns);
+    expect_rows(&got, &all, pick, g_filters[f]);
+    rows_free(&got);
+    ba_query_free(q);
+  }
+  ba_store_close(st[0]);
+  ba_store_close(st[1]);
+  assert_int_equal(ba_store_writer_close(wa), BA_OK);
+  free(pick);
+  free(all.r);
+  gen_free(&ga);
+  gen_free(&gb);
+  ba_test_rmtree(da);
+  ba_test_rmtree(db);
+  free(da);
+  free(db);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_flushed_rows_visible_threads), cmocka_unit_test(test_flushed_rows_visible_caller),
       cmocka_unit_test(test_flush_age),                    cmocka_unit_test(test_crashed_writer_journal),
       cmocka_unit_test(test_finished_after_open),          cmocka_unit_test(test_finished_during_read),
       cmocka_unit_test(test_journal_and_segment),          cmocka_unit_test(test_torn_and_damaged),
+      cmocka_unit_test(test_multi_store_live),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
