@@ -39,6 +39,39 @@ static int tail_add(tail_t *t, const ba_record_t *r, uint32_t n) {
   return BA_OK;
 }
 
+/* The trailing LIVE rows, written at off as group gi, the last (a live
+ * reader then sees GROUP gi after the LIVE blocks of gi, as from a writer). */
+static int tail_write(int fd, const ba_seg_hdr_t *h, uint32_t gi, tail_t *t, uint64_t off, ba_group_ent_t *e) {
+  size_t fo = 0;
+  for (size_t i = 0; i < t->n; i++) {
+    t->recs[i].frame = t->recs[i].caplen ? t->frames + fo : NULL;
+    fo += t->recs[i].caplen;
+  }
+  return ba_journal_write_group(fd, h, gi, t->recs, (uint32_t)t->n, t->frames, t->nframes, off, e);
+}
+
+/* Indexes rows recs[0..n) of the segment (the next rows) and widens its
+ * first-time range and kinds. */
+typedef struct acc {
+  ba_idx_online_t **idx;
+  uint32_t *vals;
+  uint64_t start_ns, bin_ns, minf, maxf;
+  uint32_t kinds;
+} acc_t;
+
+static int acc_rows(acc_t *a, const ba_record_t *recs, size_t n) {
+  for (int t = 0; t < BA_ATTR_COUNT; t++) {
+    ba_attr_values((ba_attr_t)t, recs, n, a->start_ns, a->bin_ns, a->vals);
+    BA_FORWARD(ba_idx_online_add(a->idx[t], a->vals, n));
+  }
+  for (size_t i = 0; i < n; i++) {
+    a->minf = BA_MIN(a->minf, recs[i].first_ns);
+    a->maxf = BA_MAX(a->maxf, recs[i].first_ns);
+    a->kinds |= recs[i].kind == BA_REC_PACKET ? 2u : 1u;
+  }
+  return BA_OK;
+}
+
 static int recover_one(int dirfd, const char *open_name, uint64_t *recovered, char *errmsg,
                        size_t errcap) {
   /* Never follow a symlink out of the store, never rewrite a non-file. */
@@ -87,8 +120,9 @@ static int recover_one(int dirfd, const char *open_name, uint64_t *recovered, ch
     uint32_t dom = ba_attr_domain((ba_attr_t)a, st.h.end_ns - st.h.start_ns, bin_ns);
     if ((rc = ba_idx_online_create((ba_codec_t)st.h.codec, dom, &idx[a])) < 0) goto done;
   }
-  uint64_t off = BA_SEG_HDR_BYTES, end = off, rows = 0, minf = UINT64_MAX, maxf = 0;
-  uint32_t kinds = 0, live_rows = 0;
+  uint64_t off = BA_SEG_HDR_BYTES, end = off, rows = 0;
+  uint32_t live_rows = 0;
+  acc_t acc = {.idx = idx, .vals = vals, .start_ns = st.h.start_ns, .bin_ns = bin_ns, .minf = UINT64_MAX};
   for (uint32_t gi = 0;;) {
     ba_jgroup_t jg;
     if (ba_jreader_group(&st, fd, fsize, off, gi, live_rows, &jg) < 0) break;
@@ -104,15 +138,7 @@ static int recover_one(int dirfd, const char *open_name, uint64_t *recovered, ch
     tail.n = tail.nframes = 0;
     ba_group_ent_t e = jg.e;
     if (rows + e.rows > BA_SEG_MAX_ROWS) break;
-    for (int a = 0; a < BA_ATTR_COUNT; a++) {
-      ba_attr_values((ba_attr_t)a, st.recs, e.rows, st.h.start_ns, bin_ns, vals);
-      if ((rc = ba_idx_online_add(idx[a], vals, e.rows)) < 0) goto done;
-    }
-    for (uint32_t i = 0; i < e.rows; i++) {
-      minf = BA_MIN(minf, st.recs[i].first_ns);
-      maxf = BA_MAX(maxf, st.recs[i].first_ns);
-      kinds |= st.recs[i].kind == BA_REC_PACKET ? 2u : 1u;
-    }
+    if ((rc = acc_rows(&acc, st.recs, e.rows)) < 0) goto done;
     if (ngroups == gcap) {
       void *q = groups;
       if ((rc = ba_grow(&q, &gcap, ngroups + 1, sizeof *groups)) < 0) goto done;
@@ -127,26 +153,9 @@ static int recover_one(int dirfd, const char *open_name, uint64_t *recovered, ch
     if (e.rows < st.h.block_rows) break; /* only the last group is partial */
   }
   if (tail.n && rows + tail.n <= BA_SEG_MAX_ROWS) {
-    /* The trailing LIVE rows, written as the last group after them (a live
-     * reader sees GROUP gi after the LIVE blocks of gi, as from a writer). */
-    size_t fo = 0;
-    for (size_t i = 0; i < tail.n; i++) {
-      tail.recs[i].frame = tail.recs[i].caplen ? tail.frames + fo : NULL;
-      fo += tail.recs[i].caplen;
-    }
     ba_group_ent_t e;
-    if ((rc = ba_journal_write_group(fd, &st.h, (uint32_t)ngroups, tail.recs, (uint32_t)tail.n, tail.frames,
-                                     tail.nframes, off, &e)) < 0)
-      goto done;
-    for (int a = 0; a < BA_ATTR_COUNT; a++) {
-      ba_attr_values((ba_attr_t)a, tail.recs, tail.n, st.h.start_ns, bin_ns, vals);
-      if ((rc = ba_idx_online_add(idx[a], vals, tail.n)) < 0) goto done;
-    }
-    for (size_t i = 0; i < tail.n; i++) {
-      minf = BA_MIN(minf, tail.recs[i].first_ns);
-      maxf = BA_MAX(maxf, tail.recs[i].first_ns);
-      kinds |= tail.recs[i].kind == BA_REC_PACKET ? 2u : 1u;
-    }
+    if ((rc = tail_write(fd, &st.h, (uint32_t)ngroups, &tail, off, &e)) < 0) goto done;
+    if ((rc = acc_rows(&acc, tail.recs, tail.n)) < 0) goto done;
     if (ngroups == gcap) {
       void *q = groups;
       if ((rc = ba_grow(&q, &gcap, ngroups + 1, sizeof *groups)) < 0) goto done;
@@ -156,6 +165,7 @@ static int recover_one(int dirfd, const char *open_name, uint64_t *recovered, ch
     rows += tail.n;
     end = off + e.len;
   }
+
   if (ngroups == 0) {
     unlinkat(dirfd, open_name, 0);
     goto done;
@@ -170,7 +180,7 @@ static int recover_one(int dirfd, const char *open_name, uint64_t *recovered, ch
     if ((rc = ba_seg_name(st.h.start_ns, seq, final_name, sizeof final_name)) < 0) goto done;
   ba_seg_finish_t f = {.fd = fd, .dirfd = dirfd, .open_name = open_name, .final_name = final_name,
                        .end = end, .groups = groups, .ngroups = (uint32_t)ngroups, .ncols = ba_seg_ncols(st.h.major), .rows = rows,
-                       .min_first = minf, .max_first = maxf, .kinds = kinds, .attrs = attrs};
+                       .min_first = acc.minf, .max_first = acc.maxf, .kinds = acc.kinds, .attrs = attrs};
   rc = ba_seg_finish(&f);
   if (rc == BA_OK) *recovered += rows;
 done:
