@@ -90,8 +90,10 @@ int ba_store_writer_sync(ba_store_writer_t *w);
  * long are appended as a LIVE block (a cost of up to one more column
  * encoding and one more write of those rows; groups filled within age_ns
  * cost nothing). 0 = every record appended so far. No fsync (see
- * ba_store_writer_sync). A collector calls it every few hundred ms, also
- * when no records arrive. */
+ * ba_store_writer_sync). Call it from the thread that appends; a collector
+ * calls it every few hundred ms, also when no records arrive. Records held
+ * by the oLSH reorder buffer (BA_REORDER_OLSH) are not in a group yet and
+ * wait for it. */
 int ba_store_writer_flush(ba_store_writer_t *w, uint64_t age_ns);
 /* LIVE blocks ba_store_writer_flush wrote, and their bytes. */
 void ba_store_writer_live_stats(const ba_store_writer_t *w, uint64_t *blocks, uint64_t *bytes);
