@@ -20,7 +20,11 @@ Usage (after a Release build in BUILD):
   python3 bench/ingest/rates.py --build build-rel                # ~10 s bursts
   python3 bench/ingest/rates.py --build build-rel --sustained    # 60 s each
 Options: --rates 1,2,3,4,6,8 (M flows/s) --protocols v5,v9 --seconds S
---flows N (flows in the generated file, replayed in a loop) --dir DIR."""
+--flows N (flows in the generated file, replayed in a loop) --dir DIR.
+
+--live-every 0,1s runs bitarc once per listed `collect --live-every` value at
+each step (the cost of writing row groups early for live queries: CPU s per
+M flows and store bytes per flow, beside nfcapd in the same run)."""
 import argparse
 import json
 import os
@@ -96,13 +100,13 @@ def run_nfcapd(a, dgfile, rate_dg, tag):
             "rss": rss, "cmd": " ".join(cmd)}
 
 
-def run_bitarc(a, dgfile, rate_dg, tag):
+def run_bitarc(a, dgfile, rate_dg, tag, live=None):
     bitarc = os.path.join(a.build, "bitarc")
     st = os.path.join(a.dir, "bitarc-" + tag)
     stats = st + ".stats.json"
     shutil.rmtree(st, ignore_errors=True)
     cmd = [bitarc, "collect", "--store", st, "--listen", "127.0.0.1:0", "--stats", stats, "--stats-every", "1s",
-           "--status-every", "0", "--report", "json"]
+           "--status-every", "0", "--report", "json"] + (["--live-every", live] if live is not None else [])
     err = open(st + ".err", "w+")
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True)
     port = None
@@ -133,8 +137,10 @@ def run_bitarc(a, dgfile, rate_dg, tag):
                                  text=True, check=True).stdout.strip() or 0)
     if counted != rep["stored"]:
         raise SystemExit("bitarc reported %d stored, the store holds %d" % (rep["stored"], counted))
+    store_bytes = sum(os.path.getsize(os.path.join(st, f)) for f in os.listdir(st))
     shutil.rmtree(st, ignore_errors=True)
     return {"sent": dg * FLOWS_PER_DG, "send_s": secs, "stored": counted, "cpu": cpu, "rss": rss,
+            "store_bytes": store_bytes,
             "queue_peak": rep["queue"]["peak"], "queue_dropped": rep["queue_dropped"],
             "kernel_drops": rep["kernel_drops"], "cmd": " ".join(cmd)}
 
@@ -148,6 +154,7 @@ def main():
     ap.add_argument("--sustained", action="store_true", help="60 s per step")
     ap.add_argument("--flows", type=int, default=3000000)
     ap.add_argument("--dir", default="/dev/shm/bitarc-bench-rates")
+    ap.add_argument("--live-every", default=None, help="comma list of collect --live-every values to compare")
     a = ap.parse_args()
     if a.sustained:
         a.seconds = 60.0
@@ -162,6 +169,7 @@ def main():
     print("command: " + " ".join([sys.executable] + sys.argv))
     print("peer: " + nfv)
     rates = [float(x) for x in a.rates.split(",")]
+    live_results = {}
     flows = a.flows - a.flows % FLOWS_PER_DG
     results = {}
     for proto in a.protocols.split(","):
@@ -172,9 +180,25 @@ def main():
             rate_dg = r * 1e6 / FLOWS_PER_DG
             tag = "%s-%g" % (proto, r)
             order = ("nfcapd", "bitarc") if i % 2 == 0 else ("bitarc", "nfcapd")
+            lives = a.live_every.split(",") if a.live_every else []
+            if lives:
+                order = ("nfcapd",) + tuple("bitarc live=" + v for v in (lives if i % 2 == 0 else lives[::-1]))
             for who in order:
+                if who.startswith("bitarc live="):
+                    res = run_bitarc(a, dgfile, rate_dg, tag, who.split("=", 1)[1])
+                    live_results[(proto, r, who.split("=", 1)[1])] = res
+                    print("%s %g M/s %s: sent %d, stored %d, CPU %.3f s = %.3f s per M flows, store %.1f bytes/flow"
+                          % (proto, r, who, res["sent"], res["stored"], res["cpu"],
+                             res["cpu"] / max(res["stored"], 1) * 1e6, res["store_bytes"] / max(res["stored"], 1)),
+                          flush=True)
+                    continue
                 res = (run_nfcapd if who == "nfcapd" else run_bitarc)(a, dgfile, rate_dg, tag)
                 results[(proto, r, who)] = res
+                if lives:
+                    print("%s %g M/s nfcapd: sent %d, stored %d, CPU %.3f s = %.3f s per M flows" % (
+                        proto, r, res["sent"], res["stored"], res["cpu"], res["cpu"] / max(res["stored"], 1) * 1e6),
+                        flush=True)
+                    continue
                 print("%s %g M/s %s: sent %d in %.1f s, stored %d (%.2f %%), CPU %.2f s, RSS %.0f MiB%s" % (
                     proto, r, who, res["sent"], res["send_s"], res["stored"], 100.0 * res["stored"] / res["sent"],
                     res["cpu"], res["rss"] / 2**20,
@@ -182,6 +206,22 @@ def main():
                         res["queue_peak"] / 2**20, res["queue_dropped"], res["kernel_drops"])
                     if who == "bitarc" else ""), flush=True)
         os.remove(dgfile)
+    if a.live_every:
+        lives = a.live_every.split(",")
+        for proto in a.protocols.split(","):
+            print("\nNetFlow %s, %g s per step: bitarc collect --live-every %s (CPU s per M flows stored; store bytes"
+                  " per flow; nfcapd -y CPU s per M flows in the same run)\n" % (proto, a.seconds, " / ".join(lives)))
+            print("| rate asked (M flows/s) | " + " | ".join("bitarc %s CPU" % v for v in lives) + " | " +
+                  " | ".join("bitarc %s bytes/flow" % v for v in lives) + " | nfcapd CPU | stored (all runs) |")
+            print("|---" * (2 * len(lives) + 3) + "|")
+            for r in rates:
+                lr = [live_results[(proto, r, v)] for v in lives]
+                n = results[(proto, r, "nfcapd")]
+                print("| %g | " % r + " | ".join("%.2f" % (x["cpu"] / max(x["stored"], 1) * 1e6) for x in lr) + " | " +
+                      " | ".join("%.1f" % (x["store_bytes"] / max(x["stored"], 1)) for x in lr) +
+                      " | %.2f | %s |" % (n["cpu"] / max(n["stored"], 1) * 1e6,
+                                          " / ".join("%d of %d" % (x["stored"], x["sent"]) for x in lr + [n])))
+        return
     print("\ncommands: %s ; %s (the replayer: bench_replay --seconds %g FILE RATE PORT)" % (
         results[next(k for k in results if k[2] == "nfcapd")]["cmd"],
         results[next(k for k in results if k[2] == "bitarc")]["cmd"], a.seconds))

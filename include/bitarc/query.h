@@ -112,6 +112,16 @@ typedef struct ba_query_stats {
 int ba_query_run(ba_query_t *q, ba_store_t *s, const ba_query_exec_opts_t *opts,
                  ba_record_sink_fn fn, void *ctx, ba_query_stats_t *stats);
 
+/* Live query (default on): ba_query_run also reads the journals of the
+ * slices being written (doc/format.md §5: their complete row groups and LIVE
+ * blocks, which a collector writes every flush interval) with a linear scan
+ * and the same filter, in time order with the segments. A journal that is
+ * finished into a segment during the run is read once, from whichever file
+ * holds it. on = 0 reads only complete segments. */
+void ba_query_set_live(ba_query_t *q, int on);
+/* The last ba_query_run's journals read and the rows they held (also counted
+ * in the stats: segments_total/used, rows_total, rows_candidate). */
+void ba_query_live_stats(const ba_query_t *q, uint64_t *files, uint64_t *rows);
 /* The query over several stores (one per exporter or site, as nfdump -M),
  * rows merged in start-time order: by first_ns, then by store (the order of
  * `stores`), then by each store's own row order. opts as for ba_query_run

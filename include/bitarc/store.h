@@ -89,6 +89,19 @@ int ba_store_writer_append(ba_store_writer_t *w, const ba_record_t *recs, size_t
 
 /* Makes every finished block of the open slices durable (fsync). */
 int ba_store_writer_sync(ba_store_writer_t *w);
+/* Live queries (doc/format.md §5): makes every record appended at least
+ * age_ns ago readable from the journals (ba_query_run reads them): groups in
+ * flight are written, and the rows of a group not yet full that waited that
+ * long are appended as a LIVE block (a cost of up to one more column
+ * encoding and one more write of those rows; groups filled within age_ns
+ * cost nothing). 0 = every record appended so far. No fsync (see
+ * ba_store_writer_sync). Call it from the thread that appends; a collector
+ * calls it every few hundred ms, also when no records arrive. Records held
+ * by the oLSH reorder buffer (BA_REORDER_OLSH) are not in a group yet and
+ * wait for it. */
+int ba_store_writer_flush(ba_store_writer_t *w, uint64_t age_ns);
+/* LIVE blocks ba_store_writer_flush wrote, and their bytes. */
+void ba_store_writer_live_stats(const ba_store_writer_t *w, uint64_t *blocks, uint64_t *bytes);
 /* Finishes all open slices into segments and frees the writer. */
 int ba_store_writer_close(ba_store_writer_t *w);
 void ba_store_writer_get_stats(const ba_store_writer_t *w, ba_store_writer_stats_t *st);

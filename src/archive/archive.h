@@ -19,7 +19,10 @@
 #define BA_BLK_HDR_BYTES 32u
 #define BA_SEG_FLAG_OLSH 1u
 
-enum { BA_BLK_GROUP = 1, BA_BLK_COLUMN = 2, BA_BLK_IDXDIR = 3, BA_BLK_TABLE = 4 };
+/* LIVE (journals only, doc/format.md §5): rows of a row group not yet full,
+ * written early so live queries see them; superseded by the GROUP block of
+ * the same number. 5 is reserved for ZONE (§7.2). */
+enum { BA_BLK_GROUP = 1, BA_BLK_COLUMN = 2, BA_BLK_IDXDIR = 3, BA_BLK_TABLE = 4, BA_BLK_LIVE = 6 };
 
 /* Column ids: 0..15 are bit numbers of ba_col_t, 16 is META (kind, ipver;
  * always read), 17..28 (3.0) are ba_col_t bits 16..27 (ba_col_bit). */
@@ -182,6 +185,40 @@ typedef int (*ba_seg_each_fn)(void *ctx, int dirfd, ba_segment_t *seg, const cha
                               size_t errcap);
 int ba_store_each_segment(const char *dir, int dirfd, ba_seg_each_fn fn, void *ctx, size_t *nsegs, char *errbuf,
                           size_t errcap);
+
+/* ---- journals (journal.c) ---- */
+/* Reads a journal's row groups and LIVE blocks (doc/format.md §5). */
+typedef struct ba_jreader {
+  ba_seg_hdr_t h;
+  uint8_t *buf, *raw, *fraw; /* fraw: the FRAME column (frame pointers point into it) */
+  size_t cap, raw_cap, fraw_cap;
+  ba_record_t *recs; /* block_rows records: the rows of the last group read */
+} ba_jreader_t;
+typedef struct ba_jgroup {
+  int live;           /* a LIVE block: rows of the open group `group` */
+  uint32_t group, rows;
+  uint64_t first_row; /* row number in the slice of its first row */
+  ba_group_ent_t e;   /* its TABLE entry (off, rows, len, col_off) */
+} ba_jgroup_t;
+/* Reads and checks the file header of fd (fsize bytes), allocates buffers. */
+int ba_jreader_open(ba_jreader_t *r, int fd, uint64_t fsize);
+void ba_jreader_close(ba_jreader_t *r);
+/* Reads the GROUP block of group gi at off, or a LIVE block of group gi
+ * (whose first row must follow the live_rows rows earlier LIVE blocks of gi
+ * held), with its column blocks; the rows are decoded into r->recs.
+ * BA_ERR_TRUNCATED: a block runs past fsize (a group being written). */
+int ba_jreader_group(ba_jreader_t *r, int fd, uint64_t fsize, uint64_t off, uint32_t gi, uint32_t live_rows,
+                     ba_jgroup_t *g);
+
+/* Encodes recs[0..n) (frames: their caplen bytes concatenated) as row group
+ * gi of a journal with header h, columns uncompressed, and writes it at
+ * offset `at`; e gets its TABLE entry. Recovery keeps a journal's trailing
+ * LIVE rows this way. */
+int ba_journal_write_group(int fd, const ba_seg_hdr_t *h, uint32_t gi, const ba_record_t *recs, uint32_t n,
+                           const uint8_t *frames, size_t nframes, uint64_t at, ba_group_ent_t *e);
+
+/* The store's directory (the handle's descriptor, for listing its journals). */
+int ba_store_dirfd(const ba_store_t *s);
 
 /* Recovers every journal in the store (dirfd); adds recovered rows. */
 int ba_store_recover(int dirfd, const ba_store_opts_t *defaults, uint64_t *recovered,

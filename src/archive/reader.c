@@ -371,6 +371,7 @@ void ba_store_close(ba_store_t *s) {
 }
 
 const char *ba_store_errmsg(const ba_store_t *s) { return s ? s->errmsg : "no store"; }
+int ba_store_dirfd(const ba_store_t *s) { return s ? s->dirfd : -1; } /* live queries (src/query/live.c) */
 size_t ba_store_segment_count(const ba_store_t *s) { return s ? s->n : 0; }
 
 const char *ba_store_segment_name(const ba_store_t *s, size_t i) {

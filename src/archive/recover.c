@@ -1,6 +1,7 @@
-/* Crash recovery (doc/format.md §5): every "<segment>.open" journal is cut
- * after its last complete, valid row group; the index is rebuilt from the
- * decompressed groups; the segment is finished and renamed. Leftover
+/* Crash recovery (doc/format.md §5.2): every "<segment>.open" journal is cut
+ * after its last complete, valid row group (the rows of LIVE blocks after it
+ * become one more group); the index is rebuilt from the decompressed groups;
+ * the segment is finished and renamed. Leftover
  * reindex temp files are removed. */
 #include <dirent.h>
 #include <errno.h>
@@ -13,58 +14,61 @@
 #include "archive/archive.h"
 #include "common/common.h"
 
-typedef struct rec_state {
-  ba_seg_hdr_t h;
-  uint8_t *buf, *raw;
-  size_t cap, raw_cap;
+/* Rows of the LIVE blocks after the last GROUP (their group never filled),
+ * frames copied out of the reader's buffer. */
+typedef struct tail {
   ba_record_t *recs;
-  uint32_t *vals;
-} rec_state_t;
+  uint8_t *frames;
+  size_t n, nframes, fcap;
+} tail_t;
 
-/* Validates group gi at off; on success fills e and decodes into st->recs. */
-static int check_group(int fd, uint64_t fsize, uint64_t off, uint32_t gi, rec_state_t *st,
-                       ba_group_ent_t *e) {
-  ba_blk_hdr_t h;
-  BA_FORWARD(ba_blk_read(fd, off, fsize, &h, &st->buf, &st->cap));
-  BA_RETURN_IF(h.type != BA_BLK_GROUP || h.group != gi, BA_ERR_CORRUPT);
-  uint32_t rows = 0, lens[BA_NCOLS_MAX];
-  BA_FORWARD(ba_group_check(st->buf, h.raw_len, st->h.major, gi, st->h.block_rows, &rows, lens));
-  BA_RETURN_IF(rows != h.rows, BA_ERR_CORRUPT);
-  unsigned nc = ba_seg_ncols(st->h.major);
-  memset(e, 0, sizeof *e);
-  e->off = off;
-  e->rows = rows;
-  uint64_t rel = BA_BLK_HDR_BYTES + ba_group_payload_bytes(nc);
-  memset(st->recs, 0, (size_t)rows * sizeof *st->recs);
-  for (int c = 0; c < (int)nc; c++) {
-    BA_RETURN_IF(rel > UINT32_MAX, BA_ERR_CORRUPT);
-    if (lens[c] == 0) { /* absent 3.0 column (ba_group_check): stored values 0 */
-      BA_FORWARD(ba_col_decode(st->h.major, c, NULL, 0, rows, st->recs));
-      continue;
+static int tail_add(tail_t *t, const ba_record_t *r, uint32_t n) {
+  for (uint32_t i = 0; i < n; i++) {
+    ba_record_t *d = &t->recs[t->n++];
+    *d = r[i];
+    d->frame = NULL;
+    if (!r[i].caplen) continue;
+    if (t->nframes + r[i].caplen > t->fcap) {
+      void *q = t->frames;
+      BA_FORWARD(ba_grow(&q, &t->fcap, t->nframes + r[i].caplen, 1));
+      t->frames = q;
     }
-    e->col_off[c] = (uint32_t)rel;
-    BA_FORWARD(ba_blk_read(fd, off + rel, fsize, &h, &st->buf, &st->cap));
-    BA_RETURN_IF(h.type != BA_BLK_COLUMN || h.col != c || h.group != gi || h.rows != rows ||
-                     (uint64_t)BA_BLK_HDR_BYTES + h.comp_len != lens[c],
-                 BA_ERR_CORRUPT);
-    uint64_t fixed = ba_col_raw_min(st->h.major, c, rows);
-    uint64_t maxraw = ba_col_raw_max(st->h.major, c, rows,
-                                     c == BA_COLID_FRAME ? (size_t)rows * BA_MAX_CAPLEN : 0);
-    BA_RETURN_IF(h.raw_len < fixed || h.raw_len > maxraw, BA_ERR_CORRUPT);
-    if (st->raw_cap < (size_t)h.raw_len + 1) {
-      void *q = st->raw;
-      BA_FORWARD(ba_grow(&q, &st->raw_cap, (size_t)h.raw_len + 1, 1));
-      st->raw = q;
-    }
-    BA_FORWARD(ba_decompress_block((ba_compress_t)h.compress, st->buf, h.comp_len, st->raw, h.raw_len));
-    BA_FORWARD(ba_col_decode(st->h.major, c, st->raw, h.raw_len, rows, st->recs));
-    rel += lens[c];
+    memcpy(t->frames + t->nframes, r[i].frame, r[i].caplen);
+    t->nframes += r[i].caplen;
   }
-  BA_RETURN_IF(rel > UINT32_MAX, BA_ERR_CORRUPT);
-  e->len = (uint32_t)rel;
-  for (uint32_t i = 0; i < rows; i++)
-    BA_RETURN_IF(st->recs[i].first_ns < st->h.start_ns || st->recs[i].first_ns >= st->h.end_ns,
-                 BA_ERR_CORRUPT);
+  return BA_OK;
+}
+
+/* The trailing LIVE rows, written at off as group gi, the last (a live
+ * reader then sees GROUP gi after the LIVE blocks of gi, as from a writer). */
+static int tail_write(int fd, const ba_seg_hdr_t *h, uint32_t gi, tail_t *t, uint64_t off, ba_group_ent_t *e) {
+  size_t fo = 0;
+  for (size_t i = 0; i < t->n; i++) {
+    t->recs[i].frame = t->recs[i].caplen ? t->frames + fo : NULL;
+    fo += t->recs[i].caplen;
+  }
+  return ba_journal_write_group(fd, h, gi, t->recs, (uint32_t)t->n, t->frames, t->nframes, off, e);
+}
+
+/* Indexes rows recs[0..n) of the segment (the next rows) and widens its
+ * first-time range and kinds. */
+typedef struct acc {
+  ba_idx_online_t **idx;
+  uint32_t *vals;
+  uint64_t start_ns, bin_ns, minf, maxf;
+  uint32_t kinds;
+} acc_t;
+
+static int acc_rows(acc_t *a, const ba_record_t *recs, size_t n) {
+  for (int t = 0; t < BA_ATTR_COUNT; t++) {
+    ba_attr_values((ba_attr_t)t, recs, n, a->start_ns, a->bin_ns, a->vals);
+    BA_FORWARD(ba_idx_online_add(a->idx[t], a->vals, n));
+  }
+  for (size_t i = 0; i < n; i++) {
+    a->minf = BA_MIN(a->minf, recs[i].first_ns);
+    a->maxf = BA_MAX(a->maxf, recs[i].first_ns);
+    a->kinds |= recs[i].kind == BA_REC_PACKET ? 2u : 1u;
+  }
   return BA_OK;
 }
 
@@ -83,30 +87,32 @@ static int recover_one(int dirfd, const char *open_name, uint64_t *recovered, ch
     close(fd);
     return BA_ERR_IO;
   }
-  rec_state_t st;
+  ba_jreader_t st;
   memset(&st, 0, sizeof st);
+  uint32_t *vals = NULL;
+  tail_t tail = {0};
   ba_idx_online_t *idx[BA_ATTR_COUNT] = {0};
   ba_idx_attr_t attrs[BA_ATTR_COUNT];
   memset(attrs, 0, sizeof attrs);
   ba_group_ent_t *groups = NULL;
   size_t ngroups = 0, gcap = 0;
   int rc = BA_OK;
-  uint8_t hb[BA_SEG_HDR_BYTES];
   if (fstat(fd, &sb) != 0) {
     rc = BA_ERR_IO;
     goto done;
   }
   uint64_t fsize = (uint64_t)sb.st_size;
-  if (fsize < BA_SEG_HDR_BYTES || ba_pread_full(fd, hb, sizeof hb, 0) < 0 ||
-      ba_seg_hdr_decode(hb, &st.h) < 0) {
+  if ((rc = ba_jreader_open(&st, fd, fsize)) < 0) {
+    if (rc == BA_ERR_NOMEM) goto done;
     /* Not even a header: nothing to recover. */
+    rc = BA_OK;
     unlinkat(dirfd, open_name, 0);
     goto done;
   }
   uint64_t bin_ns = (uint64_t)st.h.time_bin_seconds * 1000000000ull;
-  st.recs = ba_malloc((size_t)st.h.block_rows * sizeof *st.recs);
-  st.vals = ba_malloc((size_t)st.h.block_rows * sizeof *st.vals);
-  if (!st.recs || !st.vals) {
+  vals = ba_malloc((size_t)st.h.block_rows * sizeof *vals);
+  tail.recs = ba_malloc((size_t)st.h.block_rows * sizeof *tail.recs);
+  if (!vals || !tail.recs) {
     rc = BA_ERR_NOMEM;
     goto done;
   }
@@ -114,21 +120,25 @@ static int recover_one(int dirfd, const char *open_name, uint64_t *recovered, ch
     uint32_t dom = ba_attr_domain((ba_attr_t)a, st.h.end_ns - st.h.start_ns, bin_ns);
     if ((rc = ba_idx_online_create((ba_codec_t)st.h.codec, dom, &idx[a])) < 0) goto done;
   }
-  uint64_t off = BA_SEG_HDR_BYTES, rows = 0, minf = UINT64_MAX, maxf = 0;
-  uint32_t kinds = 0;
-  for (uint32_t gi = 0;; gi++) {
-    ba_group_ent_t e;
-    if (check_group(fd, fsize, off, gi, &st, &e) < 0) break;
+  uint64_t off = BA_SEG_HDR_BYTES, end = off, rows = 0;
+  uint32_t live_rows = 0;
+  acc_t acc = {.idx = idx, .vals = vals, .start_ns = st.h.start_ns, .bin_ns = bin_ns, .minf = UINT64_MAX};
+  for (uint32_t gi = 0;;) {
+    ba_jgroup_t jg;
+    if (ba_jreader_group(&st, fd, fsize, off, gi, live_rows, &jg) < 0) break;
+    if (jg.live) {
+      /* Rows of group gi written early for live queries: the GROUP block
+       * of gi follows with all of them, or, if the writer died first, they
+       * become the last group (below). */
+      live_rows += jg.rows;
+      off += jg.e.len;
+      if ((rc = tail_add(&tail, st.recs, jg.rows)) < 0) goto done;
+      continue;
+    }
+    tail.n = tail.nframes = 0;
+    ba_group_ent_t e = jg.e;
     if (rows + e.rows > BA_SEG_MAX_ROWS) break;
-    for (int a = 0; a < BA_ATTR_COUNT; a++) {
-      ba_attr_values((ba_attr_t)a, st.recs, e.rows, st.h.start_ns, bin_ns, st.vals);
-      if ((rc = ba_idx_online_add(idx[a], st.vals, e.rows)) < 0) goto done;
-    }
-    for (uint32_t i = 0; i < e.rows; i++) {
-      minf = BA_MIN(minf, st.recs[i].first_ns);
-      maxf = BA_MAX(maxf, st.recs[i].first_ns);
-      kinds |= st.recs[i].kind == BA_REC_PACKET ? 2u : 1u;
-    }
+    if ((rc = acc_rows(&acc, st.recs, e.rows)) < 0) goto done;
     if (ngroups == gcap) {
       void *q = groups;
       if ((rc = ba_grow(&q, &gcap, ngroups + 1, sizeof *groups)) < 0) goto done;
@@ -137,8 +147,25 @@ static int recover_one(int dirfd, const char *open_name, uint64_t *recovered, ch
     groups[ngroups++] = e;
     rows += e.rows;
     off += e.len;
+    end = off;
+    gi++;
+    live_rows = 0;
     if (e.rows < st.h.block_rows) break; /* only the last group is partial */
   }
+  if (tail.n && rows + tail.n <= BA_SEG_MAX_ROWS) {
+    ba_group_ent_t e;
+    if ((rc = tail_write(fd, &st.h, (uint32_t)ngroups, &tail, off, &e)) < 0) goto done;
+    if ((rc = acc_rows(&acc, tail.recs, tail.n)) < 0) goto done;
+    if (ngroups == gcap) {
+      void *q = groups;
+      if ((rc = ba_grow(&q, &gcap, ngroups + 1, sizeof *groups)) < 0) goto done;
+      groups = q;
+    }
+    groups[ngroups++] = e;
+    rows += tail.n;
+    end = off + e.len;
+  }
+
   if (ngroups == 0) {
     unlinkat(dirfd, open_name, 0);
     goto done;
@@ -152,8 +179,8 @@ static int recover_one(int dirfd, const char *open_name, uint64_t *recovered, ch
   for (unsigned seq = 1; faccessat(dirfd, final_name, F_OK, 0) == 0; seq++)
     if ((rc = ba_seg_name(st.h.start_ns, seq, final_name, sizeof final_name)) < 0) goto done;
   ba_seg_finish_t f = {.fd = fd, .dirfd = dirfd, .open_name = open_name, .final_name = final_name,
-                       .end = off, .groups = groups, .ngroups = (uint32_t)ngroups, .ncols = ba_seg_ncols(st.h.major), .rows = rows,
-                       .min_first = minf, .max_first = maxf, .kinds = kinds, .attrs = attrs};
+                       .end = end, .groups = groups, .ngroups = (uint32_t)ngroups, .ncols = ba_seg_ncols(st.h.major), .rows = rows,
+                       .min_first = acc.minf, .max_first = acc.maxf, .kinds = acc.kinds, .attrs = attrs};
   rc = ba_seg_finish(&f);
   if (rc == BA_OK) *recovered += rows;
 done:
@@ -164,10 +191,10 @@ done:
     ba_idx_attr_clear(&attrs[a]);
   }
   ba_free(groups);
-  ba_free(st.buf);
-  ba_free(st.raw);
-  ba_free(st.recs);
-  ba_free(st.vals);
+  ba_free(vals);
+  ba_free(tail.recs);
+  ba_free(tail.frames);
+  ba_jreader_close(&st);
   close(fd);
   return rc;
 }

@@ -370,6 +370,17 @@ int ba_store_writer_close(ba_store_writer_t *w) {
   return rc;
 }
 
+int ba_store_writer_flush(ba_store_writer_t *w, uint64_t age_ns) {
+  BA_RETURN_IF(!w, BA_ERR_INVALID);
+  BA_RETURN_IF(w->err < 0, w->err);
+  return ba_writer_live_flush(w, age_ns);
+}
+
+void ba_store_writer_live_stats(const ba_store_writer_t *w, uint64_t *blocks, uint64_t *bytes) {
+  if (blocks) *blocks = w ? w->live_blocks : 0;
+  if (bytes) *bytes = w ? w->live_bytes : 0;
+}
+
 void ba_store_writer_get_stats(const ba_store_writer_t *w, ba_store_writer_stats_t *st) {
   if (w && st) *st = w->st;
 }

@@ -11,6 +11,7 @@
  * needs a free slot. With N <= 1 everything runs in the caller. */
 #include <errno.h>
 #include <string.h>
+#include <time.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -45,6 +46,8 @@ int ba_writer_job_get(ba_store_writer_t *w, job_t **out) {
   j->nframes = 0;
   memset(&j->any, 0, sizeof j->any);
   j->rc = 0;
+  j->live_rows = 0;
+  j->live_since = 0;
   j->next_free = NULL;
   *out = j;
   return BA_OK;
@@ -108,10 +111,7 @@ static int column_block(ba_store_writer_t *w, job_t *j, int c, uint64_t *fv, tct
 /* The work on one row group for worker `wi` of `nw` (nw = 1: everything):
  * its attributes' bitmaps, then its columns, whose fields are gathered from
  * the records in one pass (not one strided pass per field). */
-static int job_work(ba_store_writer_t *w, job_t *j, int wi, int nw, tctx_t *tc) {
-  slice_t *sl = j->sl;
-  for (int a = wi; a < BA_ATTR_COUNT; a += nw)
-    BA_FORWARD(ba_idx_online_add(sl->idx[a], j->vals + (size_t)a * w->o.block_rows, j->n));
+static int job_columns(ba_store_writer_t *w, job_t *j, int wi, int nw, tctx_t *tc) {
   int cols[BA_NCOLS3];
   size_t nc = 0, nfv = 0;
   for (int c = wi; c < BA_NCOLS3; c += nw) {
@@ -131,6 +131,13 @@ static int job_work(ba_store_writer_t *w, job_t *j, int wi, int nw, tctx_t *tc) 
   for (size_t q = 0; q < nc; fv += ba_col3_nfields(cols[q]) * j->n, q++)
     BA_FORWARD(column_block(w, j, cols[q], fv, tc));
   return BA_OK;
+}
+
+static int job_work(ba_store_writer_t *w, job_t *j, int wi, int nw, tctx_t *tc) {
+  slice_t *sl = j->sl;
+  for (int a = wi; a < BA_ATTR_COUNT; a += nw)
+    BA_FORWARD(ba_idx_online_add(sl->idx[a], j->vals + (size_t)a * w->o.block_rows, j->n));
+  return job_columns(w, j, wi, nw, tc);
 }
 
 void *ba_writer_worker_main(void *arg) {
@@ -157,17 +164,12 @@ void *ba_writer_worker_main(void *arg) {
   return NULL;
 }
 
-/* Appends a finished row group to its slice's journal at sl->off (one
- * pwritev; the offset recorded for the group is where its bytes go). */
-static int job_write(ba_store_writer_t *w, job_t *j) {
+/* Appends the GROUP (or LIVE) block of j and its column blocks to the
+ * slice's journal at sl->off (one pwritev, continued where a partial write
+ * stopped); e gets the group's entry. A failure leaves a torn block at the
+ * end of the journal: the slice is then failed. */
+static int blocks_write(ba_store_writer_t *w, job_t *j, int type, uint64_t first_row, ba_group_ent_t *e) {
   slice_t *sl = j->sl;
-  if (sl->failed) return w->err < 0 ? w->err : BA_ERR_IO; /* nothing after a hole */
-  if (j->rc < 0) {
-    sl->failed = 1;
-    ba_writer_set_err(w, j->rc, "%s: building row group %u failed: %s", sl->name, j->group,
-            ba_strerror(j->rc));
-    return j->rc;
-  }
   const uint32_t gpl = ba_group_payload_bytes(BA_NCOLS3);
   uint8_t gb[BA_BLK_HDR_BYTES + 24 + 4 * BA_NCOLS3];
   uint8_t *gp = gb + BA_BLK_HDR_BYTES;
@@ -175,21 +177,22 @@ static int job_write(ba_store_writer_t *w, job_t *j) {
   ba_store_le32(gp, j->group);
   ba_store_le32(gp + 4, j->n);
   ba_store_le32(gp + 8, BA_NCOLS3);
-  uint64_t first_row = (uint64_t)j->group * w->o.block_rows;
   ba_store_le64(gp + 16, first_row);
   for (int c = 0; c < BA_NCOLS3; c++) ba_store_le32(gp + 24 + 4 * c, (uint32_t)j->out_len[c]);
-  ba_blk_hdr_t h = {.type = BA_BLK_GROUP, .col = 0xFF, .compress = BA_COMPRESS_NONE, .rows = j->n,
+  ba_blk_hdr_t h = {.type = (uint8_t)type, .col = 0xFF, .compress = BA_COMPRESS_NONE, .rows = j->n,
                     .raw_len = gpl, .comp_len = gpl, .group = j->group, .payload_crc = ba_crc32c(0, gp, gpl)};
   ba_blk_hdr_encode(&h, gb);
   struct iovec iov[1 + BA_NCOLS3];
   iov[0].iov_base = gb;
   iov[0].iov_len = sizeof gb;
-  ba_group_ent_t e = {.off = sl->off, .rows = j->n};
+  memset(e, 0, sizeof *e);
+  e->off = sl->off;
+  e->rows = j->n;
   uint64_t len = sizeof gb;
   for (int c = 0; c < BA_NCOLS3; c++) {
     iov[1 + c].iov_base = j->out[c];
     iov[1 + c].iov_len = j->out_len[c];
-    e.col_off[c] = j->out_len[c] ? (uint32_t)len : 0;
+    e->col_off[c] = j->out_len[c] ? (uint32_t)len : 0;
     len += j->out_len[c];
   }
   if (len > UINT32_MAX) {
@@ -197,9 +200,7 @@ static int job_write(ba_store_writer_t *w, job_t *j) {
     ba_writer_set_err(w, BA_ERR_OVERFLOW, "%s: row group %u too large", sl->name, j->group);
     return BA_ERR_OVERFLOW;
   }
-  e.len = (uint32_t)len;
-  /* pwritev may be partial: continue where it stopped. A failure leaves a
-   * torn group at the end of the journal: the slice is then failed. */
+  e->len = (uint32_t)len;
   size_t done = 0;
   while (done < len) {
     size_t skip = done;
@@ -221,6 +222,20 @@ static int job_write(ba_store_writer_t *w, job_t *j) {
     }
     done += (size_t)r;
   }
+  sl->off += len;
+  return BA_OK;
+}
+
+/* Appends a finished row group to its slice's journal and records it. */
+static int job_write(ba_store_writer_t *w, job_t *j) {
+  slice_t *sl = j->sl;
+  if (sl->failed) return w->err < 0 ? w->err : BA_ERR_IO; /* nothing after a hole */
+  if (j->rc < 0) {
+    sl->failed = 1;
+    ba_writer_set_err(w, j->rc, "%s: building row group %u failed: %s", sl->name, j->group,
+            ba_strerror(j->rc));
+    return j->rc;
+  }
   if (sl->ngroups == sl->cap_groups) {
     void *p = sl->groups;
     int rc = ba_grow(&p, &sl->cap_groups, sl->ngroups + 1, sizeof(ba_group_ent_t));
@@ -231,9 +246,10 @@ static int job_write(ba_store_writer_t *w, job_t *j) {
     }
     sl->groups = p;
   }
+  ba_group_ent_t e;
+  BA_FORWARD(blocks_write(w, j, BA_BLK_GROUP, (uint64_t)j->group * w->o.block_rows, &e));
   sl->groups[sl->ngroups++] = e;
-  sl->off += len;
-  w->st.bytes_archive += len;
+  w->st.bytes_archive += e.len;
   return BA_OK;
 }
 
@@ -296,7 +312,14 @@ static inline void or_record(ba_record_t *acc, const ba_record_t *r) {
   for (size_t i = 0; i < sizeof *r; i++) a[i] |= b[i];
 }
 
+static uint64_t mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 int ba_writer_group_add(ba_store_writer_t *w, slice_t *sl, job_t *j, const ba_record_t *recs, size_t k) {
+  if (k && j->n == j->live_rows) j->live_since = mono_ns(); /* the first row not in the journal */
   /* The index values are taken here, from the caller's records while they
    * are in cache, one short run per attribute, rather than by the workers
    * from the copies (a strided pass over the whole group per attribute). */
@@ -325,6 +348,77 @@ int ba_writer_group_add(ba_store_writer_t *w, slice_t *sl, job_t *j, const ba_re
   if (j->n == w->o.block_rows) {
     sl->cur = NULL;
     BA_FORWARD(ba_writer_submit(w, j));
+  }
+  return BA_OK;
+}
+
+/* ---------- live flushing ---------- */
+
+/* Appends rows [live_rows, n) of the open group of sl as a LIVE block (its
+ * columns built in the caller; the index is built once, from the full
+ * group). Every group of sl before it must be written already. */
+static int live_write(ba_store_writer_t *w, slice_t *sl) {
+  job_t *j = sl->cur, *lj = NULL;
+  uint32_t from = j->live_rows, k = j->n - from;
+  BA_FORWARD(ba_writer_job_get(w, &lj));
+  lj->sl = sl;
+  lj->group = sl->next_group;
+  size_t foff = 0;
+  for (uint32_t i = 0; i < from; i++) foff += j->recs[i].caplen;
+  int rc = BA_OK;
+  if (j->nframes > foff) {
+    size_t fb = j->nframes - foff;
+    if (fb > lj->cap_frames) {
+      void *p = lj->frames;
+      rc = ba_grow(&p, &lj->cap_frames, fb, 1);
+      lj->frames = p;
+    }
+    if (rc == BA_OK) memcpy(lj->frames, j->frames + foff, fb);
+    lj->nframes = fb;
+  }
+  if (rc == BA_OK) {
+    memcpy(lj->recs, j->recs + from, (size_t)k * sizeof *lj->recs);
+    lj->n = k;
+    for (uint32_t i = 0; i < k; i++) or_record(&lj->any, &lj->recs[i]);
+    rc = job_columns(w, lj, 0, 1, &w->tc[w->nw]);
+    if (rc < 0) {
+      sl->failed = 1;
+      ba_writer_set_err(w, rc, "%s: building a live block of group %u failed: %s", sl->name, lj->group,
+                        ba_strerror(rc));
+    }
+  }
+  ba_group_ent_t e;
+  if (rc == BA_OK) rc = blocks_write(w, lj, BA_BLK_LIVE, (uint64_t)lj->group * w->o.block_rows + from, &e);
+  if (rc == BA_OK) {
+    j->live_rows = j->n;
+    j->live_since = 0;
+    w->live_blocks++;
+    w->live_bytes += e.len;
+  }
+  ba_writer_job_put(w, lj);
+  return rc;
+}
+
+int ba_writer_live_flush(ba_store_writer_t *w, uint64_t age_ns) {
+  uint64_t now = mono_ns();
+  int due = 0;
+  /* Only the caller's thread changes head, tail and live_since. */
+  for (uint64_t k = w->head; k < w->tail && !due; k++) {
+    const job_t *j = w->ring[k % RING_JOBS];
+    due = j->live_since && now - j->live_since >= age_ns;
+  }
+  int open_due = 0;
+  for (size_t i = 0; i < w->nopen; i++) {
+    const job_t *j = w->open[i]->cur;
+    if (j && !w->open[i]->failed && j->n > j->live_rows && now - j->live_since >= age_ns) open_due = 1;
+  }
+  if (!due && !open_due) return BA_OK;
+  /* In flight first: a LIVE block of group g follows groups 0..g-1. */
+  BA_FORWARD(ba_writer_drain(w));
+  for (size_t i = 0; i < w->nopen; i++) {
+    slice_t *sl = w->open[i];
+    job_t *j = sl->cur;
+    if (j && !sl->failed && j->n > j->live_rows && now - j->live_since >= age_ns) BA_FORWARD(live_write(w, sl));
   }
   return BA_OK;
 }

@@ -27,6 +27,11 @@ typedef struct job {
   uint8_t *out[BA_NCOLS3]; /* block header + payload; out_len 0: absent column */
   size_t out_len[BA_NCOLS3], out_cap[BA_NCOLS3];
   int rc, pending;
+  /* Live flushing (ba_store_writer_flush): rows [0, live_rows) are already
+   * in the journal as LIVE blocks; live_since is when the first row after
+   * them was added (CLOCK_MONOTONIC ns; 0 = none waiting). */
+  uint32_t live_rows;
+  uint64_t live_since;
   struct job *next_free;
 } job_t;
 
@@ -85,6 +90,7 @@ struct ba_store_writer {
   ba_olsh_t *spare_olsh;
   ba_store_writer_stats_t st;
   uint64_t recovered;
+  uint64_t live_blocks, live_bytes; /* LIVE blocks written (ba_store_writer_live_stats) */
   int err;
   char errmsg[512];
 };
@@ -111,6 +117,9 @@ int ba_writer_group_add(ba_store_writer_t *w, slice_t *sl, job_t *j, const ba_re
 int ba_writer_submit(ba_store_writer_t *w, job_t *j);
 /* Writes every group in flight, in order. */
 int ba_writer_drain(ba_store_writer_t *w);
+/* Writes in-flight groups and LIVE blocks so that rows added at least age_ns
+ * ago are in the journals (ba_store_writer_flush). */
+int ba_writer_live_flush(ba_store_writer_t *w, uint64_t age_ns);
 /* A worker thread's body; arg: a wstart_t from ba_malloc, freed by it. */
 void *ba_writer_worker_main(void *arg);
 

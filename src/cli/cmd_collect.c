@@ -60,6 +60,10 @@ static void usage(FILE *f) {
           "                         stderr; SIGHUP reopens it (default: stderr)\n"
           "      --sync-every D     make finished blocks durable every D (default 10s, 0 = only\n"
           "                         at close)\n"
+          "      --live-every D     make every record readable by `bitarc query` within D of\n"
+          "                         its arrival: a row group not full after D is written to the\n"
+          "                         journal early (default 1s; 500ms, 2s, ...; 0 = only full\n"
+          "                         groups, as before)\n"
           "      --duration D       stop by itself after D (e.g. 30s, 2h; default: run until a\n"
           "                         signal)\n"
           "      --report FMT       final report as text (default, stderr or --log) or json\n"
@@ -130,11 +134,12 @@ typedef struct copts {
   ba_collector_opts_t co;
   ba_store_opts_t so;
   long every, stats_every, sync_every, duration;
+  uint64_t live_ns; /* --live-every */
   int quiet, json;
   ba_cli_retention_t ret; /* --max-age, --max-size, --expire-every */
 } copts_t;
 
-enum { O_RCVBUF = 1, O_QUEUE, O_EVERY, O_SYNC, O_DURATION, O_REPORT, O_STATS, O_STATS_EVERY, O_LOG, O_RXT, O_REBASE };
+enum { O_RCVBUF = 1, O_QUEUE, O_EVERY, O_SYNC, O_DURATION, O_REPORT, O_STATS, O_STATS_EVERY, O_LOG, O_RXT, O_REBASE, O_LIVE };
 static const struct option g_lo[] = {{"store", required_argument, 0, 'w'},
                                      {"listen", required_argument, 0, 'l'},
                                      {"rx-threads", required_argument, 0, O_RXT},
@@ -146,6 +151,7 @@ static const struct option g_lo[] = {{"store", required_argument, 0, 'w'},
                                      {"stats-every", required_argument, 0, O_STATS_EVERY},
                                      {"log", required_argument, 0, O_LOG},
                                      {"sync-every", required_argument, 0, O_SYNC},
+                                     {"live-every", required_argument, 0, O_LIVE},
                                      {"duration", required_argument, 0, O_DURATION},
                                      {"report", required_argument, 0, O_REPORT},
                                      {"rebase-time", no_argument, 0, O_REBASE},
@@ -191,6 +197,19 @@ static int parse_value(int c, const char *arg, copts_t *o) {
     if (c == O_RCVBUF) o->co.rcvbuf_bytes = (uint32_t)b;
     else o->co.queue_bytes = (uint64_t)b;
     return 0;
+  case O_LIVE: {
+    /* milliseconds matter here: "500ms", "1s", "2" (seconds) */
+    char *end = NULL;
+    double d = strtod(arg, &end);
+    double unit = !strcmp(end, "ms") ? 1e6 : (!strcmp(end, "s") || !*end) ? 1e9 : !strcmp(end, "m") ? 60e9
+                  : !strcmp(end, "h") ? 3600e9 : 0;
+    if (end == arg || unit == 0 || !(d >= 0) || d * unit > 3600e9) {
+      ba_cli_err("collect", "--live-every '%s' is not a duration from 0 to 1h (e.g. 500ms, 1s)", arg);
+      return 2;
+    }
+    o->live_ns = (uint64_t)(d * unit);
+    return 0;
+  }
   case O_RXT:
     v = strtol(arg, NULL, 10);
     if (v < 1 || v > BA_COLLECTOR_MAX_SOCKETS || strspn(arg, "0123456789") != strlen(arg)) {
@@ -231,6 +250,7 @@ static int parse_args(int argc, char **argv, copts_t *o) {
       o->co.listens[o->co.nlisten++] = optarg;
       break;
     case O_RCVBUF: case O_QUEUE: case O_RXT: case O_EVERY: case O_SYNC: case O_DURATION: case O_STATS_EVERY:
+    case O_LIVE:
       if (parse_value(c, optarg, o)) return 2;
       break;
     case O_STATS: o->stats = optarg; break;
@@ -409,6 +429,11 @@ static int collect_loop(run_t *r) {
       return 2;
     }
     if (g_hup) on_hup(r);
+    if (o->live_ns && (rc = ba_store_writer_flush(r->cs.w, o->live_ns)) != 0) {
+      ba_cli_err("collect", "store '%s': writing records for live queries: %s: %s", o->store, ba_strerror(rc),
+                 ba_store_writer_errmsg(r->cs.w));
+      return 2;
+    }
     uint64_t now = now_ns();
     if (o->sync_every && now - last_sync >= (uint64_t)o->sync_every * 1000000000ull) {
       ba_store_writer_sync(r->cs.w);
@@ -436,6 +461,7 @@ int ba_cmd_collect(int argc, char **argv) {
   o.every = 10;
   o.sync_every = 10;
   o.stats_every = 5;
+  o.live_ns = 1000000000ull; /* cost: doc/format.md §5 */
   int prc = parse_args(argc, argv, &o);
   if (prc) return prc == 1 ? 0 : 2;
   run_t r;

@@ -67,6 +67,9 @@ static void usage(FILE *f) {
           "      --strategy S       range OR strategy: auto, iterative, reduction or bitset\n"
           "      --device D         where range ORs run: cpu (default), omp or gpu\n"
           "      --scan             debug: linear scan + evaluator instead of the index\n"
+          "      --no-live          read only complete segments (default: also the journals of\n"
+          "                         the slices a collector is writing, by a linear scan, so\n"
+          "                         records are seen about 1 s after they arrive)\n"
           "\n"
           "filter examples (nfdump syntax plus wildcards, port ranges, relative times):\n"
           "  bitarc query -r st 'src ip 10.4.*.* and dst port 137'\n"
@@ -202,6 +205,7 @@ typedef struct qopts {
   const char *window, *ffile, *ofmt, *wfile, *aggs, *device, *order;
   const char *stat[QO_MAX_STATS];
   int nstat, local, count_only, explain, threads, scan, quiet, plain, v6, syntax_only, window_start, bidir;
+  int no_live;
   ba_range_strategy_t strategy;
   uint64_t limit, topn;
 } qopts_t;
@@ -244,7 +248,7 @@ static int once(int *seen, int c, const char *name) {
   return 0;
 }
 
-enum { O_COUNT = 1000, O_TZ, O_EXPLAIN, O_THREADS, O_STRATEGY, O_SCAN, O_DEVICE, O_WSTART };
+enum { O_COUNT = 1000, O_TZ, O_EXPLAIN, O_THREADS, O_STRATEGY, O_SCAN, O_DEVICE, O_WSTART, O_NOLIVE };
 
 static int parse_opts(int argc, char **argv, qopts_t *o) {
   static const struct option longopts[] = {
@@ -258,7 +262,8 @@ static int parse_opts(int argc, char **argv, qopts_t *o) {
     {"strategy", required_argument, NULL, O_STRATEGY}, {"scan", no_argument, NULL, O_SCAN},
     {"quiet", no_argument, NULL, 'q'}, {"help", no_argument, NULL, 'h'},
     {"device", required_argument, NULL, O_DEVICE}, {"window-start", no_argument, NULL, O_WSTART},
-    {"syntax-check", no_argument, NULL, 'Z'}, {NULL, 0, NULL, 0},
+    {"syntax-check", no_argument, NULL, 'Z'}, {"no-live", no_argument, NULL, O_NOLIVE},
+    {NULL, 0, NULL, 0},
   };
   static const char *const names[256] = {['t'] = "-t", ['f'] = "-f", ['o'] = "-o",
                                          ['c'] = "-c", ['n'] = "-n", ['w'] = "-w", ['A'] = "-A/-a",
@@ -297,6 +302,7 @@ static int parse_opts(int argc, char **argv, qopts_t *o) {
       case O_WSTART: o->window_start = 1; break;
       case O_EXPLAIN: o->explain = 1; break;
       case O_SCAN: o->scan = 1; break;
+      case O_NOLIVE: o->no_live = 1; break;
       case O_DEVICE: o->device = optarg; break;
       case O_TZ:
         if (!strcmp(optarg, "local")) o->local = 1;
@@ -453,6 +459,7 @@ static int compile_filter(const qopts_t *op, int argc, char **argv, uint64_t now
   }
   if (!*filter || ba_query_create(q) < 0) return 2;
   ba_query_set_now(*q, now_ns);
+  ba_query_set_live(*q, !op->no_live);
   int rc = ba_query_compile(*q, *filter);
   if (rc == BA_ERR_SYNTAX) {
     ba_cli_err("query", "bad filter: %s (column %zu)", ba_query_errmsg(*q), ba_query_errcol(*q) + 1);

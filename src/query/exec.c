@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "query/live.h"
 #include "query/plan_int.h"
 
 void ba_query_exec_opts_init(ba_query_exec_opts_t *o) {
@@ -335,7 +336,9 @@ int ba_query_run(ba_query_t *q, ba_store_t *s, const ba_query_exec_opts_t *opts,
   ba_query_exec_opts_t po = o;
   if (parallel) po.threads = 1;
   c.opts = &po;
-  for (size_t i = 0; i < nseg && !stop; i++) {
+  live_t *lv = NULL; /* journals (live.c), delivered in order with the segments */
+  rc = live_open(q, s, ws, we, &lv);
+  for (size_t i = 0; i < nseg && !stop && rc == 0; i++) {
     if (parallel) par_wait(&par, i, &c);
     rc = ba_store_segment(s, i, &c.seg);
     if (rc < 0 && is_damage(rc)) {
@@ -347,6 +350,7 @@ int ba_query_run(ba_query_t *q, ba_store_t *s, const ba_query_exec_opts_t *opts,
     }
     if (rc < 0) break;
     if ((rc = ba_segment_info(c.seg, &c.info)) < 0) break;
+    if ((rc = live_before(lv, c.info.start_ns, ba_store_segment_name(s, i), &run, &o, q, &stop)) != 0 || stop) break;
     /* Segment pruning by slice and by the first-seen range inside it. */
     if (seg_pruned(&c.info, ws, we)) continue;
     c.codec = c.info.codec;
@@ -392,6 +396,8 @@ int ba_query_run(ba_query_t *q, ba_store_t *s, const ba_query_exec_opts_t *opts,
     ba_segment_release(c.seg); /* its directory and buffers: the next segment reuses the memory */
     if (rc != 0) break;
   }
+  if (rc == 0 && !stop) rc = live_before(lv, 0, NULL, &run, &o, q, &stop);
+  live_free(lv);
   if (parallel) {
     pthread_mutex_lock(&par.mu);
     par.quit = 1;

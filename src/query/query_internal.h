@@ -72,6 +72,8 @@ struct ba_query {
   uint32_t cols;
   size_t errcol;
   char errmsg[256];
+  int no_live;                      /* ba_query_set_live(q, 0): journals are not read */
+  uint64_t live_files, live_rows;   /* the last run's journals read and their rows */
 };
 
 void qnode_free(qnode_t *n);

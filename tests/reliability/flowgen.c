@@ -4,7 +4,10 @@
  * then prints how many flows, datagrams and bytes it sent. Loopback only: it
  * refuses any other destination.
  *
- *   flowgen --port 2055 --rate 50000 --seconds 3 [--per-datagram 40] [--seed 1] [--log FILE]
+ *   flowgen --port 2055 --rate 50000 --seconds 3 [--per-datagram 40] [--seed 1] [--log FILE] [--v5]
+ *
+ * --v5 sends NetFlow v5 instead (48-byte records, at most 30 a datagram; the
+ * same flows, times and --log lines).
  *
  * --log FILE writes every flow sent, one line each, before its datagram goes
  * out: "first_s src dst sport dport proto packets bytes" (first_s = the flow
@@ -45,26 +48,27 @@ static uint32_t rnd(void) {
 
 static void usage(void) {
   fprintf(stderr, "usage: flowgen --port P --rate FLOWS_PER_S --seconds S [--per-datagram N] [--seed X]\n"
-                  "       [--log FILE]\n"
+                  "       [--log FILE] [--v5]\n"
                   "  sends NetFlow v9 to 127.0.0.1:P only; --log lists every flow sent\n");
   exit(2);
 }
 
 int main(int argc, char **argv) {
-  int port = 0, per = 40;
+  int port = 0, per = 40, v5 = 0;
   double rate = 0, seconds = 0;
   FILE *log = NULL;
   static const struct option opts[] = {{"port", required_argument, 0, 'p'}, {"rate", required_argument, 0, 'r'},
                                        {"seconds", required_argument, 0, 's'},
                                        {"per-datagram", required_argument, 0, 'n'},
                                        {"seed", required_argument, 0, 'x'}, {"log", required_argument, 0, 'o'},
-                                       {0, 0, 0, 0}};
+                                       {"v5", no_argument, 0, '5'}, {0, 0, 0, 0}};
   int c;
   while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
     if (c == 'p') port = atoi(optarg);
     else if (c == 'r') rate = atof(optarg);
     else if (c == 's') seconds = atof(optarg);
     else if (c == 'n') per = atoi(optarg);
+    else if (c == '5') v5 = 1;
     else if (c == 'x') g_rng = strtoull(optarg, NULL, 10) | 1;
     else if (c == 'o') {
       log = fopen(optarg, "w");
@@ -76,6 +80,7 @@ int main(int argc, char **argv) {
     else usage();
   }
   if (port <= 0 || port > 65535 || rate <= 0 || seconds <= 0 || seconds > 3600 || per < 1 || per > 45) usage();
+  if (v5 && per > 30) per = 30;
   int fd = socket(AF_INET, SOCK_DGRAM, 0);
   if (fd < 0) {
     perror("flowgen: socket");
@@ -100,6 +105,44 @@ int main(int argc, char **argv) {
         struct timespec ts = {0, (long)(d - 100000)};
         nanosleep(&ts, NULL);
       }
+      continue;
+    }
+    if (v5) {
+      uint32_t n = (uint32_t)per;
+      if (n > total - flows) n = (uint32_t)(total - flows);
+      uint32_t uptime = (uint32_t)((now_ns() - t0) / 1000000) + 100000;
+      uint32_t usecs = unix_secs + (uint32_t)((now_ns() - t0) / 1000000000ull);
+      memset(buf, 0, 24 + 48 * (size_t)n);
+      put16(buf, 5);
+      put16(buf + 2, (uint16_t)n);
+      put32(buf + 4, uptime);
+      put32(buf + 8, usecs);
+      put32(buf + 16, (uint32_t)flows); /* flow_sequence */
+      for (uint32_t i = 0; i < n; i++) {
+        uint8_t *r = buf + 24 + 48 * (size_t)i;
+        put32(r, 0x0A000000u | (rnd() & 0xffff));
+        put32(r + 4, 0xC0A80000u | (rnd() & 0x3ff));
+        put16(r + 32, (uint16_t)(1024 + rnd() % 60000));
+        put16(r + 34, (uint16_t)(rnd() % 2 ? 443 : 53));
+        r[38] = r[35] == 53 ? 17 : 6; /* prot */
+        r[37] = 0x1b;                 /* tcp_flags */
+        put32(r + 16, 1 + rnd() % 100);
+        put32(r + 20, 40 + rnd() % 100000);
+        put32(r + 24, uptime - 5000);
+        put32(r + 28, uptime - 10);
+        if (log)
+          fprintf(log, "%u %u %u %u %u %u %u %u\n", usecs - 5, get32(r), get32(r + 4), get16(r + 32), get16(r + 34),
+                  r[38], get32(r + 16), get32(r + 20));
+      }
+      if (log) fflush(log);
+      size_t len = 24 + 48 * (size_t)n;
+      if (sendto(fd, buf, len, 0, (struct sockaddr *)&to, sizeof to) != (ssize_t)len) {
+        perror("flowgen: sendto");
+        return 1;
+      }
+      flows += n;
+      dgrams++;
+      bytes += len;
       continue;
     }
     size_t off = 20;
