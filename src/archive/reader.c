@@ -20,6 +20,8 @@
 typedef struct colcache {
   int64_t group; /* -1: empty */
   int rc;
+  int in_gbuf;          /* data points into the segment's group buffer */
+  const uint8_t *data;  /* the payload: raw, or inside gbuf (uncompressed) */
   uint8_t *raw;
   size_t cap, len;
 } colcache_t;
@@ -45,6 +47,9 @@ struct ba_segment {
   colcache_t cache[BA_NCOLS_MAX];
   uint8_t *cbuf;
   size_t ccap;
+  uint8_t *gbuf; /* bytes of one row group read in few preads, at their
+                    offsets relative to the group (read_group_cols) */
+  size_t gcap;
   ba_record_t *recs; /* decoded group */
   int64_t recs_group;
   uint32_t recs_mask;  /* column ids decoded into recs */
@@ -83,6 +88,9 @@ static void seg_release(ba_segment_t *g) {
   ba_free(g->cbuf);
   g->cbuf = NULL;
   g->ccap = 0;
+  ba_free(g->gbuf);
+  g->gbuf = NULL;
+  g->gcap = 0;
   ba_free(g->bmbuf);
   g->bmbuf = NULL;
   g->bmcap = 0;
@@ -535,10 +543,43 @@ int ba_segment_column_bytes(ba_segment_t *g, uint64_t bytes[32], unsigned *ncols
 }
 
 /* ---------- row groups ---------- */
-/* Column c of group gi, read, CRC-checked and decompressed into cc; an
- * absent 3.0 column (all zero) gives len 0 and raw NULL. */
+/* Checks a column block's header against the table: column c of group gi. */
+static int col_hdr_ok(const ba_segment_t *g, uint32_t gi, int c, const ba_blk_hdr_t *h) {
+  const ba_group_ent_t *ge = &g->groups[gi];
+  BA_RETURN_IF(h->type != BA_BLK_COLUMN || h->col != c || h->group != gi || h->rows != ge->rows, BA_ERR_CORRUPT);
+  uint64_t fixed = ba_col_raw_min(g->h.major, c, ge->rows);
+  uint64_t maxraw = ba_col_raw_max(g->h.major, c, ge->rows,
+                                   c == BA_COLID_FRAME ? (size_t)ge->rows * BA_MAX_CAPLEN : 0);
+  BA_RETURN_IF(h->raw_len < fixed || h->raw_len > maxraw, BA_ERR_CORRUPT);
+  return BA_OK;
+}
+
+/* The payload src[0..h->comp_len) (CRC-checked) of a checked header into
+ * cc: kept in place when uncompressed (cc->data = src), else decompressed
+ * into cc->raw. */
+static int col_payload(const ba_blk_hdr_t *h, const uint8_t *src, int in_place, colcache_t *cc) {
+  if (in_place && h->compress == BA_COMPRESS_NONE) {
+    cc->data = src;
+    cc->len = h->raw_len;
+    return BA_OK;
+  }
+  if (cc->cap < (size_t)h->raw_len + 1) {
+    void *p = cc->raw;
+    BA_FORWARD(ba_grow(&p, &cc->cap, (size_t)h->raw_len + 1, 1));
+    cc->raw = p;
+  }
+  BA_FORWARD(ba_decompress_block((ba_compress_t)h->compress, src, h->comp_len, cc->raw, h->raw_len));
+  cc->data = cc->raw;
+  cc->len = h->raw_len;
+  return BA_OK;
+}
+
+/* Column c of group gi, read (two preads), CRC-checked and decompressed into
+ * cc; an absent 3.0 column (all zero) gives len 0. */
 static int read_col_block(ba_segment_t *g, uint32_t gi, int c, colcache_t *cc) {
   const ba_group_ent_t *ge = &g->groups[gi];
+  cc->in_gbuf = 0;
+  cc->data = NULL;
   if (ge->col_off[c] == 0) { /* absent (load_table allows it in 3.0 only) */
     cc->len = 0;
     return BA_OK;
@@ -546,28 +587,108 @@ static int read_col_block(ba_segment_t *g, uint32_t gi, int c, colcache_t *cc) {
   ba_blk_hdr_t h;
   uint64_t gend = ge->off + ge->len;
   BA_FORWARD(ba_blk_read(g->fd, ge->off + ge->col_off[c], gend, &h, &g->cbuf, &g->ccap));
-  BA_RETURN_IF(h.type != BA_BLK_COLUMN || h.col != c || h.group != gi || h.rows != ge->rows,
-               BA_ERR_CORRUPT);
-  uint64_t fixed = ba_col_raw_min(g->h.major, c, ge->rows);
-  uint64_t maxraw = ba_col_raw_max(g->h.major, c, ge->rows,
-                                   c == BA_COLID_FRAME ? (size_t)ge->rows * BA_MAX_CAPLEN : 0);
-  BA_RETURN_IF(h.raw_len < fixed || h.raw_len > maxraw, BA_ERR_CORRUPT);
-  if (cc->cap < (size_t)h.raw_len + 1) {
-    void *p = cc->raw;
-    BA_FORWARD(ba_grow(&p, &cc->cap, (size_t)h.raw_len + 1, 1));
-    cc->raw = p;
-  }
-  BA_FORWARD(ba_decompress_block((ba_compress_t)h.compress, g->cbuf, h.comp_len, cc->raw, h.raw_len));
-  cc->len = h.raw_len;
+  BA_FORWARD(col_hdr_ok(g, gi, c, &h));
+  return col_payload(&h, g->cbuf, 0, cc);
+}
+
+/* End (relative to the group) of the block of present column c: where the
+ * next present column's block starts, or the group's end. The table gives
+ * it; the block's own header decides what is read from it (col_from_gbuf). */
+static uint32_t col_end(const ba_group_ent_t *ge, unsigned ncols, unsigned c) {
+  for (unsigned d = c + 1; d < ncols; d++)
+    if (ge->col_off[d]) return ge->col_off[d];
+  return ge->len;
+}
+
+/* Column c of group gi from the group buffer, where [off, end) was read:
+ * the same checks as read_col_block, then the payload's CRC. */
+static int col_from_gbuf(ba_segment_t *g, uint32_t gi, int c, uint32_t end, colcache_t *cc) {
+  uint32_t off = g->groups[gi].col_off[c];
+  ba_blk_hdr_t h;
+  BA_FORWARD(ba_blk_hdr_decode(g->gbuf + off, &h));
+  BA_RETURN_IF(h.comp_len > end - off - BA_BLK_HDR_BYTES, BA_ERR_TRUNCATED);
+  const uint8_t *p = g->gbuf + off + BA_BLK_HDR_BYTES;
+  BA_RETURN_IF(ba_crc32c(0, p, h.comp_len) != h.payload_crc, BA_ERR_CHECKSUM);
+  BA_FORWARD(col_hdr_ok(g, gi, c, &h));
+  BA_FORWARD(col_payload(&h, p, 1, cc));
+  cc->in_gbuf = cc->data != cc->raw;
   return BA_OK;
 }
 
-static int load_col(ba_segment_t *g, uint32_t gi, int c) {
-  colcache_t *cc = &g->cache[c];
-  if (cc->group == (int64_t)gi) return cc->rc;
-  cc->group = gi;
-  cc->rc = read_col_block(g, gi, c, cc);
-  return cc->rc;
+/* Blocks of the needed columns closer than this are read by one pread with
+ * the bytes between them: a pread costs about what copying 12 KB does. */
+#define GROUP_READ_GAP 12288u
+
+/* Loads the columns `need` (column ids) of group gi into the cache, reading
+ * runs of neighbouring blocks with one pread each (header and payload
+ * together) instead of two preads per block. *bad gets the first column
+ * that failed (its error is returned). */
+static int load_cols(ba_segment_t *g, uint32_t gi, uint32_t need, int *bad) {
+  const ba_group_ent_t *ge = &g->groups[gi];
+  uint32_t todo = 0, lo = UINT32_MAX, hi = 0;
+  uint32_t end[BA_NCOLS_MAX];
+  for (unsigned c = 0; c < g->ncols; c++) {
+    colcache_t *cc = &g->cache[c];
+    if (!(need & (1u << c)) || cc->group == (int64_t)gi) continue;
+    end[c] = col_end(ge, g->ncols, c);
+    if (ge->col_off[c] && end[c] > ge->col_off[c] && end[c] - ge->col_off[c] >= BA_BLK_HDR_BYTES) {
+      todo |= 1u << c;
+      lo = BA_MIN(lo, ge->col_off[c]);
+      hi = BA_MAX(hi, end[c]);
+    }
+  }
+  if (todo) {
+    /* The buffer is about to be overwritten: no cached column may point
+     * into it any more. */
+    for (unsigned c = 0; c < g->ncols; c++)
+      if (g->cache[c].in_gbuf && g->cache[c].group != (int64_t)gi) g->cache[c].group = -1;
+    if (g->gcap < hi) {
+      void *p = g->gbuf;
+      BA_FORWARD(ba_grow(&p, &g->gcap, hi, 1));
+      g->gbuf = p;
+    }
+    /* Runs of blocks in file order (ids ascending = offsets ascending in a
+     * well-formed group; a block out of order starts a run of its own). */
+    uint32_t rs = 0, re = 0;
+    int open = 0;
+    for (unsigned c = 0; c <= g->ncols; c++) {
+      int last = c == g->ncols;
+      if (!last && !(todo & (1u << c))) continue;
+      if (open && !last && ge->col_off[c] >= re && ge->col_off[c] - re <= GROUP_READ_GAP) {
+        re = BA_MAX(re, end[c]);
+        continue;
+      }
+      if (open) {
+        int rc = ba_pread_full(g->fd, g->gbuf + rs, re - rs, ge->off + rs);
+        if (rc < 0) { /* each block of the run is read alone below */
+          for (unsigned d = 0; d < c; d++)
+            if ((todo & (1u << d)) && ge->col_off[d] >= rs && end[d] <= re) todo &= ~(1u << d);
+        }
+      }
+      if (last) break;
+      rs = ge->col_off[c];
+      re = end[c];
+      open = 1;
+    }
+  }
+  for (unsigned c = 0; c < g->ncols; c++) {
+    colcache_t *cc = &g->cache[c];
+    if (!(need & (1u << c)) || cc->group == (int64_t)gi) {
+      if ((need & (1u << c)) && cc->rc < 0) {
+        *bad = (int)c;
+        return cc->rc;
+      }
+      continue;
+    }
+    cc->group = gi;
+    cc->in_gbuf = 0;
+    cc->rc = (todo & (1u << c)) ? col_from_gbuf(g, gi, (int)c, end[c], cc) : read_col_block(g, gi, (int)c, cc);
+    if (cc->rc < 0) {
+      *bad = (int)c;
+      return cc->rc;
+    }
+  }
+  return BA_OK;
 }
 
 static int col_damaged(ba_segment_t *g, uint32_t gi, int c, int rc) {
@@ -608,12 +729,11 @@ static int decode_group(ba_segment_t *g, uint32_t gi, uint32_t need, uint32_t ma
   for (unsigned c = 0; c < g->ncols; c++)
     if ((g->recs_dirty & ~need) & (1u << c)) ba_col_clear((int)c, g->recs, g->h.block_rows);
   g->recs_dirty |= need;
+  int bad = 0, rc = load_cols(g, gi, need, &bad);
+  if (rc < 0) return col_damaged(g, gi, bad, rc);
   for (unsigned c = 0; c < g->ncols; c++) {
     if (!(need & (1u << c))) continue;
-    int rc = load_col(g, gi, (int)c);
-    if (rc == BA_OK) {
-      rc = ba_col_decode(g->h.major, (int)c, g->cache[c].raw, g->cache[c].len, ge->rows, g->recs);
-    }
+    rc = ba_col_decode(g->h.major, (int)c, g->cache[c].data, g->cache[c].len, ge->rows, g->recs);
     if (rc < 0) return col_damaged(g, gi, (int)c, rc);
   }
   for (unsigned c = 0; c < g->ncols; c++)
@@ -666,20 +786,17 @@ static int pick_rows(ba_segment_t *g, uint32_t gi, const uint64_t *rows, size_t 
   }
   ba_record_t *batch = g->pick;
   uint32_t *idx = g->pick_idx;
-  for (unsigned c = 0; c < g->ncols; c++) {
-    if (!(need & (1u << c))) continue;
-    int rc = load_col(g, gi, (int)c);
-    if (rc < 0) {
-      *damaged = 1;
-      return col_damaged(g, gi, (int)c, rc);
-    }
+  int bad = 0, lrc = load_cols(g, gi, need, &bad);
+  if (lrc < 0) {
+    *damaged = 1;
+    return col_damaged(g, gi, bad, lrc);
   }
   memset(batch, 0, n * sizeof *batch);
   for (size_t j = 0; j < n; j++) idx[j] = (uint32_t)(rows[j] - base);
   for (unsigned c = 0; c < g->ncols; c++) {
     if (!(need & (1u << c))) continue; /* len 0: an absent column (ba_col3_decode_rows) */
     if (g->cache[c].len == 0 && c != BA_COLID_META && ba_col3_absent_is_zero((int)c)) continue; /* zeroed */
-    int rc = ba_col_decode_rows(g->h.major, (int)c, g->cache[c].raw, g->cache[c].len, ge->rows, idx, n, batch);
+    int rc = ba_col_decode_rows(g->h.major, (int)c, g->cache[c].data, g->cache[c].len, ge->rows, idx, n, batch);
     if (rc < 0) {
       *damaged = 1;
       return col_damaged(g, gi, (int)c, rc);
@@ -743,6 +860,57 @@ int ba_segment_read_rows(ba_segment_t *g, const uint64_t *rows, size_t n, uint32
   return read_groups(g, rows, n, cols, fn, ctx, damaged);
 }
 
+int ba_segment_clone(ba_segment_t *g, ba_segment_t **out) {
+  BA_RETURN_IF(!g || !out || g->open_rc < 0, BA_ERR_INVALID);
+  BA_FORWARD(load_table(g));
+  ba_store_t *s = ba_calloc(1, sizeof *s); /* the clone's own error detail */
+  ba_segment_t *d = ba_calloc(1, sizeof *d);
+  int rc = BA_ERR_NOMEM;
+  if (!s || !d) goto fail;
+  s->dirfd = -1;
+  d->store = s;
+  d->fd = -1;
+  d->name = ba_malloc(strlen(g->name) + 1);
+  d->groups = ba_malloc((size_t)g->f.ngroups * sizeof *d->groups);
+  if (!d->name || !d->groups) goto fail;
+  strcpy(d->name, g->name);
+  memcpy(d->groups, g->groups, (size_t)g->f.ngroups * sizeof *d->groups);
+  rc = BA_ERR_IO;
+  if ((d->fd = dup(g->fd)) < 0) goto fail;
+  d->fsize = g->fsize;
+  d->h = g->h;
+  d->f = g->f;
+  d->ncols = g->ncols;
+  d->table_rc = BA_OK;
+  d->dir_rc = 1;
+  d->recs_group = -1;
+  for (int c = 0; c < BA_NCOLS_MAX; c++) d->cache[c].group = -1;
+  *out = d;
+  return BA_OK;
+fail:
+  if (d) {
+    ba_free(d->name);
+    ba_free(d->groups);
+    if (d->fd >= 0) close(d->fd);
+    ba_free(d);
+  }
+  ba_free(s);
+  return rc;
+}
+
+void ba_segment_clone_free(ba_segment_t *d) {
+  if (!d) return;
+  ba_store_t *s = d->store;
+  seg_free(d);
+  ba_store_close(s);
+}
+
+const char *ba_segment_errmsg(const ba_segment_t *g) { return g ? g->store->errmsg : "no segment"; }
+
+void ba_segment_set_errmsg(ba_segment_t *g, const char *msg) {
+  if (g && msg) serr(g->store, "%s", msg);
+}
+
 int ba_segment_scan(ba_segment_t *g, uint32_t cols, ba_record_sink_fn fn, void *ctx,
                     uint64_t *damaged) {
   return read_groups(g, NULL, 0, cols, fn, ctx, damaged);
@@ -793,7 +961,7 @@ int ba_segment_verify(ba_segment_t *g, uint64_t *nbad) {
                        (unsigned long long)ge->off, ba_strerror(rc));
       for (int c = 0; c < (int)g->ncols; c++) {
         rc = read_col_block(g, gi, c, &cc);
-        if (rc == BA_OK && ge->col_off[c]) rc = ba_col_decode(g->h.major, c, cc.raw, cc.len, ge->rows, tmp);
+        if (rc == BA_OK && ge->col_off[c]) rc = ba_col_decode(g->h.major, c, cc.data, cc.len, ge->rows, tmp);
         if (rc < 0)
           NOTE(rc, "%s: block %u column %d (offset %llu): %s", g->name, gi, c,
                (unsigned long long)(ge->off + ge->col_off[c]), ba_strerror(rc));
