@@ -201,7 +201,11 @@ static int par_plan(par_t *p, ba_store_t *st, size_t i, segctx_t *c, segres_t *r
   c->seg = seg;
   c->codec = c->info.codec;
   int rc = plan_segment(p->root, c, NULL, res);
-  if (rc == 0 && st != p->ms && p->prefetch && res->r.hi.kind == PB_BM && res->ncand > 0 &&
+  /* A segment whose rows fetch_rows reads on two threads anyway is left to
+   * the caller's thread: buffering its records here costs more (first
+   * touches of a large buffer) than the overlap gains. */
+  int two = p->fetch_threads >= 2 && c->info.nblocks >= FETCH_PAR_MIN_GROUPS;
+  if (rc == 0 && st != p->ms && p->prefetch && !two && res->r.hi.kind == PB_BM && res->ncand > 0 &&
       res->ncand <= PREFETCH_MAX_ROWS && !(p->wo.count_only && res->exact)) {
     /* Read the candidates here too (the caller's thread only delivers). */
     uint32_t cols = p->cols | (res->exact ? 0 : p->qcols | BA_COL_FIRST);

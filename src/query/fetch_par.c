@@ -15,8 +15,6 @@
  * that the hand-off (a futex call or two) is noise. */
 #define CHUNK_GROUPS 16
 #define CHUNK_ROWS 8192
-/* Fewer touched groups than this: one thread (starting one costs more). */
-#define PAR_MIN_GROUPS 24
 
 typedef struct pslot {
   int full; /* 1: holds chunk `chunk`, read */
@@ -177,7 +175,7 @@ int fetch_rows_two(ba_segment_t *seg, const ba_bitmap_t *bm, uint32_t cols, uint
   int rc = ba_bitmap_to_rows(bm, rows, (size_t)ncand, &n);
   if (rc == 0 && n != ncand) rc = BA_ERR_CORRUPT;
   if (rc == 0) rc = make_cuts(rows, n, block_rows, &cut, &nchunks, &groups);
-  if (rc == 0 && groups >= PAR_MIN_GROUPS && nchunks >= 2) {
+  if (rc == 0 && groups >= FETCH_PAR_MIN_GROUPS && nchunks >= 2) {
     *done = 1;
     *blocks = groups;
     *damaged = 0;

@@ -231,8 +231,9 @@ int count_blocks(void *vctx, const uint64_t *rows, size_t n);
 int fetch_rows(ba_segment_t *seg, const ba_bitmap_t *bm, uint32_t cols, uint32_t block_rows, ba_record_sink_fn sink,
                void *sink_ctx, int threads, uint64_t *blocks, uint64_t *damaged);
 
-/* fetch_par.c: fetch_rows on two threads; *done = 0 when it declined (too
- * few row groups) and read nothing. */
+/* fetch_par.c: fetch_rows on two threads; *done = 0 when it declined (fewer
+ * than FETCH_PAR_MIN_GROUPS row groups touched) and read nothing. */
+#define FETCH_PAR_MIN_GROUPS 24 /* fewer: one thread (starting one costs more) */
 int fetch_rows_two(ba_segment_t *seg, const ba_bitmap_t *bm, uint32_t cols, uint32_t block_rows,
                    ba_record_sink_fn sink, void *sink_ctx, uint64_t *blocks, uint64_t *damaged, int *done);
 
