@@ -92,6 +92,15 @@ static void one(const uint8_t *data, size_t size) {
     uint64_t rows[3] = {0, in.rows / 2, in.rows ? in.rows - 1 : 0};
     size_t nr = in.rows >= 3 && rows[1] > 0 && rows[2] > rows[1] ? 3 : in.rows ? 1 : 0;
     ba_segment_read_rows(seg, rows, nr, BA_COL_SRC | BA_COL_FRAME, sink, &sum, &dmg);
+    /* a clone (another thread's reader) reads what the segment reads */
+    ba_segment_t *cl = NULL;
+    if (ba_segment_clone(seg, &cl) == BA_OK) {
+      uint64_t s1 = 0, s2 = 0, d1 = 0, d2 = 0;
+      int r1 = ba_segment_read_rows(seg, rows, nr, BA_COL_ALL & ~BA_COL_FRAME, sink, &s1, &d1);
+      int r2 = ba_segment_read_rows(cl, rows, nr, BA_COL_ALL & ~BA_COL_FRAME, sink, &s2, &d2);
+      if (r1 != r2 || s1 != s2 || d1 != d2) abort();
+      ba_segment_clone_free(cl);
+    }
     for (int a = 0; a < BA_ATTR_COUNT; a++) {
       uint32_t vals[8];
       size_t nv = 0;

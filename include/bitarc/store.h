@@ -203,6 +203,16 @@ int ba_segment_read_rows(ba_segment_t *seg, const uint64_t *rows, size_t n, uint
 /* Damage with damaged == NULL: the undamaged rows are still delivered, then
  * the first error is returned. Segment handles are not thread-safe: use one
  * store handle per thread. */
+/* A second reader of seg for another thread: its own file descriptor,
+ * buffers and error detail, the block table copied; reads through it give
+ * what reads through seg give. seg must outlive it. */
+int ba_segment_clone(ba_segment_t *seg, ba_segment_t **out);
+void ba_segment_clone_free(ba_segment_t *clone);
+/* The error detail of the last failed read through seg (for a clone its
+ * own; otherwise its store's, as ba_store_errmsg), and setting it (a
+ * clone's damage reported through the segment it was cloned from). */
+const char *ba_segment_errmsg(const ba_segment_t *seg);
+void ba_segment_set_errmsg(ba_segment_t *seg, const char *msg);
 /* Every row in order (the linear scan used as the test oracle). */
 int ba_segment_scan(ba_segment_t *seg, uint32_t cols, ba_record_sink_fn fn, void *ctx,
                     uint64_t *damaged);

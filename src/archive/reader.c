@@ -1,8 +1,9 @@
-/* Store reader: lists complete segments, reads their indexes and the rows the
- * index selects, decompressing only the row groups and columns needed (the
- * last decompressed block of each column is cached). Damage (bad CRC, bad
- * lengths, truncation) is reported per segment and block and skipped; nothing
- * read from a file is trusted before it is checked. */
+/* Store reader: lists complete segments, reads their indexes, clones a
+ * segment's reader for another thread and verifies segments; the rows the
+ * index selects are read in reader_rows.c (only the row groups and columns
+ * needed). Damage (bad CRC, bad lengths, truncation) is reported per segment
+ * and block and skipped; nothing read from a file is trusted before it is
+ * checked. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -14,55 +15,10 @@
 #include <unistd.h>
 
 #include "archive/archive.h"
-#include "archive/col3.h"
+#include "archive/reader_int.h"
 #include "common/common.h"
 
-typedef struct colcache {
-  int64_t group; /* -1: empty */
-  int rc;
-  uint8_t *raw;
-  size_t cap, len;
-} colcache_t;
-
-struct ba_segment {
-  ba_store_t *store;
-  char *name;
-  int fd;
-  uint64_t fsize;
-  int open_rc;
-  ba_seg_hdr_t h;
-  ba_seg_footer_t f;
-  int table_rc; /* 1 = not loaded */
-  ba_group_ent_t *groups;
-  int dir_rc;
-  uint8_t *dir; /* the index directory's payload, CRC-checked; entries are
-                   parsed where used (load_dir, attr_range) */
-  size_t ndir;
-  int ar_rc[BA_ATTR_COUNT]; /* per attribute: 1 = range not checked yet */
-  uint32_t ar_lo[BA_ATTR_COUNT], ar_hi[BA_ATTR_COUNT];
-  uint8_t *bmbuf; /* scratch for one serialized bitmap */
-  size_t bmcap;
-  colcache_t cache[BA_NCOLS_MAX];
-  uint8_t *cbuf;
-  size_t ccap;
-  ba_record_t *recs; /* decoded group */
-  int64_t recs_group;
-  uint32_t recs_mask;  /* column ids decoded into recs */
-  uint32_t recs_dirty; /* column ids whose fields may be non-zero in recs */
-  ba_record_t *pick;   /* 3.0: the picked rows of one group (block_rows records) */
-  uint32_t *pick_idx;  /* their row numbers inside the group */
-  unsigned ncols;      /* ba_seg_ncols(h.major) */
-};
-
-struct ba_store {
-  char *dir;
-  int dirfd;
-  ba_segment_t **segs;
-  size_t n, cap;
-  char errmsg[512];
-};
-
-static void serr(ba_store_t *s, const char *fmt, ...) {
+void ba_rd_serr(ba_store_t *s, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(s->errmsg, sizeof s->errmsg, fmt, ap);
@@ -83,6 +39,9 @@ static void seg_release(ba_segment_t *g) {
   ba_free(g->cbuf);
   g->cbuf = NULL;
   g->ccap = 0;
+  ba_free(g->gbuf);
+  g->gbuf = NULL;
+  g->gcap = 0;
   ba_free(g->bmbuf);
   g->bmbuf = NULL;
   g->bmcap = 0;
@@ -132,7 +91,7 @@ static int seg_validate(ba_segment_t *g) {
   return BA_OK;
 }
 
-static int load_table(ba_segment_t *g) {
+int ba_rd_load_table(ba_segment_t *g) {
   if (g->table_rc != 1) return g->table_rc;
   ba_blk_hdr_t h;
   int rc = ba_blk_read(g->fd, g->f.table_off, g->fsize - BA_SEG_FOOTER_BYTES, &h, &g->cbuf, &g->ccap);
@@ -163,7 +122,7 @@ static int load_table(ba_segment_t *g) {
   if (rc < 0) {
     ba_free(g->groups);
     g->groups = NULL;
-    serr(g->store, "%s: block table at offset %llu: %s", g->name,
+    ba_rd_serr(g->store, "%s: block table at offset %llu: %s", g->name,
          (unsigned long long)g->f.table_off, ba_strerror(rc));
   }
   g->table_rc = rc;
@@ -188,7 +147,7 @@ static int load_dir(ba_segment_t *g) {
     g->ndir = cnt;
   }
   if (rc < 0) {
-    serr(g->store, "%s: index directory at offset %llu: %s", g->name,
+    ba_rd_serr(g->store, "%s: index directory at offset %llu: %s", g->name,
          (unsigned long long)g->f.dir_off, ba_strerror(rc));
   } else {
     /* The payload buffer becomes the directory; blocks get a new one. */
@@ -244,7 +203,7 @@ static int attr_range(ba_segment_t *g, ba_attr_t attr, size_t *lo, size_t *hi) {
     }
     if (bad) rc = BA_ERR_CORRUPT;
     if (rc < 0)
-      serr(g->store, "%s: index directory at offset %llu: %s entries: %s", g->name,
+      ba_rd_serr(g->store, "%s: index directory at offset %llu: %s entries: %s", g->name,
            (unsigned long long)g->f.dir_off, ba_attr_name(attr), ba_strerror(rc));
     g->ar_rc[attr] = rc;
     g->ar_lo[attr] = (uint32_t)a;
@@ -316,7 +275,7 @@ int ba_store_refresh(ba_store_t *s) {
       g->fsize = (uint64_t)st.st_size;
       g->open_rc = seg_validate(g);
     }
-    if (g->open_rc < 0) serr(s, "%s: %s", g->name, ba_strerror(g->open_rc));
+    if (g->open_rc < 0) ba_rd_serr(s, "%s: %s", g->name, ba_strerror(g->open_rc));
     if (s->n == s->cap) {
       void *p = s->segs;
       if ((rc = ba_grow(&p, &s->cap, s->n + 1, sizeof *s->segs)) < 0) {
@@ -382,7 +341,7 @@ int ba_store_segment(ba_store_t *s, size_t i, ba_segment_t **out) {
   BA_RETURN_IF(!s || !out || i >= s->n, BA_ERR_INVALID);
   ba_segment_t *g = s->segs[i];
   if (g->open_rc < 0) {
-    serr(s, "%s: %s", g->name, ba_strerror(g->open_rc));
+    ba_rd_serr(s, "%s: %s", g->name, ba_strerror(g->open_rc));
     return g->open_rc;
   }
   *out = g;
@@ -458,7 +417,7 @@ int ba_segment_index(ba_segment_t *g, ba_attr_t attr, uint32_t value, ba_bitmap_
   ba_idx_dirent_t e = dir_get(g, (size_t)k);
   int rc = read_bitmap(g, &e, out);
   if (rc < 0)
-    serr(g->store, "%s: index bitmap %s=%u at offset %llu: %s", g->name, ba_attr_name(attr), value,
+    ba_rd_serr(g->store, "%s: index bitmap %s=%u at offset %llu: %s", g->name, ba_attr_name(attr), value,
          (unsigned long long)e.off, ba_strerror(rc));
   return rc;
 }
@@ -516,7 +475,7 @@ const char *ba_segment_column_name(unsigned c) {
 
 int ba_segment_column_bytes(ba_segment_t *g, uint64_t bytes[32], unsigned *ncols) {
   BA_RETURN_IF(!g || !bytes || !ncols, BA_ERR_INVALID);
-  BA_FORWARD(load_table(g));
+  BA_FORWARD(ba_rd_load_table(g));
   memset(bytes, 0, 32 * sizeof *bytes);
   *ncols = g->ncols;
   for (uint32_t gi = 0; gi < g->f.ngroups; gi++) {
@@ -535,218 +494,55 @@ int ba_segment_column_bytes(ba_segment_t *g, uint64_t bytes[32], unsigned *ncols
   return BA_OK;
 }
 
-/* ---------- row groups ---------- */
-/* Column c of group gi, read, CRC-checked and decompressed into cc; an
- * absent 3.0 column (all zero) gives len 0 and raw NULL. */
-static int read_col_block(ba_segment_t *g, uint32_t gi, int c, colcache_t *cc) {
-  const ba_group_ent_t *ge = &g->groups[gi];
-  if (ge->col_off[c] == 0) { /* absent (load_table allows it in 3.0 only) */
-    cc->len = 0;
-    return BA_OK;
-  }
-  ba_blk_hdr_t h;
-  uint64_t gend = ge->off + ge->len;
-  BA_FORWARD(ba_blk_read(g->fd, ge->off + ge->col_off[c], gend, &h, &g->cbuf, &g->ccap));
-  BA_RETURN_IF(h.type != BA_BLK_COLUMN || h.col != c || h.group != gi || h.rows != ge->rows,
-               BA_ERR_CORRUPT);
-  uint64_t fixed = ba_col_raw_min(g->h.major, c, ge->rows);
-  uint64_t maxraw = ba_col_raw_max(g->h.major, c, ge->rows,
-                                   c == BA_COLID_FRAME ? (size_t)ge->rows * BA_MAX_CAPLEN : 0);
-  BA_RETURN_IF(h.raw_len < fixed || h.raw_len > maxraw, BA_ERR_CORRUPT);
-  if (cc->cap < (size_t)h.raw_len + 1) {
-    void *p = cc->raw;
-    BA_FORWARD(ba_grow(&p, &cc->cap, (size_t)h.raw_len + 1, 1));
-    cc->raw = p;
-  }
-  BA_FORWARD(ba_decompress_block((ba_compress_t)h.compress, g->cbuf, h.comp_len, cc->raw, h.raw_len));
-  cc->len = h.raw_len;
+int ba_segment_clone(ba_segment_t *g, ba_segment_t **out) {
+  BA_RETURN_IF(!g || !out || g->open_rc < 0, BA_ERR_INVALID);
+  BA_FORWARD(ba_rd_load_table(g));
+  ba_store_t *s = ba_calloc(1, sizeof *s); /* the clone's own error detail */
+  ba_segment_t *d = ba_calloc(1, sizeof *d);
+  int rc = BA_ERR_NOMEM;
+  if (!s || !d) goto fail;
+  s->dirfd = -1;
+  d->store = s;
+  d->fd = -1;
+  d->name = ba_malloc(strlen(g->name) + 1);
+  d->groups = ba_malloc((size_t)g->f.ngroups * sizeof *d->groups);
+  if (!d->name || !d->groups) goto fail;
+  strcpy(d->name, g->name);
+  memcpy(d->groups, g->groups, (size_t)g->f.ngroups * sizeof *d->groups);
+  rc = BA_ERR_IO;
+  if ((d->fd = dup(g->fd)) < 0) goto fail;
+  d->fsize = g->fsize;
+  d->h = g->h;
+  d->f = g->f;
+  d->ncols = g->ncols;
+  d->table_rc = BA_OK;
+  d->dir_rc = 1;
+  d->recs_group = -1;
+  for (int c = 0; c < BA_NCOLS_MAX; c++) d->cache[c].group = -1;
+  *out = d;
   return BA_OK;
-}
-
-static int load_col(ba_segment_t *g, uint32_t gi, int c) {
-  colcache_t *cc = &g->cache[c];
-  if (cc->group == (int64_t)gi) return cc->rc;
-  cc->group = gi;
-  cc->rc = read_col_block(g, gi, c, cc);
-  return cc->rc;
-}
-
-static int col_damaged(ba_segment_t *g, uint32_t gi, int c, int rc) {
-  const ba_group_ent_t *ge = &g->groups[gi];
-  g->cache[c].group = gi;
-  g->cache[c].rc = rc;
-  serr(g->store, "%s: block %u column %d (offset %llu): %s", g->name, gi, c,
-       (unsigned long long)(ge->off + ge->col_off[c]), ba_strerror(rc));
+fail:
+  if (d) {
+    ba_free(d->name);
+    ba_free(d->groups);
+    if (d->fd >= 0) close(d->fd);
+    ba_free(d);
+  }
+  ba_free(s);
   return rc;
 }
 
-/* Column ids (bit c = column c) holding the fields of ba_col_t mask cols,
- * plus META and the columns they are stored relative to. */
-static uint32_t cols_needed(const ba_segment_t *g, uint32_t cols, uint32_t *asked) {
-  uint32_t ids = 1u << BA_COLID_META;
-  for (unsigned c = 0; c < g->ncols; c++)
-    if (cols & ba_col_bit((int)c)) ids |= 1u << c;
-  *asked = ids;
-  for (unsigned c = 0; c < g->ncols; c++)
-    if (ids & (1u << c)) ids |= ba_col_deps(g->h.major, (int)c);
-  return ids;
+void ba_segment_clone_free(ba_segment_t *d) {
+  if (!d) return;
+  ba_store_t *s = d->store;
+  seg_free(d);
+  ba_store_close(s);
 }
 
-/* Decodes the columns `mask` (column ids, with META) of group gi into
- * g->recs; fields of other columns are zero. On damage returns the error
- * and names the block in the store's errmsg. */
-static int decode_group(ba_segment_t *g, uint32_t gi, uint32_t need, uint32_t mask) {
-  if (g->recs_group == (int64_t)gi && g->recs_mask == mask) return BA_OK;
-  g->recs_group = -1;
-  const ba_group_ent_t *ge = &g->groups[gi];
-  if (!g->recs) {
-    g->recs = ba_calloc(g->h.block_rows, sizeof *g->recs);
-    BA_RETURN_IF(!g->recs, BA_ERR_NOMEM);
-    g->recs_dirty = 0;
-  }
-  /* Only what an earlier group left behind is cleared: records are large
-   * (every extended field) and most columns are rewritten below. */
-  for (unsigned c = 0; c < g->ncols; c++)
-    if ((g->recs_dirty & ~need) & (1u << c)) ba_col_clear((int)c, g->recs, g->h.block_rows);
-  g->recs_dirty |= need;
-  for (unsigned c = 0; c < g->ncols; c++) {
-    if (!(need & (1u << c))) continue;
-    int rc = load_col(g, gi, (int)c);
-    if (rc == BA_OK) {
-      rc = ba_col_decode(g->h.major, (int)c, g->cache[c].raw, g->cache[c].len, ge->rows, g->recs);
-    }
-    if (rc < 0) return col_damaged(g, gi, (int)c, rc);
-  }
-  for (unsigned c = 0; c < g->ncols; c++)
-    if ((need & ~mask) & (1u << c)) ba_col_clear((int)c, g->recs, ge->rows); /* unasked */
-  g->recs_dirty = mask;
-  g->recs_group = gi;
-  g->recs_mask = mask;
-  return BA_OK;
-}
+const char *ba_segment_errmsg(const ba_segment_t *g) { return g ? g->store->errmsg : "no segment"; }
 
-static int deliver(ba_segment_t *g, uint32_t gi, const uint64_t *rows, size_t n,
-                   ba_record_sink_fn fn, void *ctx) {
-  uint64_t base = (uint64_t)gi * g->h.block_rows;
-  ba_record_t batch[64];
-  size_t k = 0;
-  size_t total = rows ? n : g->groups[gi].rows;
-  for (size_t i = 0; i < total; i++) {
-    size_t idx = rows ? (size_t)(rows[i] - base) : i;
-    batch[k++] = g->recs[idx];
-    if (k == BA_ARRAY_LEN(batch)) {
-      int r = fn(ctx, batch, k);
-      if (r) return r;
-      k = 0;
-    }
-  }
-  if (k) return fn(ctx, batch, k);
-  return 0;
-}
-
-/* 3.0: the requested rows of group gi, decoded value by value from each
- * needed column (late materialization: no other row is decoded). All of the
- * group's rows in one call: a column's readers walk the group once (DELTA
- * sums and PDICT escapes run forward from the group's first row). */
-static int pick_rows(ba_segment_t *g, uint32_t gi, const uint64_t *rows, size_t n, uint32_t need,
-                     uint32_t mask, ba_record_sink_fn fn, void *ctx, int *damaged) {
-  const ba_group_ent_t *ge = &g->groups[gi];
-  uint64_t base = (uint64_t)gi * g->h.block_rows;
-  *damaged = 0;
-  BA_RETURN_IF(n > g->h.block_rows, BA_ERR_INVALID);
-  if (!g->pick) {
-    g->pick = ba_malloc((size_t)g->h.block_rows * sizeof *g->pick);
-    g->pick_idx = ba_malloc((size_t)g->h.block_rows * sizeof *g->pick_idx);
-    if (!g->pick || !g->pick_idx) {
-      ba_free(g->pick);
-      ba_free(g->pick_idx);
-      g->pick = NULL;
-      g->pick_idx = NULL;
-      return BA_ERR_NOMEM;
-    }
-  }
-  ba_record_t *batch = g->pick;
-  uint32_t *idx = g->pick_idx;
-  for (unsigned c = 0; c < g->ncols; c++) {
-    if (!(need & (1u << c))) continue;
-    int rc = load_col(g, gi, (int)c);
-    if (rc < 0) {
-      *damaged = 1;
-      return col_damaged(g, gi, (int)c, rc);
-    }
-  }
-  memset(batch, 0, n * sizeof *batch);
-  for (size_t j = 0; j < n; j++) idx[j] = (uint32_t)(rows[j] - base);
-  for (unsigned c = 0; c < g->ncols; c++) {
-    if (!(need & (1u << c))) continue; /* len 0: an absent column (ba_col3_decode_rows) */
-    if (g->cache[c].len == 0 && c != BA_COLID_META && ba_col3_absent_is_zero((int)c)) continue; /* zeroed */
-    int rc = ba_col_decode_rows(g->h.major, (int)c, g->cache[c].raw, g->cache[c].len, ge->rows, idx, n, batch);
-    if (rc < 0) {
-      *damaged = 1;
-      return col_damaged(g, gi, (int)c, rc);
-    }
-  }
-  for (unsigned c = 0; c < g->ncols; c++)
-    if ((need & ~mask) & (1u << c)) ba_col_clear((int)c, batch, n); /* unasked */
-  return fn(ctx, batch, n);
-}
-
-static int read_groups(ba_segment_t *g, const uint64_t *rows, size_t n, uint32_t cols,
-                       ba_record_sink_fn fn, void *ctx, uint64_t *damaged) {
-  BA_RETURN_IF(!g || !fn, BA_ERR_INVALID);
-  if (damaged) *damaged = 0;
-  BA_FORWARD(load_table(g));
-  uint32_t mask = 0, need = cols_needed(g, cols, &mask);
-  uint64_t br = g->h.block_rows, bad = 0;
-  int first_err = BA_OK;
-  if (rows) {
-    for (size_t i = 0; i < n; i++)
-      BA_RETURN_IF(rows[i] >= g->f.rows || (i && rows[i] <= rows[i - 1]), BA_ERR_INVALID);
-  }
-  size_t i = 0;
-  uint32_t gi = 0;
-  while (rows ? i < n : gi < g->f.ngroups) {
-    if (rows) gi = (uint32_t)(rows[i] / br);
-    size_t j = i;
-    if (rows)
-      while (j < n && rows[j] / br == gi) j++;
-    int rc, r = 0;
-    if (rows && g->h.major >= 3) {
-      int dmg = 0;
-      r = pick_rows(g, gi, rows + i, j - i, need, mask, fn, ctx, &dmg);
-      rc = dmg ? r : BA_OK;
-      if (dmg) r = 0;
-    } else {
-      rc = decode_group(g, gi, need, mask);
-      if (rc == BA_OK) r = deliver(g, gi, rows ? rows + i : NULL, j - i, fn, ctx);
-    }
-    if (rc < 0) {
-      bad += rows ? (j - i) : g->groups[gi].rows;
-      if (first_err == BA_OK) first_err = rc;
-    } else if (r) {
-      return r;
-    }
-    if (rows) i = j;
-    else gi++;
-  }
-  if (damaged) *damaged = bad;
-  else if (first_err < 0) return first_err;
-  return BA_OK;
-}
-
-int ba_segment_read_rows(ba_segment_t *g, const uint64_t *rows, size_t n, uint32_t cols,
-                         ba_record_sink_fn fn, void *ctx, uint64_t *damaged) {
-  BA_RETURN_IF(n && !rows, BA_ERR_INVALID);
-  if (n == 0) {
-    if (damaged) *damaged = 0;
-    return BA_OK;
-  }
-  return read_groups(g, rows, n, cols, fn, ctx, damaged);
-}
-
-int ba_segment_scan(ba_segment_t *g, uint32_t cols, ba_record_sink_fn fn, void *ctx,
-                    uint64_t *damaged) {
-  return read_groups(g, NULL, 0, cols, fn, ctx, damaged);
+void ba_segment_set_errmsg(ba_segment_t *g, const char *msg) {
+  if (g && msg) ba_rd_serr(g->store, "%s", msg);
 }
 
 /* ---------- verify ---------- */
@@ -776,10 +572,10 @@ int ba_segment_verify(ba_segment_t *g, uint64_t *nbad) {
     bad++;                                      \
     if (first == BA_OK) {                       \
       first = (rc_);                            \
-      serr(g->store, __VA_ARGS__);              \
+      ba_rd_serr(g->store, __VA_ARGS__);        \
     }                                           \
   } while (0)
-  int rc = load_table(g);
+  int rc = ba_rd_load_table(g);
   if (rc < 0) {
     NOTE(rc, "%s: block table at offset %llu: %s", g->name, (unsigned long long)g->f.table_off,
          ba_strerror(rc));
@@ -793,8 +589,8 @@ int ba_segment_verify(ba_segment_t *g, uint64_t *nbad) {
       if (rc < 0) NOTE(rc, "%s: block %u (group header at offset %llu): %s", g->name, gi,
                        (unsigned long long)ge->off, ba_strerror(rc));
       for (int c = 0; c < (int)g->ncols; c++) {
-        rc = read_col_block(g, gi, c, &cc);
-        if (rc == BA_OK && ge->col_off[c]) rc = ba_col_decode(g->h.major, c, cc.raw, cc.len, ge->rows, tmp);
+        rc = ba_rd_read_col_block(g, gi, c, &cc);
+        if (rc == BA_OK && ge->col_off[c]) rc = ba_col_decode(g->h.major, c, cc.data, cc.len, ge->rows, tmp);
         if (rc < 0)
           NOTE(rc, "%s: block %u column %d (offset %llu): %s", g->name, gi, c,
                (unsigned long long)(ge->off + ge->col_off[c]), ba_strerror(rc));

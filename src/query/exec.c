@@ -102,7 +102,7 @@ static int deliver_segment(ba_query_t *q, segctx_t *c, runctx_t *run, segres_t *
   if (r.hi.kind == PB_ALL)
     rc = ba_segment_scan(c->seg, cols, run_sink, run, &dmg);
   else
-    rc = fetch_rows(c->seg, r.hi.o->bm, cols, c->info.block_rows, run_sink, run, &nblocks, &dmg);
+    rc = fetch_rows(c->seg, r.hi.o->bm, cols, c->info.block_rows, run_sink, run, c->fetch_threads, &nblocks, &dmg);
   st->rows_damaged += dmg;
   st->blocks_read += nblocks;
   pres_drop(r);
@@ -162,6 +162,7 @@ typedef struct par {
   uint32_t cols, qcols; /* columns delivered records need; the filter's (prefetch) */
   int prefetch;      /* the worker also reads candidate rows (not for counts or frames) */
   size_t delivered;  /* segments the caller's thread is done with */
+  int fetch_threads; /* of one segment's rows (fetch_rows) */
 } par_t;
 
 /* Most candidate rows a worker reads ahead for one segment, and how many
@@ -201,11 +202,16 @@ static int par_plan(par_t *p, ba_store_t *st, size_t i, segctx_t *c, segres_t *r
   c->seg = seg;
   c->codec = c->info.codec;
   int rc = plan_segment(p->root, c, NULL, res);
-  if (rc == 0 && st != p->ms && p->prefetch && res->r.hi.kind == PB_BM && res->ncand > 0 &&
+  /* A segment whose rows fetch_rows reads on two threads anyway is left to
+   * the caller's thread: buffering its records here costs more (first
+   * touches of a large buffer) than the overlap gains. */
+  int two = p->fetch_threads >= 2 && c->info.nblocks >= FETCH_PAR_MIN_GROUPS;
+  if (rc == 0 && st != p->ms && p->prefetch && !two && res->r.hi.kind == PB_BM && res->ncand > 0 &&
       res->ncand <= PREFETCH_MAX_ROWS && !(p->wo.count_only && res->exact)) {
     /* Read the candidates here too (the caller's thread only delivers). */
     uint32_t cols = p->cols | (res->exact ? 0 : p->qcols | BA_COL_FIRST);
-    rc = fetch_rows(seg, res->r.hi.o->bm, cols, c->info.block_rows, buffer_sink, res, &res->blocks, &res->damaged);
+    rc = fetch_rows(seg, res->r.hi.o->bm, cols, c->info.block_rows, buffer_sink, res, c->fetch_threads, &res->blocks,
+                    &res->damaged);
     if (rc == 0) res->have_rows = 1;
     else segres_drop(res);
   }
@@ -221,6 +227,7 @@ static void *par_worker(void *arg) {
   ba_query_stats_t wst = {0};
   c.opts = &p->wo;
   c.stats = &wst;
+  c.fetch_threads = p->fetch_threads;
   for (;;) {
     pthread_mutex_lock(&p->mu);
     while (p->prefetch && !p->quit && p->next < p->nseg && p->next > p->delivered + PREFETCH_AHEAD)
@@ -301,6 +308,7 @@ int ba_query_run(ba_query_t *q, ba_store_t *s, const ba_query_exec_opts_t *opts,
   segctx_t c = {0};
   c.opts = &o;
   c.stats = stats;
+  c.fetch_threads = o.threads;
   int rc = 0, stop = 0;
   size_t nseg = ba_store_segment_count(s);
   stats->segments_total = nseg;
@@ -316,6 +324,7 @@ int ba_query_run(ba_query_t *q, ba_store_t *s, const ba_query_exec_opts_t *opts,
     par.root = root;
     par.wo = o;
     par.wo.threads = 1;
+    par.fetch_threads = o.threads;
     par.ws = ws;
     par.we = we;
     par.cols = o.out_cols;

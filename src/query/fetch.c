@@ -113,7 +113,12 @@ int buffer_sink(void *ctx, const ba_record_t *recs, size_t n) {
 /* Reads the rows of bm (candidate rows of one segment) with columns cols
  * into sink, batched and cut at block ends. blocks: blocks touched. */
 int fetch_rows(ba_segment_t *seg, const ba_bitmap_t *bm, uint32_t cols, uint32_t block_rows, ba_record_sink_fn sink,
-               void *sink_ctx, uint64_t *blocks, uint64_t *damaged) {
+               void *sink_ctx, int threads, uint64_t *blocks, uint64_t *damaged) {
+  if (threads >= 2 && !(cols & BA_COL_FRAME)) { /* frames point into a reader's buffers */
+    int done = 0;
+    int rc = fetch_rows_two(seg, bm, cols, block_rows, sink, sink_ctx, blocks, damaged, &done);
+    if (rc != 0 || done) return rc;
+  }
   rowfeed_t f = {0};
   f.seg = seg;
   f.cols = cols;

@@ -63,6 +63,7 @@ typedef struct segctx {
   size_t naddrs, addrs_cap;
   struct bmcache *cache; /* index bitmaps loaded for this segment (one reference each) */
   size_t ncache, cache_cap;
+  int fetch_threads; /* threads reading one segment's candidate rows (fetch_rows) */
 } segctx_t;
 
 /* The values of one attribute a predicate accepts, as sorted disjoint
@@ -225,7 +226,15 @@ void segres_drop(segres_t *r);
 int run_sink(void *vctx, const ba_record_t *recs, size_t n);
 int buffer_sink(void *ctx, const ba_record_t *recs, size_t n);
 int count_blocks(void *vctx, const uint64_t *rows, size_t n);
+/* threads: 2 lets fetch_rows read on two threads (fetch_par.c) when enough
+ * row groups are touched and no frame bytes are asked for. */
 int fetch_rows(ba_segment_t *seg, const ba_bitmap_t *bm, uint32_t cols, uint32_t block_rows, ba_record_sink_fn sink,
-               void *sink_ctx, uint64_t *blocks, uint64_t *damaged);
+               void *sink_ctx, int threads, uint64_t *blocks, uint64_t *damaged);
+
+/* fetch_par.c: fetch_rows on two threads; *done = 0 when it declined (fewer
+ * than FETCH_PAR_MIN_GROUPS row groups touched) and read nothing. */
+#define FETCH_PAR_MIN_GROUPS 24 /* fewer: one thread (starting one costs more) */
+int fetch_rows_two(ba_segment_t *seg, const ba_bitmap_t *bm, uint32_t cols, uint32_t block_rows,
+                   ba_record_sink_fn sink, void *sink_ctx, uint64_t *blocks, uint64_t *damaged, int *done);
 
 #endif

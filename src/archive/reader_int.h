@@ -1,0 +1,71 @@
+/* Internals of the store reader shared by reader.c (store, segments,
+ * index, verify) and reader_rows.c (row groups: reading column blocks and
+ * rows). Not installed. */
+#ifndef BA_ARCHIVE_READER_INT_H
+#define BA_ARCHIVE_READER_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "archive/archive.h"
+#include "bitarc/store.h"
+
+typedef struct colcache {
+  int64_t group; /* -1: empty */
+  int rc;
+  int in_gbuf;          /* data points into the segment's group buffer */
+  const uint8_t *data;  /* the payload: raw, or inside gbuf (uncompressed) */
+  uint8_t *raw;
+  size_t cap, len;
+} colcache_t;
+
+struct ba_segment {
+  ba_store_t *store;
+  char *name;
+  int fd;
+  uint64_t fsize;
+  int open_rc;
+  ba_seg_hdr_t h;
+  ba_seg_footer_t f;
+  int table_rc; /* 1 = not loaded */
+  ba_group_ent_t *groups;
+  int dir_rc;
+  uint8_t *dir; /* the index directory's payload, CRC-checked; entries are
+                   parsed where used (load_dir, attr_range) */
+  size_t ndir;
+  int ar_rc[BA_ATTR_COUNT]; /* per attribute: 1 = range not checked yet */
+  uint32_t ar_lo[BA_ATTR_COUNT], ar_hi[BA_ATTR_COUNT];
+  uint8_t *bmbuf; /* scratch for one serialized bitmap */
+  size_t bmcap;
+  colcache_t cache[BA_NCOLS_MAX];
+  uint8_t *cbuf;
+  size_t ccap;
+  uint8_t *gbuf; /* bytes of one row group read in few preads, at their
+                    offsets relative to the group (read_group_cols) */
+  size_t gcap;
+  ba_record_t *recs; /* decoded group */
+  int64_t recs_group;
+  uint32_t recs_mask;  /* column ids decoded into recs */
+  uint32_t recs_dirty; /* column ids whose fields may be non-zero in recs */
+  ba_record_t *pick;   /* 3.0: the picked rows of one group (block_rows records) */
+  uint32_t *pick_idx;  /* their row numbers inside the group */
+  unsigned ncols;      /* ba_seg_ncols(h.major) */
+};
+
+struct ba_store {
+  char *dir;
+  int dirfd;
+  ba_segment_t **segs;
+  size_t n, cap;
+  char errmsg[512];
+};
+
+/* Detail of the last error into the store's message (printf format). */
+void ba_rd_serr(ba_store_t *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Loads and checks the segment's row-group table once (its result is kept). */
+int ba_rd_load_table(ba_segment_t *g);
+/* Column c of group gi, read (two preads), CRC-checked and decompressed into
+ * cc; an absent 3.0 column (all zero) gives len 0. */
+int ba_rd_read_col_block(ba_segment_t *g, uint32_t gi, int c, colcache_t *cc);
+
+#endif

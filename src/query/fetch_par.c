@@ -1,0 +1,187 @@
+/* Materialization on two threads: the candidate rows of one segment are cut
+ * into chunks of whole row groups; the caller's thread reads the even chunks
+ * straight into the sink, a worker (its own reader of the segment,
+ * ba_segment_clone) reads the odd ones into one of two buffers, and the
+ * caller delivers them in turn. Records, their order, damage counts and
+ * messages are those of fetch_rows on one thread. */
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "query/plan_int.h"
+
+/* A chunk ends at a group end once it holds this many groups or rows: small
+ * enough that the worker's buffer stays in cache-sized pieces, large enough
+ * that the hand-off (a futex call or two) is noise. */
+#define CHUNK_GROUPS 16
+#define CHUNK_ROWS 8192
+
+typedef struct pslot {
+  int full; /* 1: holds chunk `chunk`, read */
+  int rc;
+  size_t chunk;
+  ba_record_t *recs;
+  size_t n, cap;
+  uint64_t damaged;
+  char err[512]; /* the clone's damage message */
+} pslot_t;
+
+typedef struct pfetch {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  ba_segment_t *clone;
+  const uint64_t *rows;
+  const size_t *cut; /* chunk k = rows[cut[k], cut[k + 1]) */
+  size_t nchunks;
+  uint32_t cols;
+  int quit;
+  pslot_t slot[2]; /* odd chunk 2j + 1 goes to slot[j % 2] */
+} pfetch_t;
+
+static int slot_sink(void *ctx, const ba_record_t *recs, size_t n) {
+  pslot_t *s = ctx;
+  if (s->n + n > s->cap) BA_FORWARD(ba_grow((void **)&s->recs, &s->cap, s->n + n, sizeof(ba_record_t)));
+  memcpy(s->recs + s->n, recs, n * sizeof(ba_record_t));
+  s->n += n;
+  return 0;
+}
+
+static void *worker(void *arg) {
+  pfetch_t *p = arg;
+  for (size_t k = 1, j = 0; k < p->nchunks; k += 2, j++) {
+    pslot_t *s = &p->slot[j % 2];
+    pthread_mutex_lock(&p->mu);
+    while (s->full && !p->quit) pthread_cond_wait(&p->cv, &p->mu);
+    int quit = p->quit;
+    pthread_mutex_unlock(&p->mu);
+    if (quit) break;
+    s->n = 0;
+    s->damaged = 0;
+    s->err[0] = 0;
+    s->chunk = k;
+    s->rc = ba_segment_read_rows(p->clone, p->rows + p->cut[k], p->cut[k + 1] - p->cut[k], p->cols, slot_sink, s,
+                                 &s->damaged);
+    if (s->damaged) snprintf(s->err, sizeof s->err, "%s", ba_segment_errmsg(p->clone));
+    pthread_mutex_lock(&p->mu);
+    s->full = 1;
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+    if (s->rc < 0) break;
+  }
+  return NULL;
+}
+
+/* Chunk k (odd) from the worker's slot into the sink; frees the slot. */
+static int take_slot(pfetch_t *p, ba_segment_t *seg, size_t k, ba_record_sink_fn sink, void *ctx, uint64_t *damaged) {
+  pslot_t *s = &p->slot[(k / 2) % 2];
+  pthread_mutex_lock(&p->mu);
+  while (!(s->full && s->chunk == k)) pthread_cond_wait(&p->cv, &p->mu);
+  pthread_mutex_unlock(&p->mu);
+  int rc = s->rc;
+  if (rc == 0 && s->damaged) {
+    *damaged += s->damaged;
+    ba_segment_set_errmsg(seg, s->err);
+  }
+  if (rc == 0 && s->n) rc = sink(ctx, s->recs, s->n);
+  pthread_mutex_lock(&p->mu);
+  s->full = 0;
+  pthread_cond_broadcast(&p->cv);
+  pthread_mutex_unlock(&p->mu);
+  return rc;
+}
+
+/* Chunk boundaries of rows[0..n): *cut gets nchunks + 1 offsets; *groups
+ * the distinct groups touched. */
+static int make_cuts(const uint64_t *rows, size_t n, uint32_t block_rows, size_t **cut, size_t *nchunks,
+                     uint64_t *groups) {
+  size_t cap = 0, k = 0;
+  size_t *c = NULL;
+  BA_FORWARD(ba_grow((void **)&c, &cap, 16, sizeof *c));
+  c[k++] = 0;
+  uint64_t g = 0, start = 0, ng = 0, cg = 0;
+  for (size_t i = 0; i < n; i++) {
+    uint64_t gi = rows[i] / block_rows;
+    if (i == 0 || gi != g) {
+      if (i > 0 && (cg >= CHUNK_GROUPS || i - start >= CHUNK_ROWS)) {
+        if (k + 1 >= cap && ba_grow((void **)&c, &cap, k + 2, sizeof *c) < 0) {
+          ba_free(c);
+          return BA_ERR_NOMEM;
+        }
+        c[k++] = i;
+        start = i;
+        cg = 0;
+      }
+      g = gi;
+      ng++;
+      cg++;
+    }
+  }
+  c[k] = n;
+  *cut = c;
+  *nchunks = k;
+  *groups = ng;
+  return BA_OK;
+}
+
+/* Both threads over rows[0..n) (ascending, one segment). */
+static int run_two(ba_segment_t *seg, const uint64_t *rows, const size_t *cut, size_t nchunks, uint32_t cols,
+                   ba_record_sink_fn sink, void *ctx, uint64_t *damaged) {
+  pfetch_t p;
+  memset(&p, 0, sizeof p);
+  int rc = ba_segment_clone(seg, &p.clone);
+  if (rc < 0) return rc;
+  p.rows = rows;
+  p.cut = cut;
+  p.nchunks = nchunks;
+  p.cols = cols;
+  pthread_mutex_init(&p.mu, NULL);
+  pthread_cond_init(&p.cv, NULL);
+  pthread_t th;
+  int started = pthread_create(&th, NULL, worker, &p) == 0;
+  for (size_t k = 0; k < nchunks && rc == 0; k++) {
+    if (k % 2 == 0 || !started) {
+      uint64_t d = 0;
+      rc = ba_segment_read_rows(seg, rows + cut[k], cut[k + 1] - cut[k], cols, sink, ctx, &d);
+      *damaged += d;
+    } else {
+      rc = take_slot(&p, seg, k, sink, ctx, damaged);
+    }
+  }
+  if (started) {
+    pthread_mutex_lock(&p.mu);
+    p.quit = 1;
+    pthread_cond_broadcast(&p.cv);
+    pthread_mutex_unlock(&p.mu);
+    pthread_join(th, NULL);
+  }
+  pthread_mutex_destroy(&p.mu);
+  pthread_cond_destroy(&p.cv);
+  ba_free(p.slot[0].recs);
+  ba_free(p.slot[1].recs);
+  ba_segment_clone_free(p.clone);
+  return rc;
+}
+
+int fetch_rows_two(ba_segment_t *seg, const ba_bitmap_t *bm, uint32_t cols, uint32_t block_rows,
+                   ba_record_sink_fn sink, void *sink_ctx, uint64_t *blocks, uint64_t *damaged, int *done) {
+  *done = 0;
+  uint64_t ncand = 0;
+  BA_FORWARD(ba_bitmap_count(bm, &ncand));
+  if (ncand == 0 || block_rows == 0 || ncand > SIZE_MAX / sizeof(uint64_t)) return 0;
+  uint64_t *rows = ba_malloc((size_t)ncand * sizeof *rows);
+  BA_RETURN_IF(!rows, BA_ERR_NOMEM);
+  size_t n = 0, nchunks = 0, *cut = NULL;
+  uint64_t groups = 0;
+  int rc = ba_bitmap_to_rows(bm, rows, (size_t)ncand, &n);
+  if (rc == 0 && n != ncand) rc = BA_ERR_CORRUPT;
+  if (rc == 0) rc = make_cuts(rows, n, block_rows, &cut, &nchunks, &groups);
+  if (rc == 0 && groups >= FETCH_PAR_MIN_GROUPS && nchunks >= 2) {
+    *done = 1;
+    *blocks = groups;
+    *damaged = 0;
+    rc = run_two(seg, rows, cut, nchunks, cols, sink, sink_ctx, damaged);
+  }
+  ba_free(cut);
+  ba_free(rows);
+  return rc;
+}
