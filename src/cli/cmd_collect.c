@@ -379,7 +379,7 @@ static void write_stats(run_t *r, int final) {
   static const char *const names[2] = {BA_STORE_COLLECTOR_JSON, BA_STORE_COLLECTOR_TEXT};
   for (int k = 0; k < 2; k++) {
     int n = snprintf(path, sizeof(path), "%s/%s", r->o->store, names[k]);
-    int rc = n < (int)sizeof(path) ? (k ? ba_coll_text_write(path, &s) : ba_coll_stats_write(path, &s)) : -1;
+    int rc = n < (int)sizeof(path) ? ba_coll_report_write(path, &s, k, 0600) : -1; /* store files are 0600 */
     if (rc != 0 && !r->report_warned) {
       say(r, "warning: cannot write the store's report '%s': %s", path, strerror(errno));
       r->report_warned = 1;

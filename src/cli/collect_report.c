@@ -1,6 +1,7 @@
 /* bitarc collect's reports (collect_report.h). */
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -182,14 +183,15 @@ void ba_coll_report_json(FILE *f, const ba_coll_snap_t *s) {
   fprintf(f, "]}\n");
 }
 
-static int replace_file(const char *path, const ba_coll_snap_t *s, int text) {
+int ba_coll_report_write(const char *path, const ba_coll_snap_t *s, int text, mode_t mode) {
   char tmp[4096];
   if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp)) {
     errno = ENAMETOOLONG;
     return -1;
   }
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
   if (fd < 0) return -1;
+  (void)fchmod(fd, mode); /* a temp file left by a crash keeps its old mode otherwise */
   FILE *f = fdopen(fd, "w");
   if (!f) {
     int e = errno;
@@ -212,6 +214,4 @@ static int replace_file(const char *path, const ba_coll_snap_t *s, int text) {
   return 0;
 }
 
-int ba_coll_stats_write(const char *path, const ba_coll_snap_t *s) { return replace_file(path, s, 0); }
-
-int ba_coll_text_write(const char *path, const ba_coll_snap_t *s) { return replace_file(path, s, 1); }
+int ba_coll_stats_write(const char *path, const ba_coll_snap_t *s) { return ba_coll_report_write(path, s, 0, 0644); }

@@ -5,6 +5,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include "bitarc/ingest.h"
 
@@ -42,7 +43,8 @@ void ba_coll_report_json(FILE *f, const ba_coll_snap_t *s);
  * path.tmp, then renamed over path): a reader sees the old or the new
  * document, never a part. 0, or -1 with errno set. */
 int ba_coll_stats_write(const char *path, const ba_coll_snap_t *s);
-/* The same for the text report (ba_coll_report_text). */
-int ba_coll_text_write(const char *path, const ba_coll_snap_t *s);
+/* The same with the text report (text = 1, ba_coll_report_text) or the JSON
+ * one, created with `mode` (0600 inside a store, as its other files). */
+int ba_coll_report_write(const char *path, const ba_coll_snap_t *s, int text, mode_t mode);
 
 #endif
