@@ -289,6 +289,7 @@ typedef struct run {
   uint64_t st_prev, sf_prev; /* stored at the last status line / stats file */
   double st_secs, sf_secs;
   int report_warned; /* the store's report could not be written (said once) */
+  uint64_t live_blocks, live_bytes; /* LIVE blocks written so far (kept past the writer's close) */
 } run_t;
 
 static double run_secs(const run_t *r) { return (double)(now_ns() - r->t0) / 1e9; }
@@ -368,9 +369,17 @@ static void announce(run_t *r) {
 
 /* The --stats file (if asked for) and the store's own copy of the report:
  * DIR/collector.json and DIR/collector.txt, what `bitarc stat` shows. */
+/* The writer's LIVE block counts into r (while the writer is open). */
+static void live_counts(run_t *r) {
+  if (r->cs.w) ba_store_writer_live_stats(r->cs.w, &r->live_blocks, &r->live_bytes);
+}
+
 static void write_stats(run_t *r, int final) {
   ba_coll_snap_t s;
   ba_coll_snap_take(r->coll, r->cs.stored, run_secs(r), 1, &s, &r->sf_prev, &r->sf_secs);
+  live_counts(r);
+  s.live_blocks = r->live_blocks;
+  s.live_bytes = r->live_bytes;
   s.final = final;
   if (final) s.rate = s.secs > 0 ? (double)s.stored / s.secs : 0; /* the whole run's */
   if (r->o->stats && ba_coll_stats_write(r->o->stats, &s) != 0)
@@ -493,7 +502,9 @@ int ba_cmd_collect(int argc, char **argv) {
     ba_cli_err("collect", "store '%s' refused records: %s", o.store, ba_strerror(rc));
     status_rc = 2;
   }
+  live_counts(&r);
   int crc = ba_store_writer_close(r.cs.w);
+  r.cs.w = NULL;
   if (crc) {
     ba_cli_err("collect", "closing store '%s': %s", o.store, ba_strerror(crc));
     status_rc = 2;
@@ -503,6 +514,8 @@ int ba_cmd_collect(int argc, char **argv) {
   double p1 = 0;
   ba_coll_snap_take(r.coll, r.cs.stored, run_secs(&r), 1, &s, &p0, &p1); /* rate: the whole run's */
   s.final = 1;
+  s.live_blocks = r.live_blocks;
+  s.live_bytes = r.live_bytes;
   if (o.json) ba_coll_report_json(stdout, &s);
   else if (!o.quiet) ba_coll_report_text(r.log, &s);
   ba_coll_snap_clear(&s);

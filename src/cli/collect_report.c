@@ -130,6 +130,11 @@ void ba_coll_report_text(FILE *f, const ba_coll_snap_t *s) {
     if (s->ex[i].last_error[0]) fprintf(f, "; last drop: %s", s->ex[i].last_error);
     fputc('\n', f);
   }
+  if (s->live_blocks) {
+    char lb[32];
+    ba_coll_fmt_bytes(lb, sizeof(lb), s->live_bytes);
+    fprintf(f, "  live queries: %" PRIu64 " LIVE blocks written (%s)\n", s->live_blocks, lb);
+  }
   ba_cli_print_templates(f, s->tp, s->ntp);
   fflush(f);
 }
@@ -178,7 +183,8 @@ void ba_coll_report_json(FILE *f, const ba_coll_snap_t *s) {
     ba_cli_json_string(f, s->ex[i].last_error);
     fputc('}', f);
   }
-  fprintf(f, "],\"templates\":[");
+  fprintf(f, "],\"live\":{\"blocks\":%" PRIu64 ",\"bytes\":%" PRIu64 "},\"templates\":[", s->live_blocks,
+          s->live_bytes);
   ba_cli_json_templates(f, s->tp, s->ntp);
   fprintf(f, "]}\n");
 }

@@ -16,6 +16,7 @@ typedef struct ba_coll_snap {
   double rate;             /* flows stored per second over the last interval */
   uint64_t rss_bytes;      /* resident memory of the process (0 if unknown) */
   int final;               /* the collector has stopped */
+  uint64_t live_blocks, live_bytes; /* LIVE blocks written for live queries (set by the caller) */
   ba_collector_stats_t st;
   ba_collector_socket_t so[BA_COLLECTOR_MAX_SOCKETS];
   size_t nso;

@@ -97,4 +97,11 @@ grep -q "kernel drops 0" "$tmp/log" || fail "the kernel dropped datagrams: the c
 check_live "finished"
 nl=$("$BITARC" query -r "$st" --count --no-live)
 [ "$nl" = "$(cat "$tmp"/sent.* | wc -l)" ] || fail "--no-live after the finish: $nl"
+# the collector's report in the store counts the LIVE blocks it wrote
+"$BITARC" stat --store "$st" -o json | python3 -c '
+import json, sys
+live = json.load(sys.stdin)["collector"]["live"]
+assert live["blocks"] >= 2 and live["bytes"] > 0, live
+' || fail "bitarc stat: the collector report shows no LIVE blocks"
+grep -q "live queries: [1-9][0-9]* LIVE blocks written" "$st/collector.txt" || fail "collector.txt names no LIVE blocks"
 echo "live_collect: ok"
