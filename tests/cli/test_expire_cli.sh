@@ -57,5 +57,5 @@ check "--max-age" --store "$tmp/st"
 check "'extra'" --store "$tmp/st" --max-age 1d extra
 check "$tmp/none" --store "$tmp/none" --max-age 1d
 check "'xml'" --store "$tmp/st" --max-age 1d -o xml
-"$B" expire --help | grep -q -- "--max-size SIZE" || fail "--help"
+"$B" expire --help | grep -- "--max-size SIZE" >/dev/null || fail "--help"
 echo "ok"

@@ -26,7 +26,7 @@ if ! grep -q "BA_HAVE_CUDA 1" "$BIN/generated/bitarc_config.h"; then
   echo "ok (built without CUDA)"; exit 0
 fi
 [ -f "$MOD" ] || fail "CUDA build but no module at $MOD"
-readelf -d "$MOD" | grep -q "NEEDED.*libcudart" || fail "the module does not link libcudart"
+readelf -d "$MOD" | grep "NEEDED.*libcudart" >/dev/null || fail "the module does not link libcudart"
 
 # A path that does not exist is named.
 gpu BITARC_GPU_MODULE="$tmp/nowhere/libbitarc-cuda.so"

@@ -43,9 +43,9 @@ apt-get install -y -qq -o DPkg::Lock::Timeout=600 "$tmp"/bitarc_*.deb "$tmp"/lib
   { cat "$tmp/install.log"; fail "install"; }
 
 [ "$(/usr/bin/bitarc --version)" = "bitarc $version" ] || fail "bitarc --version: $(/usr/bin/bitarc --version)"
-LC_ALL=C MANPAGER=cat MANWIDTH=80 man bitarc 2>/dev/null | grep -q "bitarc-expire(1)" || fail "man bitarc"
+LC_ALL=C MANPAGER=cat MANWIDTH=80 man bitarc 2>/dev/null | grep "bitarc-expire(1)" >/dev/null || fail "man bitarc"
 for c in ingest collect query stat verify expire reindex bitmap bench; do
-  LC_ALL=C MANPAGER=cat man bitarc-$c 2>/dev/null | grep -q -- "^ *bitarc $c" || fail "man bitarc-$c"
+  LC_ALL=C MANPAGER=cat man bitarc-$c 2>/dev/null | grep -- "^ *bitarc $c" >/dev/null || fail "man bitarc-$c"
 done
 flags=$(pkg-config --cflags --libs bitarc) || fail "pkg-config"
 echo "pkg-config --cflags --libs bitarc: $flags"
@@ -55,14 +55,18 @@ grep -q -- "-lbitarc" <<<"$flags" || fail "pkg-config gives no -lbitarc"
 # the static link libpcap's own private libraries (dbus, systemd) are left out:
 # Debian ships no static libsystemd; ours (Libs.private) must be complete.
 cc -std=c11 -Wall -Wextra -Werror -o "$tmp/consumer" "$SRC/tests/package/consumer.c" $flags
-ldd "$tmp/consumer" | grep -qE "libbitarc.so.0 => (/usr)?/lib/" || fail "consumer does not use the installed libbitarc.so.0"
+# ldd's output is kept whole first: `ldd | grep -q` under pipefail fails
+# whenever grep exits at its match while ldd still writes (SIGPIPE).
+deps=$(ldd "$tmp/consumer")
+grep -E "libbitarc.so.0 => (/usr)?/lib/" <<<"$deps" >/dev/null ||
+  fail "consumer does not use the installed libbitarc.so.0: $(grep libbitarc <<<"$deps" || echo 'not linked')"
 "$tmp/consumer" "$tmp/store" || fail "consumer (shared)"
 static=$(pkg-config --static --libs bitarc | tr ' ' '\n' | grep -v -e '^-ldbus-1$' -e '^-lsystemd$' | tr '\n' ' ')
 cc -std=c11 -o "$tmp/consumer_static" "$SRC/tests/package/consumer.c" $(pkg-config --cflags bitarc) \
   -Wl,-Bstatic -lbitarc -Wl,-Bdynamic ${static/-lbitarc/} || fail "static link with pkg-config --static"
-! ldd "$tmp/consumer_static" | grep -q libbitarc || fail "static consumer still uses libbitarc.so"
+! ldd "$tmp/consumer_static" | grep libbitarc >/dev/null || fail "static consumer still uses libbitarc.so"
 "$tmp/consumer_static" "$tmp/store2" || fail "consumer (static)"
-/usr/bin/bitarc query -r "$tmp/store" --count 'dst port 80' | grep -qx 334 || fail "bitarc query on the program's store"
+/usr/bin/bitarc query -r "$tmp/store" --count 'dst port 80' | grep -x 334 >/dev/null || fail "bitarc query on the program's store"
 # The Python binding finds the installed library by itself (Debian's python3:
 # the package installs into its dist-packages, not into another interpreter's).
 n=$(cd / && env -u BITARC_LIBRARY -u PYTHONPATH /usr/bin/python3 -c \
@@ -72,7 +76,7 @@ n=$(cd / && env -u BITARC_LIBRARY -u PYTHONPATH /usr/bin/python3 -c \
 
 # No CUDA runtime in the binary or the library.
 for f in /usr/bin/bitarc /usr/lib/*/libbitarc.so.0; do
-  ! ldd "$f" | grep -qi cuda || fail "$f links CUDA: $(ldd "$f" | grep -i cuda)"
+  ! ldd "$f" | grep -i cuda >/dev/null || fail "$f links CUDA: $(ldd "$f" | grep -i cuda)"
 done
 # Units, sysusers, completion.
 for u in bitarc-collect@.service bitarc-expire@.service bitarc-expire@.timer; do

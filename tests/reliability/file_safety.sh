@@ -52,7 +52,7 @@ check_modes() {
   [ "$n" -gt 1 ] || fail "store holds only $n files ($1)"
   echo "modes ok ($1): store 700, $n files 600: $(ls "$st" | sed 's/seg-[0-9T]*Z/seg-*/' | sort | uniq -c | tr -s ' ' | tr '\n' ';')"
 }
-ls "$st" | grep -q '\.bitarc$' || fail "no complete segment after 3 s of 1 s slices"
+ls "$st" | grep '\.bitarc$' >/dev/null || fail "no complete segment after 3 s of 1 s slices"
 check_modes "after kill -9 of collect"
 "$BITARC" verify --store "$st" --recover >"$tmp/v" 2>&1 || { cat "$tmp/v"; fail "verify --recover"; }
 grep -q '^recovered [0-9]* records' "$tmp/v" || { cat "$tmp/v"; fail "verify --recover did not say what it recovered"; }
