@@ -572,9 +572,6 @@ size_t ba_collector_exporters(ba_collector_t *c, ba_collector_exporter_t *out, s
   for (size_t i = 0; i < nd; i++) {
     memset(&all[m], 0, sizeof(all[m]));
     memcpy(all[m].addr, src[i].addr, 16);
-    all[m].export_skew_s = src[i].export_skew_s;
-    all[m].clock_suspicious = src[i].clock_suspicious;
-    memcpy(all[m].last_error, src[i].last_error, sizeof(all[m].last_error));
     all[m++].counts = src[i].counts;
   }
   for (size_t i = 0; i < c->nrx; i++) {
@@ -590,14 +587,18 @@ size_t ba_collector_exporters(ba_collector_t *c, ba_collector_exporter_t *out, s
       all[k - 1].received += all[i].received;
       all[k - 1].received_bytes += all[i].received_bytes;
       ba_ingest_counts_add(&all[k - 1].counts, &all[i].counts);
-      if (all[i].clock_suspicious || all[i].last_error[0] || all[i].export_skew_s) { /* the decoder's entry */
-        all[k - 1].export_skew_s = all[i].export_skew_s;
-        all[k - 1].clock_suspicious = all[i].clock_suspicious;
-        memcpy(all[k - 1].last_error, all[i].last_error, sizeof(all[i].last_error));
-      }
     } else {
       all[k++] = all[i];
     }
+  }
+  /* The exporter's clock and last error: only the decoder knows them. */
+  for (size_t i = 0; i < nd; i++) {
+    ba_collector_exporter_t key, *e;
+    memcpy(key.addr, src[i].addr, 16);
+    if (!(e = bsearch(&key, all, k, sizeof(*all), exp_cmp))) continue;
+    e->export_skew_s = src[i].export_skew_s;
+    e->clock_suspicious = src[i].clock_suspicious;
+    memcpy(e->last_error, src[i].last_error, sizeof(e->last_error));
   }
   for (size_t i = 0; i < k && i < cap; i++) out[i] = all[i];
   m = k;
