@@ -103,6 +103,10 @@ typedef struct ba_query_stats {
   uint64_t out_packets, out_bytes; /* reverse-direction sums over matched records (zero unless
                                       BA_COL_OUT was fetched): nfdump's totals count both */
 } ba_query_stats_t;
+/* Adds one run's stats to a running total: every counter and sum, and the
+ * matched-time span (first_ns/last_ns of the runs that matched rows). The one
+ * way to combine runs over stores, time pieces or bins. */
+void ba_query_stats_add(ba_query_stats_t *acc, const ba_query_stats_t *one);
 
 /* Runs the query over every segment of the store that overlaps the window,
  * in segment order; matching records go to `fn` in row order per segment

@@ -502,24 +502,6 @@ static void warn_store_cb(void *ctx, const char *msg) {
   else ba_cli_err("query", "warning: %s", msg);
 }
 
-static void stats_sum(ba_query_stats_t *a, const ba_query_stats_t *b) {
-  if (b->rows_matched && (!a->rows_matched || b->first_ns < a->first_ns)) a->first_ns = b->first_ns;
-  if (b->last_ns > a->last_ns) a->last_ns = b->last_ns;
-  a->segments_total += b->segments_total;
-  a->segments_used += b->segments_used;
-  a->rows_total += b->rows_total;
-  a->rows_candidate += b->rows_candidate;
-  a->rows_matched += b->rows_matched;
-  a->blocks_read += b->blocks_read;
-  a->rows_damaged += b->rows_damaged;
-  a->bitmap_ops += b->bitmap_ops;
-  a->packets += b->packets;
-  a->bytes += b->bytes;
-  a->segments_damaged += b->segments_damaged;
-  a->out_packets += b->out_packets;
-  a->out_bytes += b->out_bytes;
-}
-
 /* The run over every store: one store by ba_query_run; several by
  * ba_query_run_multi (rows merged in start-time order), except --count and
  * --explain, which need no merge and run store by store. */
@@ -537,7 +519,7 @@ static int run_stores(const qopts_t *op, ba_query_t *q, qout_t *o, ba_query_exec
     if (op->explain) printf("store %s:\n", qs_name(ss, i));
     int rc = ba_query_run(q, ss->st[i], eo, qo_sink, o, &one);
     if (rc < 0) return rc;
-    stats_sum(qs, &one);
+    ba_query_stats_add(qs, &one);
   }
   return 0;
 }

@@ -279,6 +279,25 @@ static void par_wait(par_t *p, size_t i, segctx_t *c) {
   pthread_mutex_unlock(&p->mu);
 }
 
+void ba_query_stats_add(ba_query_stats_t *a, const ba_query_stats_t *b) {
+  if (!a || !b) return;
+  if (b->rows_matched && (!a->rows_matched || b->first_ns < a->first_ns)) a->first_ns = b->first_ns;
+  if (b->rows_matched && b->last_ns > a->last_ns) a->last_ns = b->last_ns;
+  a->segments_total += b->segments_total;
+  a->segments_used += b->segments_used;
+  a->rows_total += b->rows_total;
+  a->rows_candidate += b->rows_candidate;
+  a->rows_matched += b->rows_matched;
+  a->blocks_read += b->blocks_read;
+  a->rows_damaged += b->rows_damaged;
+  a->bitmap_ops += b->bitmap_ops;
+  a->packets += b->packets;
+  a->bytes += b->bytes;
+  a->segments_damaged += b->segments_damaged;
+  a->out_packets += b->out_packets;
+  a->out_bytes += b->out_bytes;
+}
+
 int ba_query_run(ba_query_t *q, ba_store_t *s, const ba_query_exec_opts_t *opts, ba_record_sink_fn fn,
                  void *ctx, ba_query_stats_t *stats) {
   BA_RETURN_IF(!q || !q->root || !s || !fn, BA_ERR_INVALID);

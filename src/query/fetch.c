@@ -8,7 +8,7 @@
 #include "query/plan_int.h"
 
 /* The run's totals over n delivered records. */
-static void add_totals(ba_query_stats_t *s, const ba_record_t *recs, size_t n) {
+void stats_add_records(ba_query_stats_t *s, const ba_record_t *recs, size_t n) {
   for (size_t i = 0; i < n; i++) {
     const ba_record_t *x = &recs[i];
     if (s->rows_matched + i == 0 || x->first_ns < s->first_ns) s->first_ns = x->first_ns;
@@ -26,7 +26,7 @@ int run_sink(void *vctx, const ba_record_t *recs, size_t n) {
   if (r->stopped) return QUERY_STOP;
   if (!r->check && (!r->limit || r->stats->rows_matched + n < r->limit)) {
     /* every record passes: no copy */
-    add_totals(r->stats, recs, n);
+    stats_add_records(r->stats, recs, n);
     return n ? r->fn(r->ctx, recs, n) : 0;
   }
   if (n > r->batch_cap) BA_FORWARD(ba_grow((void **)&r->batch, &r->batch_cap, n, sizeof(ba_record_t)));
@@ -39,7 +39,7 @@ int run_sink(void *vctx, const ba_record_t *recs, size_t n) {
     }
     r->batch[k++] = recs[i];
   }
-  add_totals(r->stats, r->batch, k);
+  stats_add_records(r->stats, r->batch, k);
   if (k) {
     int rc = r->fn(r->ctx, r->batch, k);
     if (rc) return rc;

@@ -11,6 +11,7 @@
 
 #include "bitarc/query.h"
 #include "common/common.h"
+#include "query/plan_int.h"
 
 typedef struct mrow {
   ba_record_t r;
@@ -104,17 +105,6 @@ static int cut_points(ba_store_t *const *stores, size_t n, uint64_t lo, uint64_t
   return BA_OK;
 }
 
-static void stats_add(ba_query_stats_t *a, const ba_query_stats_t *b) {
-  a->segments_total += b->segments_total;
-  a->segments_used += b->segments_used;
-  a->rows_total += b->rows_total;
-  a->rows_candidate += b->rows_candidate;
-  a->blocks_read += b->blocks_read;
-  a->rows_damaged += b->rows_damaged;
-  a->bitmap_ops += b->bitmap_ops;
-  a->segments_damaged += b->segments_damaged;
-}
-
 /* Delivers the sorted rows of one piece; counts them into st. */
 static int deliver(mbuf_t *b, uint64_t limit, ba_record_sink_fn fn, void *ctx, ba_query_stats_t *st, int *done) {
   if (b->n > b->ordcap) {
@@ -134,13 +124,7 @@ static int deliver(mbuf_t *b, uint64_t limit, ba_record_sink_fn fn, void *ctx, b
     ba_record_t *r = &b->batch[k++];
     *r = m->r;
     if (r->frame && r->caplen) r->frame = b->frames + m->frame_off;
-    if (!st->rows_matched || r->first_ns < st->first_ns) st->first_ns = r->first_ns;
-    if (r->last_ns > st->last_ns) st->last_ns = r->last_ns;  /* as ba_query_run: the latest end */
-    st->rows_matched++;
-    st->packets += r->packets;
-    st->bytes += r->bytes;
-    st->out_packets += r->out_packets;
-    st->out_bytes += r->out_bytes;
+    stats_add_records(st, r, 1);
     if (k == MULTI_BATCH) {
       rc = fn ? fn(ctx, b->batch, k) : 0;
       k = 0;
@@ -221,8 +205,11 @@ int ba_query_run_multi(ba_query_t *q, ba_store_t *const *stores, size_t nstores,
       if (!rc && i == 0) {  /* segment totals once, from the first piece */
         st.segments_total += one.segments_total;
       }
-      one.segments_total = 0;
-      stats_add(&st, &one);
+      /* Rows, sums and times count what deliver() hands on, not what a piece
+       * found (the limit applies after the merge). */
+      one.segments_total = one.rows_matched = one.packets = one.bytes = 0;
+      one.out_packets = one.out_bytes = 0;
+      ba_query_stats_add(&st, &one);
     }
     if (!rc) rc = deliver(&b, limit, fn, ctx, &st, &done);
   }

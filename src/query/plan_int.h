@@ -224,6 +224,8 @@ void segres_drop(segres_t *r);
 
 /* fetch.c */
 int run_sink(void *vctx, const ba_record_t *recs, size_t n);
+/* Counts n delivered records into the stats: rows, sums, first/last time. */
+void stats_add_records(ba_query_stats_t *s, const ba_record_t *recs, size_t n);
 int buffer_sink(void *ctx, const ba_record_t *recs, size_t n);
 int count_blocks(void *vctx, const uint64_t *rows, size_t n);
 /* threads: 2 lets fetch_rows read on two threads (fetch_par.c) when enough

@@ -77,23 +77,6 @@ static int null_sink(void *ctx, const ba_record_t *recs, size_t n) {
   return 0;
 }
 
-static void stats_add(ba_query_stats_t *a, const ba_query_stats_t *b) {
-  if (b->rows_matched && (!a->rows_matched || b->first_ns < a->first_ns)) a->first_ns = b->first_ns;
-  if (b->last_ns > a->last_ns) a->last_ns = b->last_ns;
-  a->segments_used += b->segments_used;
-  a->rows_total += b->rows_total;
-  a->rows_candidate += b->rows_candidate;
-  a->rows_matched += b->rows_matched;
-  a->blocks_read += b->blocks_read;
-  a->rows_damaged += b->rows_damaged;
-  a->bitmap_ops += b->bitmap_ops;
-  a->packets += b->packets;
-  a->bytes += b->bytes;
-  a->segments_damaged += b->segments_damaged;
-  a->out_packets += b->out_packets;
-  a->out_bytes += b->out_bytes;
-}
-
 static int spans_meet(const span_t *s, size_t n, uint64_t lo, uint64_t hi) {
   for (size_t i = 0; i < n; i++)
     if (s[i].lo < hi && s[i].hi >= lo) return 1;
@@ -121,7 +104,8 @@ static int run_bin(srun_t *r, ba_store_t *const *stores, size_t k, ba_query_stat
     b.flows += one.rows_matched;
     b.packets += one.packets;
     b.bytes += one.bytes;
-    stats_add(acc, &one);
+    one.segments_total = 0;  /* counted once per store by ba_query_series */
+    ba_query_stats_add(acc, &one);
   }
   if (!(o->measures & BA_SERIES_FLOWS)) b.flows = 0;
   if (!(o->measures & BA_SERIES_PACKETS)) b.packets = 0;
@@ -214,7 +198,7 @@ static int run_workers(srun_t *r, ba_store_t *const *stores, int nthreads, ba_qu
   }
   for (int t = 0; t < nthreads; t++) {
     if (w[t].rc < 0 && rc == 0) rc = w[t].rc;
-    stats_add(stats, &w[t].stats);
+    ba_query_stats_add(stats, &w[t].stats);
   }
   return rc;
 }
