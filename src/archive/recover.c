@@ -72,6 +72,101 @@ static int acc_rows(acc_t *a, const ba_record_t *recs, size_t n) {
   return BA_OK;
 }
 
+/* One journal being recovered: the reader, the rebuilt index, the groups
+ * kept. */
+typedef struct rec {
+  int fd;
+  ba_jreader_t st;
+  uint32_t *vals;
+  tail_t tail;
+  ba_idx_online_t *idx[BA_ATTR_COUNT];
+  ba_idx_attr_t attrs[BA_ATTR_COUNT];
+  ba_group_ent_t *groups;
+  size_t ngroups, gcap;
+  uint64_t rows, end; /* rows kept; the file offset after the last group kept */
+  acc_t acc;
+} rec_t;
+
+/* Keeps group e of recs[0..e.rows): indexed, listed. */
+static int rec_keep(rec_t *r, const ba_group_ent_t *e, const ba_record_t *recs, size_t n) {
+  BA_FORWARD(acc_rows(&r->acc, recs, n));
+  if (r->ngroups == r->gcap) {
+    void *q = r->groups;
+    BA_FORWARD(ba_grow(&q, &r->gcap, r->ngroups + 1, sizeof *r->groups));
+    r->groups = q;
+  }
+  r->groups[r->ngroups++] = *e;
+  r->rows += n;
+  return BA_OK;
+}
+
+/* Walks the journal's groups from the header on: complete GROUP blocks are
+ * kept up to the first damage; the LIVE rows after the last one become one
+ * more group. */
+static int rec_scan(rec_t *r, uint64_t fsize) {
+  uint64_t off = BA_SEG_HDR_BYTES;
+  uint32_t live_rows = 0;
+  r->end = off;
+  for (uint32_t gi = 0;;) {
+    ba_jgroup_t jg;
+    if (ba_jreader_group(&r->st, r->fd, fsize, off, gi, live_rows, &jg) < 0) break;
+    if (jg.live) {
+      /* Rows of group gi written early for live queries: the GROUP block
+       * of gi follows with all of them, or, if the writer died first, they
+       * become the last group (below). */
+      live_rows += jg.rows;
+      off += jg.e.len;
+      BA_FORWARD(tail_add(&r->tail, r->st.recs, jg.rows));
+      continue;
+    }
+    r->tail.n = r->tail.nframes = 0;
+    ba_group_ent_t e = jg.e;
+    if (r->rows + e.rows > BA_SEG_MAX_ROWS) break;
+    BA_FORWARD(rec_keep(r, &e, r->st.recs, e.rows));
+    off += e.len;
+    r->end = off;
+    gi++;
+    live_rows = 0;
+    if (e.rows < r->st.h.block_rows) break; /* only the last group is partial */
+  }
+  if (r->tail.n && r->rows + r->tail.n <= BA_SEG_MAX_ROWS) {
+    ba_group_ent_t e;
+    BA_FORWARD(tail_write(r->fd, &r->st.h, (uint32_t)r->ngroups, &r->tail, off, &e));
+    BA_FORWARD(rec_keep(r, &e, r->tail.recs, r->tail.n));
+    r->end = off + e.len;
+  }
+  return BA_OK;
+}
+
+/* Finishes the segment under the journal's own name minus ".open", unless
+ * that name was taken meanwhile. */
+static int rec_finish(rec_t *r, int dirfd, const char *open_name) {
+  for (int a = 0; a < BA_ATTR_COUNT; a++) BA_FORWARD(ba_idx_online_finish(r->idx[a], &r->attrs[a]));
+  char final_name[128];
+  size_t len = strlen(open_name);
+  snprintf(final_name, sizeof final_name, "%.*s", (int)(len - 5), open_name);
+  for (unsigned seq = 1; faccessat(dirfd, final_name, F_OK, 0) == 0; seq++)
+    BA_FORWARD(ba_seg_name(r->st.h.start_ns, seq, final_name, sizeof final_name));
+  ba_seg_finish_t f = {.fd = r->fd, .dirfd = dirfd, .open_name = open_name, .final_name = final_name,
+                       .end = r->end, .groups = r->groups, .ngroups = (uint32_t)r->ngroups,
+                       .ncols = ba_seg_ncols(r->st.h.major), .rows = r->rows, .min_first = r->acc.minf,
+                       .max_first = r->acc.maxf, .kinds = r->acc.kinds, .attrs = r->attrs};
+  return ba_seg_finish(&f);
+}
+
+static void rec_free(rec_t *r) {
+  for (int a = 0; a < BA_ATTR_COUNT; a++) {
+    ba_idx_online_free(r->idx[a]);
+    ba_idx_attr_clear(&r->attrs[a]);
+  }
+  ba_free(r->groups);
+  ba_free(r->vals);
+  ba_free(r->tail.recs);
+  ba_free(r->tail.frames);
+  ba_jreader_close(&r->st);
+  close(r->fd);
+}
+
 static int recover_one(int dirfd, const char *open_name, uint64_t *recovered, char *errmsg,
                        size_t errcap) {
   /* Never follow a symlink out of the store, never rewrite a non-file. */
@@ -87,115 +182,37 @@ static int recover_one(int dirfd, const char *open_name, uint64_t *recovered, ch
     close(fd);
     return BA_ERR_IO;
   }
-  ba_jreader_t st;
-  memset(&st, 0, sizeof st);
-  uint32_t *vals = NULL;
-  tail_t tail = {0};
-  ba_idx_online_t *idx[BA_ATTR_COUNT] = {0};
-  ba_idx_attr_t attrs[BA_ATTR_COUNT];
-  memset(attrs, 0, sizeof attrs);
-  ba_group_ent_t *groups = NULL;
-  size_t ngroups = 0, gcap = 0;
-  int rc = BA_OK;
-  if (fstat(fd, &sb) != 0) {
-    rc = BA_ERR_IO;
-    goto done;
-  }
+  rec_t r;
+  memset(&r, 0, sizeof r);
+  r.fd = fd;
   uint64_t fsize = (uint64_t)sb.st_size;
-  if ((rc = ba_jreader_open(&st, fd, fsize)) < 0) {
-    if (rc == BA_ERR_NOMEM) goto done;
-    /* Not even a header: nothing to recover. */
-    rc = BA_OK;
-    unlinkat(dirfd, open_name, 0);
+  int rc = ba_jreader_open(&r.st, fd, fsize);
+  if (rc < 0) {
+    if (rc != BA_ERR_NOMEM) { /* not even a header: nothing to recover */
+      rc = BA_OK;
+      unlinkat(dirfd, open_name, 0);
+    }
     goto done;
   }
-  uint64_t bin_ns = (uint64_t)st.h.time_bin_seconds * 1000000000ull;
-  vals = ba_malloc((size_t)st.h.block_rows * sizeof *vals);
-  tail.recs = ba_malloc((size_t)st.h.block_rows * sizeof *tail.recs);
-  if (!vals || !tail.recs) {
+  uint64_t bin_ns = (uint64_t)r.st.h.time_bin_seconds * 1000000000ull;
+  r.vals = ba_malloc((size_t)r.st.h.block_rows * sizeof *r.vals);
+  r.tail.recs = ba_malloc((size_t)r.st.h.block_rows * sizeof *r.tail.recs);
+  if (!r.vals || !r.tail.recs) {
     rc = BA_ERR_NOMEM;
     goto done;
   }
-  for (int a = 0; a < BA_ATTR_COUNT; a++) {
-    uint32_t dom = ba_attr_domain((ba_attr_t)a, st.h.end_ns - st.h.start_ns, bin_ns);
-    if ((rc = ba_idx_online_create((ba_codec_t)st.h.codec, dom, &idx[a])) < 0) goto done;
+  for (int a = 0; a < BA_ATTR_COUNT && rc == BA_OK; a++) {
+    uint32_t dom = ba_attr_domain((ba_attr_t)a, r.st.h.end_ns - r.st.h.start_ns, bin_ns);
+    rc = ba_idx_online_create((ba_codec_t)r.st.h.codec, dom, &r.idx[a]);
   }
-  uint64_t off = BA_SEG_HDR_BYTES, end = off, rows = 0;
-  uint32_t live_rows = 0;
-  acc_t acc = {.idx = idx, .vals = vals, .start_ns = st.h.start_ns, .bin_ns = bin_ns, .minf = UINT64_MAX};
-  for (uint32_t gi = 0;;) {
-    ba_jgroup_t jg;
-    if (ba_jreader_group(&st, fd, fsize, off, gi, live_rows, &jg) < 0) break;
-    if (jg.live) {
-      /* Rows of group gi written early for live queries: the GROUP block
-       * of gi follows with all of them, or, if the writer died first, they
-       * become the last group (below). */
-      live_rows += jg.rows;
-      off += jg.e.len;
-      if ((rc = tail_add(&tail, st.recs, jg.rows)) < 0) goto done;
-      continue;
-    }
-    tail.n = tail.nframes = 0;
-    ba_group_ent_t e = jg.e;
-    if (rows + e.rows > BA_SEG_MAX_ROWS) break;
-    if ((rc = acc_rows(&acc, st.recs, e.rows)) < 0) goto done;
-    if (ngroups == gcap) {
-      void *q = groups;
-      if ((rc = ba_grow(&q, &gcap, ngroups + 1, sizeof *groups)) < 0) goto done;
-      groups = q;
-    }
-    groups[ngroups++] = e;
-    rows += e.rows;
-    off += e.len;
-    end = off;
-    gi++;
-    live_rows = 0;
-    if (e.rows < st.h.block_rows) break; /* only the last group is partial */
-  }
-  if (tail.n && rows + tail.n <= BA_SEG_MAX_ROWS) {
-    ba_group_ent_t e;
-    if ((rc = tail_write(fd, &st.h, (uint32_t)ngroups, &tail, off, &e)) < 0) goto done;
-    if ((rc = acc_rows(&acc, tail.recs, tail.n)) < 0) goto done;
-    if (ngroups == gcap) {
-      void *q = groups;
-      if ((rc = ba_grow(&q, &gcap, ngroups + 1, sizeof *groups)) < 0) goto done;
-      groups = q;
-    }
-    groups[ngroups++] = e;
-    rows += tail.n;
-    end = off + e.len;
-  }
-
-  if (ngroups == 0) {
-    unlinkat(dirfd, open_name, 0);
-    goto done;
-  }
-  for (int a = 0; a < BA_ATTR_COUNT; a++)
-    if ((rc = ba_idx_online_finish(idx[a], &attrs[a])) < 0) goto done;
-  /* The journal's own name minus ".open", unless taken meanwhile. */
-  char final_name[128];
-  size_t len = strlen(open_name);
-  snprintf(final_name, sizeof final_name, "%.*s", (int)(len - 5), open_name);
-  for (unsigned seq = 1; faccessat(dirfd, final_name, F_OK, 0) == 0; seq++)
-    if ((rc = ba_seg_name(st.h.start_ns, seq, final_name, sizeof final_name)) < 0) goto done;
-  ba_seg_finish_t f = {.fd = fd, .dirfd = dirfd, .open_name = open_name, .final_name = final_name,
-                       .end = end, .groups = groups, .ngroups = (uint32_t)ngroups, .ncols = ba_seg_ncols(st.h.major), .rows = rows,
-                       .min_first = acc.minf, .max_first = acc.maxf, .kinds = acc.kinds, .attrs = attrs};
-  rc = ba_seg_finish(&f);
-  if (rc == BA_OK) *recovered += rows;
+  r.acc = (acc_t){.idx = r.idx, .vals = r.vals, .start_ns = r.st.h.start_ns, .bin_ns = bin_ns, .minf = UINT64_MAX};
+  if (rc == BA_OK) rc = rec_scan(&r, fsize);
+  if (rc == BA_OK && r.ngroups == 0) unlinkat(dirfd, open_name, 0);
+  else if (rc == BA_OK && (rc = rec_finish(&r, dirfd, open_name)) == BA_OK) *recovered += r.rows;
 done:
   if (rc < 0 && errmsg[0] == 0)
     snprintf(errmsg, errcap, "%s: recovery failed: %s", open_name, ba_strerror(rc));
-  for (int a = 0; a < BA_ATTR_COUNT; a++) {
-    ba_idx_online_free(idx[a]);
-    ba_idx_attr_clear(&attrs[a]);
-  }
-  ba_free(groups);
-  ba_free(vals);
-  ba_free(tail.recs);
-  ba_free(tail.frames);
-  ba_jreader_close(&st);
-  close(fd);
+  rec_free(&r);
   return rc;
 }
 
