@@ -173,6 +173,15 @@ int ba_seg_finish(ba_seg_finish_t *f);
 /* Segment file name for a slice: "seg-YYYYMMDDTHHMMSSZ[-N].bitarc". */
 int ba_seg_name(uint64_t start_ns, unsigned seq, char *out, size_t cap);
 
+/* Calls fn(ctx, dfd, name) for each entry of the directory dirfd, or of its
+ * subdirectory sub (never through a symlink), "." and ".." left out, until fn
+ * returns non-zero: that value is returned. dfd is the directory walked.
+ * BA_ERR_NOT_FOUND if sub does not exist, BA_ERR_IO if it cannot be read. */
+typedef int (*ba_dir_fn)(void *ctx, int dfd, const char *name);
+int ba_dir_each(int dirfd, const char *sub, ba_dir_fn fn, void *ctx);
+/* 1 if s ends with suffix and is longer than it. */
+int ba_name_ends_with(const char *s, const char *suffix);
+
 /* Opens the store directory and takes its writer lock (DIR/.lock, flock
  * exclusive, not waiting: BA_ERR_BUSY while a writer runs). */
 int ba_store_lock(const char *dir, int *dirfd, int *lockfd, char *errbuf, size_t errcap);

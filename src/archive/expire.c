@@ -42,16 +42,11 @@ static int eerr(char *err, size_t cap, int code, const char *fmt, ...) {
 
 void ba_expire_opts_init(ba_expire_opts_t *o) { memset(o, 0, sizeof *o); }
 
-static int ends_with(const char *s, const char *suf) {
-  size_t a = strlen(s), b = strlen(suf);
-  return a >= b && !strcmp(s + a - b, suf);
-}
-
 /* seg-YYYYMMDDTHHMMSSZ[-N].bitarc (ba_seg_name) -> slice start and sequence. */
 static int parse_seg_name(const char *n, uint64_t *start_ns, unsigned *seq) {
   unsigned y, mo, d, h, mi, s;
   int used = 0;
-  if (strncmp(n, "seg-", 4) || !ends_with(n, ".bitarc")) return 0;
+  if (strncmp(n, "seg-", 4) || !ba_name_ends_with(n, ".bitarc")) return 0;
   if (sscanf(n + 4, "%4u%2u%2uT%2u%2u%2uZ%n", &y, &mo, &d, &h, &mi, &s, &used) != 6 || used != 16) return 0;
   const char *rest = n + 4 + used;
   *seq = 0;
@@ -101,35 +96,24 @@ static int add_seg(listing_t *l, int dirfd, const char *name, uint64_t start, un
   return BA_OK;
 }
 
-static int list_store(int dirfd, listing_t *l) {
-  int fd = dup(dirfd);
-  BA_RETURN_IF(fd < 0, BA_ERR_IO);
-  DIR *d = fdopendir(fd);
-  if (!d) {
-    close(fd);
-    return BA_ERR_IO;
-  }
-  struct dirent *e;
-  int rc = BA_OK;
-  while (rc == BA_OK && (e = readdir(d)) != NULL) {
-    struct stat st;
-    uint64_t start;
-    unsigned seq;
-    int journal = ends_with(e->d_name, ".bitarc.open");
-    int seg = !journal && parse_seg_name(e->d_name, &start, &seq);
-    if (!journal && !seg) continue;
-    /* Vanished since readdir (a writer renamed its journal): skip it. */
-    if (fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) continue;
-    if (journal) {
-      l->journals++;
-      l->journal_bytes += (uint64_t)st.st_size;
-    } else {
-      rc = add_seg(l, dirfd, e->d_name, start, seq, (uint64_t)st.st_size);
-    }
-  }
-  closedir(d);
-  return rc;
+/* One directory entry: a complete segment is listed, a journal counted. */
+static int list_one(void *ctx, int dfd, const char *name) {
+  listing_t *l = ctx;
+  struct stat st;
+  uint64_t start;
+  unsigned seq;
+  int journal = ba_name_ends_with(name, ".bitarc.open");
+  int seg = !journal && parse_seg_name(name, &start, &seq);
+  if (!journal && !seg) return BA_OK;
+  /* Vanished since readdir (a writer renamed its journal): skip it. */
+  if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) return BA_OK;
+  if (!journal) return add_seg(l, dfd, name, start, seq, (uint64_t)st.st_size);
+  l->journals++;
+  l->journal_bytes += (uint64_t)st.st_size;
+  return BA_OK;
 }
+
+static int list_store(int dirfd, listing_t *l) { return ba_dir_each(dirfd, NULL, list_one, l); }
 
 static int ent_cmp(const void *a, const void *b) {
   const seg_ent_t *x = a, *y = b;

@@ -4,7 +4,6 @@
  * needed). Damage (bad CRC, bad lengths, truncation) is reported per segment
  * and block and skipped; nothing read from a file is trusted before it is
  * checked. */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -241,52 +240,46 @@ static int is_segment_name(const char *n) {
          !strchr(n, '/');
 }
 
+/* One directory entry: a segment the handle does not have yet is opened. */
+static int refresh_one(void *ctx, int dfd, const char *name) {
+  ba_store_t *s = ctx;
+  (void)dfd;
+  if (!is_segment_name(name)) return BA_OK;
+  for (size_t i = 0; i < s->n; i++)
+    if (!strcmp(s->segs[i]->name, name)) return BA_OK;
+  ba_segment_t *g = ba_calloc(1, sizeof *g);
+  if (!g || !(g->name = ba_malloc(strlen(name) + 1))) {
+    ba_free(g);
+    return BA_ERR_NOMEM;
+  }
+  strcpy(g->name, name);
+  g->store = s;
+  /* O_NOFOLLOW + regular files only: a segment name never leads outside the store. */
+  g->fd = openat(s->dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  struct stat st;
+  if (g->fd < 0 || fstat(g->fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    g->open_rc = BA_ERR_IO;
+  } else {
+    g->fsize = (uint64_t)st.st_size;
+    g->open_rc = seg_validate(g);
+  }
+  if (g->open_rc < 0) ba_rd_serr(s, "%s: %s", g->name, ba_strerror(g->open_rc));
+  if (s->n == s->cap) {
+    void *p = s->segs;
+    int rc = ba_grow(&p, &s->cap, s->n + 1, sizeof *s->segs);
+    if (rc < 0) {
+      seg_free(g);
+      return rc;
+    }
+    s->segs = p;
+  }
+  s->segs[s->n++] = g;
+  return BA_OK;
+}
+
 int ba_store_refresh(ba_store_t *s) {
   BA_RETURN_IF(!s, BA_ERR_INVALID);
-  int fd = dup(s->dirfd);
-  BA_RETURN_IF(fd < 0, BA_ERR_IO);
-  DIR *d = fdopendir(fd);
-  if (!d) {
-    close(fd);
-    return BA_ERR_IO;
-  }
-  rewinddir(d);
-  struct dirent *e;
-  int rc = BA_OK;
-  while ((e = readdir(d)) != NULL) {
-    if (!is_segment_name(e->d_name)) continue;
-    int known = 0;
-    for (size_t i = 0; i < s->n && !known; i++) known = !strcmp(s->segs[i]->name, e->d_name);
-    if (known) continue;
-    ba_segment_t *g = ba_calloc(1, sizeof *g);
-    if (!g || !(g->name = ba_malloc(strlen(e->d_name) + 1))) {
-      ba_free(g);
-      rc = BA_ERR_NOMEM;
-      break;
-    }
-    strcpy(g->name, e->d_name);
-    g->store = s;
-    /* O_NOFOLLOW + regular files only: a segment name never leads outside the store. */
-    g->fd = openat(s->dirfd, e->d_name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    struct stat st;
-    if (g->fd < 0 || fstat(g->fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-      g->open_rc = BA_ERR_IO;
-    } else {
-      g->fsize = (uint64_t)st.st_size;
-      g->open_rc = seg_validate(g);
-    }
-    if (g->open_rc < 0) ba_rd_serr(s, "%s: %s", g->name, ba_strerror(g->open_rc));
-    if (s->n == s->cap) {
-      void *p = s->segs;
-      if ((rc = ba_grow(&p, &s->cap, s->n + 1, sizeof *s->segs)) < 0) {
-        seg_free(g);
-        break;
-      }
-      s->segs = p;
-    }
-    s->segs[s->n++] = g;
-  }
-  closedir(d);
+  int rc = ba_dir_each(s->dirfd, NULL, refresh_one, s);
   if (s->n) qsort(s->segs, s->n, sizeof *s->segs, seg_cmp);
   return rc;
 }

@@ -3,7 +3,6 @@
  * become one more group); the index is rebuilt from the decompressed groups;
  * the segment is finished and renamed. Leftover
  * reindex temp files are removed. */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -216,41 +215,35 @@ done:
   return rc;
 }
 
-static int ends_with(const char *s, const char *suf) {
-  size_t a = strlen(s), b = strlen(suf);
-  return a > b && !strcmp(s + a - b, suf);
+typedef struct journals {
+  char (*names)[256];
+  size_t n, cap;
+} journals_t;
+
+/* One directory entry: reindex leftovers go, journals are listed. */
+static int list_journal(void *ctx, int dfd, const char *name) {
+  journals_t *j = ctx;
+  if (strncmp(name, "seg-", 4) != 0 || strlen(name) >= 200) return BA_OK;
+  if (ba_name_ends_with(name, ".bitarc.tmp")) {
+    unlinkat(dfd, name, 0);
+    return BA_OK;
+  }
+  if (!ba_name_ends_with(name, ".bitarc.open")) return BA_OK;
+  if (j->n == j->cap) {
+    void *q = j->names;
+    BA_FORWARD(ba_grow(&q, &j->cap, j->n + 1, sizeof *j->names));
+    j->names = q;
+  }
+  snprintf(j->names[j->n++], 256, "%s", name);
+  return BA_OK;
 }
 
 int ba_store_recover(int dirfd, const ba_store_opts_t *defaults, uint64_t *recovered, char *errmsg,
                      size_t errcap) {
   (void)defaults;
-  int fd = dup(dirfd);
-  BA_RETURN_IF(fd < 0, BA_ERR_IO);
-  DIR *d = fdopendir(fd);
-  if (!d) {
-    close(fd);
-    return BA_ERR_IO;
-  }
-  char (*names)[256] = NULL;
-  size_t n = 0, cap = 0;
-  struct dirent *e;
-  int rc = BA_OK;
-  while ((e = readdir(d)) != NULL) {
-    if (strncmp(e->d_name, "seg-", 4) != 0 || strlen(e->d_name) >= 200) continue;
-    if (ends_with(e->d_name, ".bitarc.tmp")) {
-      unlinkat(dirfd, e->d_name, 0);
-      continue;
-    }
-    if (!ends_with(e->d_name, ".bitarc.open")) continue;
-    if (n == cap) {
-      void *q = names;
-      if ((rc = ba_grow(&q, &cap, n + 1, sizeof *names)) < 0) break;
-      names = q;
-    }
-    snprintf(names[n++], 256, "%s", e->d_name);
-  }
-  closedir(d);
-  for (size_t i = 0; i < n && rc == BA_OK; i++) rc = recover_one(dirfd, names[i], recovered, errmsg, errcap);
-  ba_free(names);
+  journals_t j = {0};
+  int rc = ba_dir_each(dirfd, NULL, list_journal, &j);
+  for (size_t i = 0; i < j.n && rc == BA_OK; i++) rc = recover_one(dirfd, j.names[i], recovered, errmsg, errcap);
+  ba_free(j.names);
   return rc;
 }

@@ -4,7 +4,6 @@
  * seen by readers, emptied first: a crash leaves only scratch there), and the
  * new segment is renamed over the old one (atomic; the directory is fsynced).
  * A crash at any point leaves either the old segment or the new one. */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -17,21 +16,15 @@
 
 #define SCRATCH ".upgrade"
 
+static int unlink_one(void *ctx, int dfd, const char *name) {
+  (void)ctx;
+  return unlinkat(dfd, name, 0) == 0 ? BA_OK : BA_ERR_IO;
+}
+
 /* Removes every file in the scratch directory (it holds only files). */
 static int scratch_clear(int dirfd) {
-  int fd = openat(dirfd, SCRATCH, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0) return errno == ENOENT ? BA_OK : BA_ERR_IO;
-  DIR *d = fdopendir(fd);
-  if (!d) {
-    close(fd);
-    return BA_ERR_IO;
-  }
-  struct dirent *e;
-  int rc = BA_OK;
-  while ((e = readdir(d)) != NULL)
-    if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && unlinkat(fd, e->d_name, 0) != 0) rc = BA_ERR_IO;
-  closedir(d);
-  return rc;
+  int rc = ba_dir_each(dirfd, SCRATCH, unlink_one, NULL);
+  return rc == BA_ERR_NOT_FOUND ? BA_OK : rc;
 }
 
 typedef struct up_sink {
@@ -45,25 +38,27 @@ static int up_append(void *ctx, const ba_record_t *recs, size_t n) {
   return ba_store_writer_append(u->w, recs, n);
 }
 
+typedef struct scratch_seg {
+  char *name;
+  size_t cap;
+  int found;
+} scratch_seg_t;
+
+static int find_seg(void *ctx, int dfd, const char *name) {
+  scratch_seg_t *f = ctx;
+  (void)dfd;
+  if (strncmp(name, "seg-", 4) || !ba_name_ends_with(name, ".bitarc")) return BA_OK;
+  f->found++;
+  snprintf(f->name, f->cap, "%s", name);
+  return BA_OK;
+}
+
 /* The new segment's name in the scratch directory (the only one). */
 static int scratch_segment(int dirfd, char *name, size_t cap) {
-  int fd = openat(dirfd, SCRATCH, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0) return BA_ERR_IO;
-  DIR *d = fdopendir(fd);
-  if (!d) {
-    close(fd);
-    return BA_ERR_IO;
-  }
-  struct dirent *e;
-  int found = 0;
-  while ((e = readdir(d)) != NULL) {
-    size_t l = strlen(e->d_name);
-    if (strncmp(e->d_name, "seg-", 4) || l < 7 || strcmp(e->d_name + l - 7, ".bitarc")) continue;
-    found++;
-    snprintf(name, cap, "%s", e->d_name);
-  }
-  closedir(d);
-  return found == 1 ? BA_OK : BA_ERR_CORRUPT;
+  scratch_seg_t f = {name, cap, 0};
+  int rc = ba_dir_each(dirfd, SCRATCH, find_seg, &f);
+  if (rc < 0) return rc == BA_ERR_NOT_FOUND ? BA_ERR_IO : rc;
+  return f.found == 1 ? BA_OK : BA_ERR_CORRUPT;
 }
 
 static int upgrade_one(const char *dir, int dirfd, ba_segment_t *seg, const char *name, int threads, char *err,

@@ -11,7 +11,6 @@
  * walk reads a finished segment's row groups the same way and stops at its
  * index. Opening a journal that is gone means it was just renamed: its
  * segment is read instead. So no row is read twice or missed. */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -80,11 +79,6 @@ static int item_cmp(const void *x, const void *y) {
 
 static int str_cmp(const void *x, const void *y) { return strcmp(*(char *const *)x, *(char *const *)y); }
 
-static int ends_with(const char *s, const char *suf) {
-  size_t a = strlen(s), b = strlen(suf);
-  return a > b && !strcmp(s + a - b, suf);
-}
-
 static int add_item(live_t *lv, const char *name, size_t len, int journal) {
   if (len >= sizeof lv->it[0].name || strchr(name, '/')) return BA_OK;
   for (size_t i = 0; i < lv->n; i++)
@@ -107,29 +101,27 @@ static int add_item(live_t *lv, const char *name, size_t len, int journal) {
 
 /* One pass over the directory: journals (pass 0) or segments the store
  * handle does not have (pass 1; known: its names, sorted). */
+typedef struct lpass {
+  live_t *lv;
+  int pass;
+  char **known;
+  size_t nknown;
+} lpass_t;
+
+static int list_one(void *ctx, int dfd, const char *n) {
+  const lpass_t *p = ctx;
+  (void)dfd;
+  if (strncmp(n, "seg-", 4) != 0) return BA_OK;
+  if (p->pass == 0 && ba_name_ends_with(n, ".bitarc.open")) return add_item(p->lv, n, strlen(n) - 5, 1);
+  if (p->pass == 1 && ba_name_ends_with(n, ".bitarc") &&
+      !bsearch(&n, p->known, p->nknown, sizeof *p->known, str_cmp))
+    return add_item(p->lv, n, strlen(n), 0);
+  return BA_OK;
+}
+
 static int list_pass(live_t *lv, int pass, char **known, size_t nknown) {
-  int fd = dup(lv->dirfd);
-  BA_RETURN_IF(fd < 0, BA_ERR_IO);
-  DIR *d = fdopendir(fd);
-  if (!d) {
-    close(fd);
-    return BA_ERR_IO;
-  }
-  rewinddir(d);
-  struct dirent *e;
-  int rc = BA_OK;
-  while (rc == BA_OK && (e = readdir(d)) != NULL) {
-    const char *n = e->d_name;
-    if (strncmp(n, "seg-", 4) != 0) continue;
-    if (pass == 0 && ends_with(n, ".bitarc.open")) {
-      rc = add_item(lv, n, strlen(n) - 5, 1);
-    } else if (pass == 1 && ends_with(n, ".bitarc")) {
-      const char *key = n;
-      if (!bsearch(&key, known, nknown, sizeof *known, str_cmp)) rc = add_item(lv, n, strlen(n), 0);
-    }
-  }
-  closedir(d);
-  return rc;
+  lpass_t p = {lv, pass, known, nknown};
+  return ba_dir_each(lv->dirfd, NULL, list_one, &p);
 }
 
 void live_free(live_t *lv) {
