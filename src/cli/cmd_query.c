@@ -651,6 +651,7 @@ int ba_cmd_query(int argc, char **argv) {
     goto done;
   }
   if (open_output(&op, &o) != 0) goto done;
+  op.stores.live = !op.no_live;
   if (qs_open(&op.stores) != 0) goto done;
   ba_query_exec_opts_t eo;
   ba_query_exec_opts_init(&eo);

@@ -90,18 +90,57 @@ int qs_open(qstores_t *s) {
   return 0;
 }
 
+typedef struct span {
+  uint64_t lo, hi;
+} span_t;
+
+static int span_sink(void *ctx, const ba_record_t *r, size_t n) {
+  span_t *s = ctx;
+  for (size_t i = 0; i < n; i++) {
+    if (r[i].first_ns < s->lo) s->lo = r[i].first_ns;
+    if (r[i].first_ns > s->hi) s->hi = r[i].first_ns;
+  }
+  return 0;
+}
+
+/* Widens [*lo, *hi] by the start times of the live rows (journals of the
+ * slices a collector is writing) that start after every segment's rows: a
+ * query of every flow from `from` on reads the journals and, from the
+ * segments, only what the index finds there (nothing, or a few rows). */
+static void live_span(ba_store_t *st, uint64_t from, uint64_t *lo, uint64_t *hi) {
+  ba_query_t *q = NULL;
+  if (ba_query_create(&q) < 0) return;
+  ba_query_set_live(q, 1);
+  span_t s = {*lo, *hi};
+  ba_query_exec_opts_t eo;
+  ba_query_exec_opts_init(&eo);
+  eo.start_ns = from;
+  eo.out_cols = BA_COL_FIRST;
+  eo.threads = 1;
+  if (ba_query_compile(q, "any") == 0 && ba_query_run(q, st, &eo, span_sink, &s, NULL) >= 0) {
+    *lo = s.lo;
+    *hi = s.hi;
+  }
+  ba_query_free(q);
+}
+
 int qs_data_range(const qstores_t *s, uint64_t *lo, uint64_t *hi) {
   *lo = UINT64_MAX;
   *hi = 0;
   for (size_t k = 0; k < s->n; k++) {
     ba_store_t *st = s->st[k];
+    uint64_t shi = 0;
+    int any = 0;
     for (size_t i = 0; i < ba_store_segment_count(st); i++) {
       ba_segment_t *seg;
       ba_segment_info_t in;
       if (ba_store_segment(st, i, &seg) < 0 || ba_segment_info(seg, &in) < 0 || in.rows == 0) continue;
       if (in.min_first_ns < *lo) *lo = in.min_first_ns;
       if (in.max_first_ns > *hi) *hi = in.max_first_ns;
+      if (!any || in.max_first_ns > shi) shi = in.max_first_ns;
+      any = 1;
     }
+    if (s->live) live_span(st, any ? shi + 1 : 0, lo, hi);
   }
   return *lo <= *hi ? 0 : -1;
 }

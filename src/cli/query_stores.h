@@ -14,6 +14,7 @@ typedef struct qstores {
   ba_store_t **st;    /* open handles, NULL until qs_open */
   size_t n, cap;
   const char *mlist;  /* the -M argument, for messages */
+  int live;           /* qs_data_range counts the live rows of open slices too */
 } qstores_t;
 
 /* -r/-R DIR: one more store. 0, or 2 after an error. */

@@ -72,6 +72,11 @@ check_live() { # $1: label
   "$BITARC" query -r "$st" -o csv --tz utc >"$tmp/q.csv"
   cat "$tmp"/sent.* >"$tmp/all.txt"
   python3 "$tmp/compare.py" "$tmp/all.txt" "$tmp/q.csv" || fail "$1: -o csv differs from what was sent"
+  # -t +N / -N: the first / last N seconds of the data, live rows included
+  c=$("$BITARC" query -r "$st" --count -t +3600)
+  [ "$c" = "$n" ] || fail "$1: -t +3600 counts $c of the $n flows sent (the live rows are the data)"
+  c=$("$BITARC" query -r "$st" --count -t -3600)
+  [ "$c" = "$n" ] || fail "$1: -t -3600 counts $c of the $n flows sent"
   echo "$1: $n flows seen ($udp udp/53)"
 }
 
