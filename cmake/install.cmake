@@ -11,15 +11,11 @@ foreach(d LIBDIR INCLUDEDIR)
   endif()
 endforeach()
 # Static linking needs what the objects inside libbitarc.a use beyond the
-# Requires.private packages: the C++ runtime and OpenMP for the OMP device
-# pipelines, libdl for the CUDA module loader, pthreads and libm.
+# Requires.private packages: libdl for the device modules' and libpcap's
+# loaders (dlopen), libbz2, pthreads and libm. libpcap, OpenMP and the C++
+# runtime are not linked: they are loaded when a capture is read or the omp
+# device is opened (src/ingest/pcap_dl.c, src/gpu/module_loader.c).
 set(BA_PC_LIBS_PRIVATE "")
-if(BA_HAVE_OMP_DEVICE)
-  string(APPEND BA_PC_LIBS_PRIVATE " ${OpenMP_CXX_FLAGS}")
-endif()
-if(BA_HAVE_OMP_DEVICE)
-  string(APPEND BA_PC_LIBS_PRIVATE " -lstdc++")
-endif()
 foreach(l ${CMAKE_DL_LIBS})
   string(APPEND BA_PC_LIBS_PRIVATE " -l${l}")
 endforeach()
@@ -37,6 +33,9 @@ install(FILES ${CMAKE_BINARY_DIR}/install/bitarc.pc DESTINATION ${CMAKE_INSTALL_
 install(TARGETS bitarc_cli RUNTIME COMPONENT bin)
 install(TARGETS bitarc_shared LIBRARY COMPONENT lib NAMELINK_COMPONENT dev)
 install(TARGETS bitarc ARCHIVE COMPONENT dev)
+if(TARGET bitarc_omp)
+  install(TARGETS bitarc_omp LIBRARY DESTINATION ${BA_GPU_MODULE_DIR} COMPONENT lib)
+endif()
 if(TARGET bitarc_cuda)
   install(TARGETS bitarc_cuda LIBRARY DESTINATION ${BA_GPU_MODULE_DIR} COMPONENT gpu)
 endif()

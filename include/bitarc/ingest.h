@@ -222,8 +222,9 @@ typedef struct ba_capture_result {
 /* Reads a pcap or pcapng file (path, or an open stream when fp != NULL; the
  * stream is closed). Every good packet before a damaged region is delivered;
  * then BA_ERR_TRUNCATED or BA_ERR_CORRUPT is returned with the position in
- * res. BA_ERR_NOT_OURS if the file is no capture. A non-zero sink status
- * stops reading and is returned. */
+ * res. BA_ERR_NOT_OURS if the file is no capture. BA_ERR_UNSUPPORTED when
+ * libpcap cannot be loaded (it is loaded on the first call; errmsg names it).
+ * A non-zero sink status stops reading and is returned. */
 int ba_capture_ingest(const char *path, FILE *fp, const ba_capture_opts_t *opts, ba_record_sink_fn fn,
                       void *ctx, ba_capture_result_t *res);
 

@@ -382,6 +382,11 @@ int ba_cmd_ingest(int argc, char **argv) {
                    " packets before it were read", path, res[i].error_packet, res[i].error_offset,
                    res[i].errmsg, res[i].counts.packets);
         if (status < 1) status = 1;
+      } else if (frc[i] == BA_ERR_UNSUPPORTED) {
+        /* libpcap could not be loaded: no capture can be read */
+        ba_cli_err("ingest", "%s: %s", path, res[i].errmsg);
+        status = 2;
+        stop = 1;
       } else if (frc[i] == BA_ERR_NOT_OURS || frc[i] == BA_ERR_IO) {
         ba_cli_err("ingest", "%s: not a pcap/pcapng capture: %s", path, res[i].errmsg);
         status = 2;

@@ -1,6 +1,8 @@
 /* The device pipelines on Thrust's OpenMP system: the same source as the CUDA
- * build (pipeline.inl), compiled by the host C++ compiler with -fopenmp. It
- * needs no GPU, so CI runs the device logic through this file. */
+ * build (pipeline.inl), compiled by the host C++ compiler with -fopenmp as the
+ * loadable module libbitarc-omp.so (the only file linked with libgomp and the
+ * C++ runtime; see gpu_internal.h). It needs no GPU, so CI runs the device
+ * logic through this file. */
 #include "bitarc_config.h"
 
 #if BA_HAVE_OMP_DEVICE
@@ -43,8 +45,12 @@ extern "C" {
 
 #define BA_HD
 #define BA_GPU_FN(x) ba_gpu_omp_##x
-#define BA_GPU_LINKAGE extern "C"
-#define BA_GPU_ALLOC(n) ba_malloc(n)
+#define BA_GPU_LINKAGE static
+#define BA_GPU_ALLOC(n) ba_gpu_omp_alloc(n)
+
+/* The host's allocator, set by the module entry. */
+static void *(*g_host_alloc)(size_t);
+static void *ba_gpu_omp_alloc(size_t n) { return g_host_alloc(n); }
 #define BA_GPU_DEVNAME "omp"
 #define BA_SYNC() ((void)0)
 
@@ -111,6 +117,25 @@ static void sort_by_value(const ba_vec<std::uint32_t> &val, ba_vec<std::uint32_t
 
 #include "gpu/pipeline.inl"
 
-extern "C" size_t ba_gpu_omp_mem_budget(void) { return 0; }
+static int ba_gpu_omp_probe(char *err, size_t errcap) {
+  (void)err;
+  (void)errcap;
+  return BA_OK;
+}
+static size_t ba_gpu_omp_mem_budget(void) { return 0; }
+
+/* The module's only exported symbol (BA_OMP_MODULE_ENTRY). */
+extern "C" __attribute__((visibility("default"))) int
+ba_gpu_omp_module_v1(int abi, size_t piece_size, size_t job_size, void *(*alloc)(size_t), ba_gpu_backend_t *out) {
+  if (abi != BA_GPU_MODULE_ABI || piece_size != sizeof(ba_gpu_piece_t) || job_size != sizeof(ba_gpu_rangejob_t) ||
+      !alloc || !out)
+    return BA_ERR_VERSION;
+  g_host_alloc = alloc;
+  out->probe = ba_gpu_omp_probe;
+  out->build = ba_gpu_omp_build;
+  out->range = ba_gpu_omp_range;
+  out->mem_budget = ba_gpu_omp_mem_budget;
+  return BA_OK;
+}
 
 #endif

@@ -12,7 +12,7 @@
 
 struct ba_gpu {
   ba_device_t dev;
-  const ba_gpu_backend_t *cuda; /* the loaded CUDA module (gpu device) */
+  const ba_gpu_backend_t *be; /* the loaded device module (omp, gpu); NULL for cpu */
   size_t max_batch;
   ba_gpu_times_t times;
   char err[BA_GPU_ERRMSG_LEN];
@@ -48,22 +48,17 @@ static void copy_why(char *why, size_t cap, const char *msg) {
 }
 
 int ba_gpu_open(ba_device_t dev, ba_gpu_t **out, char *why, size_t whycap) {
-  const ba_gpu_backend_t *cuda = NULL;
+  const ba_gpu_backend_t *be = NULL;
   if (!out) return BA_ERR_INVALID;
   *out = NULL;
   copy_why(why, whycap, "");
   switch (dev) {
   case BA_DEVICE_CPU: break;
   case BA_DEVICE_OMP:
-#if !BA_HAVE_OMP_DEVICE
-    copy_why(why, whycap, "built without OpenMP");
-    return BA_ERR_NODEVICE;
-#endif
-    break;
   case BA_DEVICE_GPU: {
-    int rc = ba_gpu_cuda_backend(&cuda, why, whycap);
+    int rc = dev == BA_DEVICE_OMP ? ba_gpu_omp_backend(&be, why, whycap) : ba_gpu_cuda_backend(&be, why, whycap);
     if (rc < 0) return rc;
-    if ((rc = cuda->probe(why, whycap)) < 0) return rc;
+    if ((rc = be->probe(why, whycap)) < 0) return rc;
     break;
   }
   default: copy_why(why, whycap, "unknown device"); return BA_ERR_INVALID;
@@ -71,7 +66,7 @@ int ba_gpu_open(ba_device_t dev, ba_gpu_t **out, char *why, size_t whycap) {
   ba_gpu_t *g = ba_calloc(1, sizeof *g);
   if (!g) return BA_ERR_NOMEM;
   g->dev = dev;
-  g->cuda = cuda;
+  g->be = be;
   *out = g;
   return BA_OK;
 }
@@ -369,8 +364,8 @@ static int joiner_to_index(joiner_t *jn, ba_codec_t c, ba_gpu_index_t *ix, size_
 static size_t piece_rows(const ba_gpu_t *g, ba_codec_t c, size_t n) {
   size_t lim = (size_t)1 << 31;
   if (g->max_batch) lim = BA_MIN(lim, g->max_batch);
-  if (g->cuda) {
-    size_t bud = g->cuda->mem_budget();
+  if (g->be) {
+    size_t bud = g->be->mem_budget();
     if (bud) lim = BA_MIN(lim, BA_MAX(bud / 48, (size_t)1 << 16));
   }
   if (n <= lim) return n;
@@ -379,10 +374,7 @@ static size_t piece_rows(const ba_gpu_t *g, ba_codec_t c, size_t n) {
 }
 
 static int run_piece(ba_gpu_t *g, ba_gpu_piece_t *p) {
-  if (g->cuda) return g->cuda->build(p, g->err, sizeof g->err);
-#if BA_HAVE_OMP_DEVICE
-  if (g->dev == BA_DEVICE_OMP) return ba_gpu_omp_build(p, g->err, sizeof g->err);
-#endif
+  if (g->be) return g->be->build(p, g->err, sizeof g->err);
   (void)p;
   return seterr(g, BA_ERR_NODEVICE, "device %s not built", ba_device_name(g->dev));
 }
@@ -636,10 +628,7 @@ int ba_gpu_range(ba_gpu_t *g, ba_op_t op, const ba_bitmap_t *const *bms, size_t 
   j.groups = groups;
   j.op = op == BA_OP_OR;
   j.alg = alg == BA_GPU_RANGE_AUTO ? BA_GPU_RANGE_IDEAL : alg;
-  if (g->cuda) rc = g->cuda->range(&j, g->err, sizeof g->err);
-#if BA_HAVE_OMP_DEVICE
-  if (g->dev == BA_DEVICE_OMP) rc = ba_gpu_omp_range(&j, g->err, sizeof g->err);
-#endif
+  if (g->be) rc = g->be->range(&j, g->err, sizeof g->err);
   for (unsigned s = 0; s < BA_GPU_NSTEPS; s++) g->times.ms[s] += j.ms[s];
   if (rc == BA_OK && !j.out) rc = seterr(g, BA_ERR_NODEVICE, "device %s not built", ba_device_name(g->dev));
   if (rc == BA_OK) {

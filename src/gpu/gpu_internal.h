@@ -47,21 +47,20 @@ typedef struct ba_gpu_rangejob {
   double ms[BA_GPU_NSTEPS];
 } ba_gpu_rangejob_t;
 
-/* Back-end entry points: 0 or a negative ba_status, with text in err. */
-int ba_gpu_omp_build(ba_gpu_piece_t *p, char *err, size_t errcap);
-int ba_gpu_omp_range(ba_gpu_rangejob_t *j, char *err, size_t errcap);
-/* Bytes the back end may use for one piece (0 = unknown / unlimited). */
-size_t ba_gpu_omp_mem_budget(void);
-
-/* The CUDA back end is a separate module (libbitarc-cuda.so, built by nvcc
- * and linked with the CUDA runtime), loaded with dlopen by cuda_loader.c only
- * when the gpu device is opened, so neither libbitarc nor the bitarc binary
- * needs libcudart. The module exports one function, BA_GPU_MODULE_ENTRY,
- * which checks the interface version and the sizes of the job structures and
- * fills a table of entry points. Output arrays are allocated with `alloc`
- * (the host's ba_malloc). */
+/* Each device back end is a separate module, loaded with dlopen by
+ * module_loader.c only when its device is opened: libbitarc-cuda.so (built by
+ * nvcc, linked with the CUDA runtime) for gpu, libbitarc-omp.so (host C++
+ * with -fopenmp, linked with libgomp and libstdc++) for omp. So neither
+ * libbitarc nor the bitarc binary loads libcudart, libgomp or libstdc++ at
+ * start. A module exports one function, BA_GPU_MODULE_ENTRY or
+ * BA_OMP_MODULE_ENTRY, which checks the interface version and the sizes of
+ * the job structures and fills a table of entry points (0 or a negative
+ * ba_status, with text in err). Output arrays are allocated with `alloc` (the
+ * host's ba_malloc). mem_budget: bytes the back end may use for one piece
+ * (0 = unknown / unlimited). */
 #define BA_GPU_MODULE_ABI 1
 #define BA_GPU_MODULE_ENTRY "ba_gpu_cuda_module_v1"
+#define BA_OMP_MODULE_ENTRY "ba_gpu_omp_module_v1"
 typedef struct ba_gpu_backend {
   int (*probe)(char *err, size_t errcap);
   int (*build)(ba_gpu_piece_t *p, char *err, size_t errcap);
@@ -70,10 +69,11 @@ typedef struct ba_gpu_backend {
 } ba_gpu_backend_t;
 typedef int (*ba_gpu_module_entry_fn)(int abi, size_t piece_size, size_t job_size,
                                       void *(*alloc)(size_t), ba_gpu_backend_t *out);
-/* Loads the CUDA module once per process (thread-safe) and returns its
- * entry points, or BA_ERR_NODEVICE with the reason (the file looked for, or
- * dlerror naming the library it lacks, e.g. libcudart) in why. */
+/* Load the CUDA / OpenMP module once per process (thread-safe) and return
+ * its entry points, or BA_ERR_NODEVICE with the reason (the file looked for,
+ * or dlerror naming the library it lacks, e.g. libcudart) in why. */
 int ba_gpu_cuda_backend(const ba_gpu_backend_t **out, char *why, size_t whycap);
+int ba_gpu_omp_backend(const ba_gpu_backend_t **out, char *why, size_t whycap);
 
 #ifdef __cplusplus
 }

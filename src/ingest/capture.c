@@ -1,14 +1,15 @@
-/* pcap / pcapng files through libpcap: every packet becomes a packet record,
- * or, for captures of flow exports, every export datagram is decoded into
- * flow records with the capture's source address as exporter. */
+/* pcap / pcapng files through libpcap (loaded on first use, pcap_dl.c): every
+ * packet becomes a packet record, or, for captures of flow exports, every
+ * export datagram is decoded into flow records with the capture's source
+ * address as exporter. */
 #include <errno.h>
-#include <pcap/pcap.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "bitarc/ingest.h"
 #include "common/common.h"
+#include "ingest/pcap_dl.h"
 
 #define CAP_BATCH 256
 #define CAP_ARENA (1u << 20)
@@ -118,6 +119,11 @@ int ba_capture_ingest(const char *path, FILE *fp, const ba_capture_opts_t *opts,
     if (fp) fclose(fp);
     return BA_ERR_INVALID;
   }
+  const ba_pcap_api_t *pcap;
+  if (ba_pcap_api(&pcap, res->errmsg, sizeof(res->errmsg)) < 0) {
+    if (fp) fclose(fp);
+    return BA_ERR_UNSUPPORTED;
+  }
   char eb[PCAP_ERRBUF_SIZE];
   eb[0] = 0;
   struct stat st;
@@ -126,8 +132,8 @@ int ba_capture_ingest(const char *path, FILE *fp, const ba_capture_opts_t *opts,
   } else if (stat(path, &st) == 0) {
     res->file_bytes = (uint64_t)st.st_size;
   }
-  pcap_t *pc = fp ? pcap_fopen_offline_with_tstamp_precision(fp, PCAP_TSTAMP_PRECISION_NANO, eb)
-                  : pcap_open_offline_with_tstamp_precision(path, PCAP_TSTAMP_PRECISION_NANO, eb);
+  pcap_t *pc = fp ? pcap->fopen_offline_with_tstamp_precision(fp, PCAP_TSTAMP_PRECISION_NANO, eb)
+                  : pcap->open_offline_with_tstamp_precision(path, PCAP_TSTAMP_PRECISION_NANO, eb);
   if (!pc) {
     int e = errno;
     snprintf(res->errmsg, sizeof(res->errmsg), "%s", eb);
@@ -149,7 +155,7 @@ int ba_capture_ingest(const char *path, FILE *fp, const ba_capture_opts_t *opts,
   }
   s->o = opts;
   s->arena = arena;
-  s->dlt = pcap_datalink(pc);
+  s->dlt = pcap->datalink(pc);
   s->fn = fn;
   s->ctx = ctx;
   s->as = opts->as;
@@ -158,7 +164,7 @@ int ba_capture_ingest(const char *path, FILE *fp, const ba_capture_opts_t *opts,
   memset(&before, 0, sizeof(before));
   if (opts->flows) ba_flow_decoder_counts(opts->flows, &before);
 
-  FILE *pf = pcap_file(pc);
+  FILE *pf = pcap->file(pc);
   pos = pf ? (uint64_t)ftell(pf) : 0;
   struct pcap_pkthdr *h;
   const u_char *data;
@@ -173,7 +179,7 @@ int ba_capture_ingest(const char *path, FILE *fp, const ba_capture_opts_t *opts,
       goto done;
     }
     while (nheld < DETECT_MAX_PACKETS && held_bytes < DETECT_MAX_BYTES) {
-      r = pcap_next_ex(pc, &h, &data);
+      r = pcap->next_ex(pc, &h, &data);
       if (r != 1) {
         if (r == -2) eof = 1;
         break;
@@ -202,7 +208,7 @@ int ba_capture_ingest(const char *path, FILE *fp, const ba_capture_opts_t *opts,
   }
   res->as = s->as;
   for (;;) {
-    r = pcap_next_ex(pc, &h, &data);
+    r = pcap->next_ex(pc, &h, &data);
     if (r != 1) break;
     rc = cap_packet(s, h, data, ts_of(h));
     if (rc) goto done;
@@ -214,7 +220,7 @@ readerr:
   /* A damaged record: everything before it was delivered. */
   res->error_packet = s->c.packets + 1;
   res->error_offset = pos;
-  snprintf(res->errmsg, sizeof(res->errmsg), "%s", pcap_geterr(pc));
+  snprintf(res->errmsg, sizeof(res->errmsg), "%s", pcap->geterr(pc));
   rc = strstr(res->errmsg, "truncated") ? BA_ERR_TRUNCATED : BA_ERR_CORRUPT;
   if (rc == BA_ERR_TRUNCATED) s->c.dropped[BA_DROP_TRUNCATED]++;
 finish: {
@@ -244,6 +250,6 @@ done:
   }
   ba_free(arena);
   ba_free(s);
-  pcap_close(pc);
+  pcap->close(pc);
   return rc;
 }

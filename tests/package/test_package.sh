@@ -74,10 +74,21 @@ n=$(cd / && env -u BITARC_LIBRARY -u PYTHONPATH /usr/bin/python3 -c \
   fail "python3 -c 'import bitarc' after installing python3-bitarc"
 [ "$n" = 334 ] || fail "bitarc (Python) counts $n, not 334"
 
-# No CUDA runtime in the binary or the library.
+# No CUDA runtime in the binary or the library; no libpcap, OpenMP or C++
+# runtime either (loaded on use: a capture read, the omp device opened).
 for f in /usr/bin/bitarc /usr/lib/*/libbitarc.so.0; do
   ! ldd "$f" | grep -i cuda >/dev/null || fail "$f links CUDA: $(ldd "$f" | grep -i cuda)"
+  needed=$(readelf -d "$f")
+  ! grep -iE "NEEDED.*(pcap|gomp|stdc\+\+)" <<<"$needed" || fail "$f links a library it loads on use"
 done
+/usr/bin/bitarc ingest --store "$tmp/pcapstore" "$SRC/data/cesnet-mixed.pcap" >/dev/null 2>&1 ||
+  fail "bitarc ingest of a capture (libpcap loaded on use)"
+if ls /usr/lib/*/bitarc/libbitarc-omp.so >/dev/null 2>&1; then
+  # (ctest's $BITARC_OMP_MODULE names the build tree's module: not this one)
+  env -u BITARC_OMP_MODULE /usr/bin/bitarc bench build --device omp --rows 1000 >/dev/null ||
+    fail "--device omp with the installed module"
+  echo "omp module: $(ls /usr/lib/*/bitarc/libbitarc-omp.so)"
+fi
 # Units, sysusers, completion.
 for u in bitarc-collect@.service bitarc-expire@.service bitarc-expire@.timer; do
   [ -f /lib/systemd/system/$u ] || fail "unit $u not installed"
