@@ -26,7 +26,7 @@
 /* Chunks collected per append_groups call (a visit with more calls again). */
 #define RUNBUF 64
 #define BATCH_MIN 65536u
-#define BATCH_MAX (1u << 20)
+#define BATCH_MAX (1u << 20) /* row offsets in 20 bits (drain packs them) */
 
 typedef struct dslot {
   ba_bitmap_t *bm;  /* NULL: value not seen */
@@ -189,19 +189,58 @@ static int drain(ba_idx_dense_t *d, uint64_t base) {
   } else {
     qsort(d->distinct, nd, sizeof *d->distinct, cmp_u32);
   }
-  /* counts -> start positions, then scatter the row offsets (stable) */
+  /* Row offsets sorted by value (stable), into d->rows; cnt[v] becomes the
+   * end of v's rows there. */
   uint32_t sum = 0;
-  for (size_t j = 0; j < nd; j++) {
-    uint32_t v = d->distinct[j], c = d->cnt[v];
-    d->cnt[v] = sum;
-    sum += c;
+  if (d->domain <= 256 || d->krows < 16384) {
+    /* one scatter pass; its destinations are few or the batch is small */
+    for (size_t j = 0; j < nd; j++) {
+      uint32_t v = d->distinct[j], c = d->cnt[v];
+      d->cnt[v] = sum;
+      sum += c;
+    }
+    const uint32_t *vals = d->vals;
+    uint32_t *rows = d->rows, *cnt = d->cnt;
+    for (size_t i = 0; i < d->krows; i++) {
+      uint32_t v = vals[i];
+      if (v != BA_IDX_NONE) rows[cnt[v]++] = (uint32_t)i;
+    }
+  } else {
+    /* LSD over the low then the high byte of the value: 256 destinations per
+     * pass stay in the cache where 65,536 would miss at every row. Pass 1
+     * packs (high byte, row offset) in 28 bits, into d->rows; pass 2 writes
+     * the offsets into d->vals, which then swaps with d->rows. */
+    uint32_t p1[256] = {0}, p2[256] = {0};
+    for (size_t j = 0; j < nd; j++) {
+      uint32_t v = d->distinct[j], c = d->cnt[v];
+      p1[v & 255] += c;
+      p2[v >> 8] += c;
+      sum += c;
+      d->cnt[v] = sum;
+    }
+    for (uint32_t x = 0, s1 = 0, s2 = 0; x < 256; x++) {
+      uint32_t c1 = p1[x], c2 = p2[x];
+      p1[x] = s1;
+      p2[x] = s2;
+      s1 += c1;
+      s2 += c2;
+    }
+    const uint32_t *vals = d->vals;
+    uint32_t *tmp = d->rows;
+    for (size_t i = 0; i < d->krows; i++) {
+      uint32_t v = vals[i];
+      if (v != BA_IDX_NONE) tmp[p1[v & 255]++] = (v >> 8) << 20 | (uint32_t)i;
+    }
+    uint32_t *out = d->vals;
+    for (uint32_t j = 0; j < sum; j++) {
+      uint32_t x = tmp[j];
+      out[p2[x >> 20]++] = x & 0xFFFFFu;
+    }
+    d->vals = tmp;
+    d->rows = out;
   }
-  const uint32_t *vals = d->vals;
-  uint32_t *rows = d->rows, *cnt = d->cnt;
-  for (size_t i = 0; i < d->krows; i++) {
-    uint32_t v = vals[i];
-    if (v != BA_IDX_NONE) rows[cnt[v]++] = (uint32_t)i;
-  }
+  const uint32_t *rows = d->rows;
+  uint32_t *cnt = d->cnt;
   /* cnt[v] is now the end of v's rows; walk the values ascending */
   int rc = BA_OK;
   uint32_t start = 0;
