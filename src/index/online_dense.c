@@ -17,6 +17,7 @@
  * holding a row of the value, the zero chunks before it as one run, then its
  * literal; the last chunk is cut to the rows at finish. So the words equal
  * the batch builder's and the reference's byte for byte. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -50,7 +51,63 @@ struct ba_idx_dense {
   uint32_t *cnt;        /* domain entries: rows per value in the batch, then positions */
   uint32_t *distinct;   /* values present in the batch, in order of first sight */
   size_t ndistinct;
+  int failed;           /* an error was returned: the arrays may be inconsistent */
 };
+
+/* Arrays of freed builders kept for the next builder of the same domain (a
+ * store of many small segments would otherwise allocate, fault in and zero
+ * them per segment and attribute). A spare's slots and counts are zero. */
+#define SPARE_MAX 16
+#define SPARE_BYTES ((size_t)64 << 20)
+typedef struct spare {
+  uint32_t domain;
+  dslot_t *slots;
+  uint32_t *cnt, *distinct, *seen, *vals, *rows;
+  size_t seen_cap, cap, bytes;
+} spare_t;
+static pthread_mutex_t g_spare_mu = PTHREAD_MUTEX_INITIALIZER;
+static spare_t g_spare[SPARE_MAX];
+static size_t g_nspare, g_spare_bytes;
+
+/* A spare of this domain into d, if there is one. */
+static int spare_take(ba_idx_dense_t *d) {
+  spare_t e = {0};
+  pthread_mutex_lock(&g_spare_mu);
+  for (size_t i = g_nspare; i-- > 0;)
+    if (g_spare[i].domain == d->domain) {
+      e = g_spare[i];
+      g_spare[i] = g_spare[--g_nspare];
+      g_spare_bytes -= e.bytes;
+      break;
+    }
+  pthread_mutex_unlock(&g_spare_mu);
+  if (!e.slots) return 0;
+  d->slots = e.slots;
+  d->cnt = e.cnt;
+  d->distinct = e.distinct;
+  d->seen = e.seen;
+  d->seen_cap = e.seen_cap;
+  d->vals = e.vals;
+  d->rows = e.rows;
+  d->cap = e.cap;
+  return 1;
+}
+
+/* Keeps d's arrays for a later builder (they must be clean); 0 if full. */
+static int spare_put(ba_idx_dense_t *d) {
+  spare_t e = {d->domain, d->slots, d->cnt, d->distinct, d->seen, d->vals, d->rows, d->seen_cap, d->cap, 0};
+  e.bytes = (size_t)d->domain * (sizeof *d->slots + 2 * sizeof *d->cnt) + d->seen_cap * sizeof *d->seen +
+            d->cap * 2 * sizeof *d->vals;
+  int kept = 0;
+  pthread_mutex_lock(&g_spare_mu);
+  if (g_nspare < SPARE_MAX && g_spare_bytes + e.bytes <= SPARE_BYTES) {
+    g_spare[g_nspare++] = e;
+    g_spare_bytes += e.bytes;
+    kept = 1;
+  }
+  pthread_mutex_unlock(&g_spare_mu);
+  return kept;
+}
 
 int ba_idx_dense_create(ba_codec_t codec, uint32_t domain, ba_idx_dense_t **out) {
   unsigned G = ba_idx_chunk_rows(codec);
@@ -62,6 +119,10 @@ int ba_idx_dense_create(ba_codec_t codec, uint32_t domain, ba_idx_dense_t **out)
   d->domain = domain;
   size_t batch = (size_t)domain * 16;
   d->batch = batch < BATCH_MIN ? BATCH_MIN : batch > BATCH_MAX ? BATCH_MAX : batch;
+  if (spare_take(d)) {
+    *out = d;
+    return BA_OK;
+  }
   /* calloc: pages of values never seen are never touched */
   d->slots = ba_calloc(domain, sizeof *d->slots);
   d->cnt = ba_calloc(domain, sizeof *d->cnt);
@@ -77,7 +138,18 @@ int ba_idx_dense_create(ba_codec_t codec, uint32_t domain, ba_idx_dense_t **out)
 void ba_idx_dense_free(ba_idx_dense_t *d) {
   if (!d) return;
   if (d->slots)
-    for (size_t i = 0; i < d->nseen; i++) ba_bitmap_free(d->slots[d->seen[i]].bm);
+    for (size_t i = 0; i < d->nseen; i++) {
+      dslot_t *s = &d->slots[d->seen[i]];
+      ba_bitmap_free(s->bm);
+      memset(s, 0, sizeof *s);
+    }
+  if (d->slots && d->cnt && d->distinct && !d->failed) {
+    for (size_t j = 0; j < d->ndistinct; j++) d->cnt[d->distinct[j]] = 0; /* an open batch */
+    if (spare_put(d)) {
+      ba_free(d);
+      return;
+    }
+  }
   ba_free(d->slots);
   ba_free(d->seen);
   ba_free(d->vals);
@@ -267,7 +339,7 @@ static int drain(ba_idx_dense_t *d, uint64_t base) {
   return rc;
 }
 
-int ba_idx_dense_add(ba_idx_dense_t *d, const uint32_t *vals, size_t n, uint64_t rows_before) {
+static int dense_add(ba_idx_dense_t *d, const uint32_t *vals, size_t n, uint64_t rows_before) {
   for (size_t off = 0; off < n;) {
     size_t k = d->batch - d->krows;
     if (k > n - off) k = n - off;
@@ -288,7 +360,20 @@ int ba_idx_dense_add(ba_idx_dense_t *d, const uint32_t *vals, size_t n, uint64_t
   return BA_OK;
 }
 
+int ba_idx_dense_add(ba_idx_dense_t *d, const uint32_t *vals, size_t n, uint64_t rows_before) {
+  int rc = dense_add(d, vals, n, rows_before);
+  if (rc < 0) d->failed = 1;
+  return rc;
+}
+
+static int dense_finish(ba_idx_dense_t *d, uint64_t rows, ba_idx_attr_t *out);
 int ba_idx_dense_finish(ba_idx_dense_t *d, uint64_t rows, ba_idx_attr_t *out) {
+  int rc = dense_finish(d, rows, out);
+  if (rc < 0) d->failed = 1;
+  return rc;
+}
+
+static int dense_finish(ba_idx_dense_t *d, uint64_t rows, ba_idx_attr_t *out) {
   memset(out, 0, sizeof *out);
   BA_FORWARD(drain(d, rows - d->krows));
   size_t n = d->nseen, k = 0;

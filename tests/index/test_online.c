@@ -147,6 +147,35 @@ static void test_batches(void **state) {
   free(v);
 }
 
+/* Builders freed unfinished (an open batch, or failed on a bad value) leave
+ * their arrays to later builders of the same domain: those must still equal
+ * the reference. */
+static void test_reuse(void **state) {
+  (void)state;
+  ba_rng_t rng;
+  ba_rng_seed(&rng, 18);
+  size_t n = 100000;
+  uint32_t *v = malloc(n * sizeof *v);
+  assert_non_null(v);
+  static const uint32_t doms[] = {256, 65536};
+  for (int round = 0; round < 6; round++) {
+    uint32_t dom = doms[round % 2];
+    fill(&rng, round % 3, dom, v, n);
+    ba_idx_online_t *b;
+    assert_int_equal(ba_idx_online_create(BA_CODEC_PLWAH, dom, &b), BA_OK);
+    assert_int_equal(ba_idx_online_add(b, v, n - 1000), BA_OK); /* at 256: a batch applied, one open */
+    if (round >= 2) {
+      uint32_t bad[3] = {1, dom, 2};
+      assert_int_equal(ba_idx_online_add(b, bad, 3), BA_ERR_INVALID);
+    }
+    ba_idx_online_free(b);
+    fill(&rng, (round + 1) % 3, dom, v, n);
+    check(BA_CODEC_PLWAH, dom, v, n, 4000, &rng, "after a builder freed unfinished");
+    check(BA_CODEC_WAH32, dom, v, n / 3, 9000, &rng, "after a builder freed unfinished");
+  }
+  free(v);
+}
+
 static void test_real(void **state) {
   (void)state;
   const char *path = ba_test_shared("flows/ctu13-s6/ctu13-s6.binetflow.xz");
@@ -257,6 +286,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_random),
     cmocka_unit_test(test_batches),
+    cmocka_unit_test(test_reuse),
     cmocka_unit_test(test_real),
     cmocka_unit_test(test_bad_value),
     cmocka_unit_test(test_append_groups),
