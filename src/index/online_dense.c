@@ -240,9 +240,24 @@ static int visit(ba_idx_dense_t *d, dslot_t *s, const uint32_t *r, size_t n, uin
   return visit_t(d, s, r, n, base_g, base_r, 63);
 }
 
-static int cmp_u32(const void *x, const void *y) {
-  uint32_t a = *(const uint32_t *)x, c = *(const uint32_t *)y;
-  return (a > c) - (a < c);
+/* Sorts a[0..n) of values < 2^16 ascending (LSD, two byte passes through
+ * tmp); nothing to do when they are ascending already (one batch's first
+ * sights are). */
+static void sort_values(uint32_t *a, uint32_t *tmp, size_t n) {
+  size_t i = 1;
+  while (i < n && a[i - 1] < a[i]) i++;
+  if (i >= n) return;
+  for (unsigned sh = 0; sh < 16; sh += 8) {
+    uint32_t *src = sh ? tmp : a, *dst = sh ? a : tmp;
+    uint32_t pos[256] = {0};
+    for (size_t j = 0; j < n; j++) pos[(src[j] >> sh) & 255]++;
+    for (uint32_t x = 0, sum = 0; x < 256; x++) {
+      uint32_t c = pos[x];
+      pos[x] = sum;
+      sum += c;
+    }
+    for (size_t j = 0; j < n; j++) dst[pos[(src[j] >> sh) & 255]++] = src[j];
+  }
 }
 
 /* Sorts and applies the open batch, whose first row is row `base`. */
@@ -259,7 +274,7 @@ static int drain(ba_idx_dense_t *d, uint64_t base) {
     for (uint32_t v = 0; v < d->domain; v++)
       if (d->cnt[v]) d->distinct[k++] = v;
   } else {
-    qsort(d->distinct, nd, sizeof *d->distinct, cmp_u32);
+    sort_values(d->distinct, d->rows, nd); /* rows: scratch of krows >= nd entries */
   }
   /* Row offsets sorted by value (stable), into d->rows; cnt[v] becomes the
    * end of v's rows there. */
@@ -382,7 +397,8 @@ static int dense_finish(ba_idx_dense_t *d, uint64_t rows, ba_idx_attr_t *out) {
   out->values = ba_malloc(n * sizeof *out->values);
   out->bms = ba_calloc(n, sizeof *out->bms);
   if (!out->values || !out->bms) goto fail;
-  qsort(d->seen, n, sizeof *d->seen, cmp_u32);
+  if ((rc = grow_batch(d, n)) < 0) goto fail; /* n <= domain <= batch */
+  sort_values(d->seen, d->rows, n);
   const unsigned G = d->G;
   for (size_t i = 0; i < n; i++) {
     uint32_t v = d->seen[i];
