@@ -41,7 +41,9 @@ struct ba_idx_dense {
   unsigned G;
   uint32_t domain;
   size_t batch;         /* rows per batch */
-  dslot_t *slots;       /* domain entries */
+  dslot_t *slots;       /* domain entries, valid where `bits` says the value was seen (never
+                           zeroed: a small segment touches only the slots of its values) */
+  uint64_t *bits;       /* domain bits: value seen */
   uint32_t *seen;       /* values seen, in order of first sight */
   size_t nseen, seen_cap;
   uint32_t *vals;       /* the open batch's values (BA_IDX_NONE too) */
@@ -56,12 +58,13 @@ struct ba_idx_dense {
 
 /* Arrays of freed builders kept for the next builder of the same domain (a
  * store of many small segments would otherwise allocate, fault in and zero
- * them per segment and attribute). A spare's slots and counts are zero. */
+ * them per segment and attribute). A spare's seen bits and counts are zero. */
 #define SPARE_MAX 16
 #define SPARE_BYTES ((size_t)64 << 20)
 typedef struct spare {
   uint32_t domain;
   dslot_t *slots;
+  uint64_t *bits;
   uint32_t *cnt, *distinct, *seen, *vals, *rows;
   size_t seen_cap, cap, bytes;
 } spare_t;
@@ -83,6 +86,7 @@ static int spare_take(ba_idx_dense_t *d) {
   pthread_mutex_unlock(&g_spare_mu);
   if (!e.slots) return 0;
   d->slots = e.slots;
+  d->bits = e.bits;
   d->cnt = e.cnt;
   d->distinct = e.distinct;
   d->seen = e.seen;
@@ -95,8 +99,8 @@ static int spare_take(ba_idx_dense_t *d) {
 
 /* Keeps d's arrays for a later builder (they must be clean); 0 if full. */
 static int spare_put(ba_idx_dense_t *d) {
-  spare_t e = {d->domain, d->slots, d->cnt, d->distinct, d->seen, d->vals, d->rows, d->seen_cap, d->cap, 0};
-  e.bytes = (size_t)d->domain * (sizeof *d->slots + 2 * sizeof *d->cnt) + d->seen_cap * sizeof *d->seen +
+  spare_t e = {d->domain, d->slots, d->bits, d->cnt, d->distinct, d->seen, d->vals, d->rows, d->seen_cap, d->cap, 0};
+  e.bytes = (size_t)d->domain * (sizeof *d->slots + 2 * sizeof *d->cnt) + (d->domain + 63) / 64 * 8 + d->seen_cap * sizeof *d->seen +
             d->cap * 2 * sizeof *d->vals;
   int kept = 0;
   pthread_mutex_lock(&g_spare_mu);
@@ -123,11 +127,11 @@ int ba_idx_dense_create(ba_codec_t codec, uint32_t domain, ba_idx_dense_t **out)
     *out = d;
     return BA_OK;
   }
-  /* calloc: pages of values never seen are never touched */
-  d->slots = ba_calloc(domain, sizeof *d->slots);
+  d->slots = ba_malloc((size_t)domain * sizeof *d->slots);
+  d->bits = ba_calloc((domain + 63) / 64, sizeof *d->bits);
   d->cnt = ba_calloc(domain, sizeof *d->cnt);
   d->distinct = ba_malloc((size_t)domain * sizeof *d->distinct);
-  if (!d->slots || !d->cnt || !d->distinct) {
+  if (!d->slots || !d->bits || !d->cnt || !d->distinct) {
     ba_idx_dense_free(d);
     return BA_ERR_NOMEM;
   }
@@ -137,13 +141,13 @@ int ba_idx_dense_create(ba_codec_t codec, uint32_t domain, ba_idx_dense_t **out)
 
 void ba_idx_dense_free(ba_idx_dense_t *d) {
   if (!d) return;
-  if (d->slots)
+  if (d->slots && d->bits)
     for (size_t i = 0; i < d->nseen; i++) {
-      dslot_t *s = &d->slots[d->seen[i]];
-      ba_bitmap_free(s->bm);
-      memset(s, 0, sizeof *s);
+      uint32_t v = d->seen[i];
+      ba_bitmap_free(d->slots[v].bm);
+      d->bits[v / 64] &= ~(UINT64_C(1) << (v % 64));
     }
-  if (d->slots && d->cnt && d->distinct && !d->failed) {
+  if (d->slots && d->bits && d->cnt && d->distinct && !d->failed) {
     for (size_t j = 0; j < d->ndistinct; j++) d->cnt[d->distinct[j]] = 0; /* an open batch */
     if (spare_put(d)) {
       ba_free(d);
@@ -151,6 +155,7 @@ void ba_idx_dense_free(ba_idx_dense_t *d) {
     }
   }
   ba_free(d->slots);
+  ba_free(d->bits);
   ba_free(d->seen);
   ba_free(d->vals);
   ba_free(d->rows);
@@ -176,6 +181,8 @@ static int grow_batch(ba_idx_dense_t *d, size_t need) {
   return BA_OK;
 }
 
+static inline int seen(const ba_idx_dense_t *d, uint32_t v) { return (int)(d->bits[v / 64] >> (v % 64) & 1); }
+
 /* First sight of v: an empty bitmap with chunk g open. */
 static int slot_new(ba_idx_dense_t *d, uint32_t v, uint64_t g) {
   if (d->nseen == d->seen_cap) {
@@ -185,6 +192,7 @@ static int slot_new(ba_idx_dense_t *d, uint32_t v, uint64_t g) {
   }
   dslot_t *s = &d->slots[v];
   BA_FORWARD(ba_bitmap_create(d->codec, &s->bm));
+  d->bits[v / 64] |= UINT64_C(1) << (v % 64);
   d->seen[d->nseen++] = v;
   s->open = g;
   s->pending = 0;
@@ -335,7 +343,8 @@ static int drain(ba_idx_dense_t *d, uint64_t base) {
     uint32_t v = d->distinct[j], end = cnt[v];
     cnt[v] = 0;
     if (j + 4 < nd) { /* the bitmap of a value a few visits ahead */
-      const ba_bitmap_t *p = d->slots[d->distinct[j + 4]].bm;
+      uint32_t w = d->distinct[j + 4];
+      const ba_bitmap_t *p = seen(d, w) ? d->slots[w].bm : NULL;
       if (p) {
         __builtin_prefetch(p);
         __builtin_prefetch((const char *)p + 64);
@@ -344,7 +353,7 @@ static int drain(ba_idx_dense_t *d, uint64_t base) {
     }
     if (rc == BA_OK) {
       dslot_t *s = &d->slots[v];
-      if (!s->bm) rc = slot_new(d, v, (base + rows[start]) / d->G);
+      if (!seen(d, v)) rc = slot_new(d, v, (base + rows[start]) / d->G);
       if (rc == BA_OK) rc = visit(d, s, rows + start, end - start, base);
     }
     start = end;
