@@ -27,7 +27,8 @@
 /* Chunks collected per append_groups call (a visit with more calls again). */
 #define RUNBUF 64
 #define BATCH_MIN 65536u
-#define BATCH_MAX (1u << 20) /* row offsets in 20 bits (drain packs them) */
+#define ROW_BITS 20 /* row offsets in a batch; drain packs them with a value byte in 32 bits */
+#define BATCH_MAX (1u << ROW_BITS)
 
 typedef struct dslot {
   ba_bitmap_t *bm;  /* NULL: value not seen */
@@ -303,7 +304,7 @@ static int drain(ba_idx_dense_t *d, uint64_t base) {
   } else {
     /* LSD over the low then the high byte of the value: 256 destinations per
      * pass stay in the cache where 65,536 would miss at every row. Pass 1
-     * packs (high byte, row offset) in 28 bits, into d->rows; pass 2 writes
+     * packs (high byte, row offset) in 8 + ROW_BITS bits, into d->rows; pass 2 writes
      * the offsets into d->vals, which then swaps with d->rows. */
     uint32_t p1[256] = {0}, p2[256] = {0};
     for (size_t j = 0; j < nd; j++) {
@@ -324,12 +325,12 @@ static int drain(ba_idx_dense_t *d, uint64_t base) {
     uint32_t *tmp = d->rows;
     for (size_t i = 0; i < d->krows; i++) {
       uint32_t v = vals[i];
-      if (v != BA_IDX_NONE) tmp[p1[v & 255]++] = (v >> 8) << 20 | (uint32_t)i;
+      if (v != BA_IDX_NONE) tmp[p1[v & 255]++] = (v >> 8) << ROW_BITS | (uint32_t)i;
     }
     uint32_t *out = d->vals;
     for (uint32_t j = 0; j < sum; j++) {
       uint32_t x = tmp[j];
-      out[p2[x >> 20]++] = x & 0xFFFFFu;
+      out[p2[x >> ROW_BITS]++] = x & (BATCH_MAX - 1);
     }
     d->vals = tmp;
     d->rows = out;
