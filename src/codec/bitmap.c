@@ -189,7 +189,12 @@ int ba_bitmap_append_groups(ba_bitmap_t *bm, const uint32_t *gaps, const uint64_
     }
     return BA_OK;
   }
-  /* whole groups straight to the encoder */
+  /* whole groups straight to the encoder: its inline loop, or token by token */
+  if (bm->ops->put_groups) {
+    BA_FORWARD(bm->ops->put_groups(&bm->vec, &bm->st, gaps, lits, n, all));
+    bm->rows += add;
+    return BA_OK;
+  }
   int (*put)(ba_wordvec_t *, ba_enc_state_t *, const ba_tok_t *) = bm->ops->put;
   for (size_t i = 0; i < n; i++) {
     ba_tok_t t;

@@ -268,6 +268,11 @@ static int cx_count(const void *words, size_t n, uint64_t *out) {
  * generic loop; bench/history/2026-11-22-codecs.md). */
 BA_GROUP_KERNELS(cx, cx_dec_next, cx_put, OPK_NONE)
 
+static int cx_put_groups(ba_wordvec_t *v, ba_enc_state_t *st, const uint32_t *gaps, const uint64_t *lits, size_t n,
+                         uint64_t all) {
+  return groups_put(v, st, gaps, lits, n, all, cx_put);
+}
+
 const ba_codec_ops_t ba_compax_ops = {
   .id = BA_CODEC_COMPAX,
   .name = "compax",
@@ -280,4 +285,5 @@ const ba_codec_ops_t ba_compax_ops = {
   .validate = cx_validate,
   .count = cx_count,
   .kernels = cx_kernels,
+  .put_groups = cx_put_groups,
 };

@@ -338,10 +338,38 @@ static inline __attribute__((always_inline)) int bs_put_groups(const uint64_t *b
 
 /* ops->bitset_or and ops->bitset_put of a group codec over its inline coder:
  * `pfx##_bitset_or`, `pfx##_bitset_put`. */
+/* Whole groups into an encoder (ops->put_groups, the fast path of
+ * ba_bitmap_append_groups): per entry, gaps[i] zero groups as one FILL0 token,
+ * then the group lits[i] & all as a LIT or FILL token, exactly the tokens of
+ * the generic loop in bitmap.c, through the codec's inline coder. */
+static inline __attribute__((always_inline)) int groups_put(ba_wordvec_t *v, ba_enc_state_t *st, const uint32_t *gaps,
+                                                            const uint64_t *lits, size_t n, uint64_t all,
+                                                            op_put_fn put) {
+  for (size_t i = 0; i < n; i++) {
+    ba_tok_t t;
+    if (gaps[i]) {
+      t.n = gaps[i];
+      t.lit = 0;
+      t.kind = BA_TOK_FILL0;
+      BA_FORWARD(put(v, st, &t));
+    }
+    uint64_t g = lits[i] & all;
+    t.n = 1;
+    t.lit = g;
+    t.kind = g == 0 ? BA_TOK_FILL0 : g == all ? BA_TOK_FILL1 : BA_TOK_LIT;
+    BA_FORWARD(put(v, st, &t));
+  }
+  return BA_OK;
+}
+
 #define BA_BITSET_PATHS(pfx, dec, put)                                                        \
   static int pfx##_bitset_or(uint64_t *bs, const ba_bitmap_t *bm) { return bs_or(bs, bm, dec); } \
   static int pfx##_bitset_put(const uint64_t *bs, uint64_t N, ba_bitmap_t *o) {                 \
     return bs_put_groups(bs, N, o, put);                                                        \
+  }                                                                                             \
+  static int pfx##_put_groups(ba_wordvec_t *v, ba_enc_state_t *st, const uint32_t *gaps,        \
+                              const uint64_t *lits, size_t n, uint64_t all) {                   \
+    return groups_put(v, st, gaps, lits, n, all, put);                                          \
   }
 
 #endif

@@ -156,4 +156,5 @@ const ba_codec_ops_t ba_plwah_ops = {
   .kernels = plwah_kernels,
   .bitset_or = plwah_bitset_or,
   .bitset_put = plwah_bitset_put,
+  .put_groups = plwah_put_groups,
 };

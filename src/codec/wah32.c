@@ -54,4 +54,5 @@ const ba_codec_ops_t ba_wah32_ops = {
   .kernels = wah32_kernels,
   .bitset_or = wah32_bitset_or,
   .bitset_put = wah32_bitset_put,
+  .put_groups = wah32_put_groups,
 };

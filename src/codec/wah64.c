@@ -56,4 +56,5 @@ const ba_codec_ops_t ba_wah64_ops = {
   .kernels = wah64_kernels,
   .bitset_or = wah64_bitset_or,
   .bitset_put = wah64_bitset_put,
+  .put_groups = wah64_put_groups,
 };

@@ -39,7 +39,8 @@ void ba_idx_online_free(ba_idx_online_t *b);
 /* The next n rows; each value < domain or BA_IDX_NONE. */
 int ba_idx_online_add(ba_idx_online_t *b, const uint32_t *vals, size_t n);
 uint64_t ba_idx_online_rows(const ba_idx_online_t *b);
-/* Present values so far. */
+/* Present values so far in the rows applied; rows are buffered and applied
+ * in batches, so this may lag ba_idx_online_rows until finish. */
 size_t ba_idx_online_values(const ba_idx_online_t *b);
 /* Finishes every bitmap at the rows added so far; the builder is spent. */
 int ba_idx_online_finish(ba_idx_online_t *b, ba_idx_attr_t *out);

@@ -4,7 +4,8 @@
  * Each value present keeps a pending literal of G rows (G = codec word bits
  * - 1) and the chunk it belongs to. A row in a later chunk flushes that
  * literal and appends the gap as one zero run, so a chunk touches only the
- * values occurring in it. Rows of one call are first sorted by value (IMC'13
+ * values occurring in it. Rows are buffered in batches of up to BATCH_MAX
+ * rows (whatever the sizes of the calls), and a batch is first sorted by value (IMC'13
  * §3: (value, row) pairs, LSD radix sort on the value bits, stable so each
  * value's rows stay ascending), then every value's rows are applied in one go:
  * the value's state is loaded once per call instead of once per row, and the
@@ -16,14 +17,20 @@
 
 #include "common/common.h"
 #include "index/index.h"
+#include "index/online_dense.h"
 
 /* Chunks buffered per value before they are appended to its bitmap: the
  * bitmap (its struct and word tail, two cache misses at high cardinality) is
  * touched once per TOKBUF chunks instead of once per chunk. */
 #define TOKBUF 8
-/* Domains up to this size index slots by value (dense: a value's slot address
- * needs no lookup); larger ones map value -> slot. */
-#define DENSE_MAX 65536u
+/* Domains up to BA_IDX_DENSE_MAX go to online_dense.c; the larger ones are
+ * built here, their values mapped to slots allocated on first sight. */
+/* Rows buffered (as sort keys) before they are sorted and applied: the larger
+ * the batch, the more rows of each value one visit of its state applies and
+ * the closer the ascending walk over values comes to a sequential sweep of
+ * the slots (at 65,536 values a row group of 4000 rows touches one slot in 16,
+ * a batch of 65,536 rows most of them). Capped by the row offset bits. */
+#define BATCH_MAX 65536u
 
 /* One value's state, 128 bytes. Its bitmap describes the chunks before the
  * buffered ones; buffered chunk i is gap[i] zero chunks followed by the
@@ -44,17 +51,19 @@ struct ba_idx_online {
   unsigned G;
   uint32_t domain;
   unsigned vbits; /* bits of the largest value (domain - 1), >= 1 */
-  int dense;      /* slots[v] is value v's slot */
-  uint32_t *map;  /* !dense: value -> slot index + 1; 0 = absent */
+  ba_idx_dense_t *dn; /* domain <= BA_IDX_DENSE_MAX: that builder does the work */
+  uint32_t *map;  /* value -> slot index + 1; 0 = absent */
   slot_t *slots;
-  size_t nslots, cap; /* values seen; allocated slots (!dense) */
-  uint32_t *seen;     /* the values seen, in order of first sight (slot i's value when !dense):
-                         finish and free visit these, never the whole domain (a small
-                         segment must not pay for 65,536 slots it never touched) */
+  size_t nslots, cap; /* values seen; allocated slots */
+  uint32_t *seen;     /* the values seen, in order of first sight (slot i's value):
+                         finish visits these, never the whole domain */
   size_t seen_cap;
-  uint64_t rows;
-  uint32_t *keys, *tmp; /* sort scratch: value << (32 - vbits) | row offset */
+  uint64_t rows;        /* rows added, buffered ones included */
+  uint32_t *keys, *tmp; /* buffered keys (value << (32 - vbits) | row offset in the batch), sort scratch */
   size_t kcap;
+  size_t batch;  /* rows per batch: min(BATCH_MAX, 2^(32 - vbits)) */
+  size_t nkeys;  /* keys buffered */
+  size_t krows;  /* rows of the open batch (keys + rows without a value) */
   int err;
 };
 
@@ -77,26 +86,30 @@ int ba_idx_online_create(ba_codec_t codec, uint32_t domain, ba_idx_online_t **ou
   BA_RETURN_IF(G == 0, BA_ERR_INVALID);
   ba_idx_online_t *b = ba_calloc(1, sizeof *b);
   BA_RETURN_IF(!b, BA_ERR_NOMEM);
-  b->dense = domain <= DENSE_MAX;
+  int rc = domain <= BA_IDX_DENSE_MAX ? ba_idx_dense_create(codec, domain, &b->dn) : BA_OK;
   /* calloc: pages of values never seen are never touched */
-  if (b->dense) b->slots = ba_calloc(domain, sizeof *b->slots);
-  else b->map = ba_calloc(domain, sizeof *b->map);
-  if (!b->slots && !b->map) {
+  if (rc == BA_OK && !b->dn && !(b->map = ba_calloc(domain, sizeof *b->map))) rc = BA_ERR_NOMEM;
+  if (rc < 0) {
     ba_free(b);
-    return BA_ERR_NOMEM;
+    return rc;
   }
   b->codec = codec;
   b->G = G;
   b->domain = domain;
   b->vbits = 1;
   while (b->vbits < 32 && ((domain - 1) >> b->vbits)) b->vbits++;
+  /* Row offsets must fit below the value bits: 2^(32 - vbits) rows (65,536 or
+   * more for domains up to 65,536, 256 at the largest). */
+  size_t piece = (size_t)1 << (32 - b->vbits < 24 ? 32 - b->vbits : 24);
+  b->batch = piece < BATCH_MAX ? piece : BATCH_MAX;
   *out = b;
   return BA_OK;
 }
 
 void ba_idx_online_free(ba_idx_online_t *b) {
   if (!b) return;
-  for (size_t i = 0; i < b->nslots; i++) ba_bitmap_free(b->slots[b->dense ? b->seen[i] : i].bm);
+  ba_idx_dense_free(b->dn);
+  for (size_t i = 0; i < b->nslots; i++) ba_bitmap_free(b->slots[i].bm);
   ba_free(b->seen);
   ba_free(b->slots);
   ba_free(b->map);
@@ -106,7 +119,7 @@ void ba_idx_online_free(ba_idx_online_t *b) {
 }
 
 uint64_t ba_idx_online_rows(const ba_idx_online_t *b) { return b->rows; }
-size_t ba_idx_online_values(const ba_idx_online_t *b) { return b->nslots; }
+size_t ba_idx_online_values(const ba_idx_online_t *b) { return b->dn ? ba_idx_dense_values(b->dn) : b->nslots; }
 
 /* Appends the buffered chunks to the bitmap. */
 static int flush_buf(slot_t *s) {
@@ -134,27 +147,18 @@ static int advance(ba_idx_online_t *b, slot_t *s, uint64_t g) {
 
 /* Value v's slot, set up on first sight with chunk g open. */
 static int slot_of(ba_idx_online_t *b, uint32_t v, uint64_t g, slot_t **out) {
-  slot_t *s;
-  if (b->dense) {
-    s = &b->slots[v];
-    if (BA_LIKELY(s->bm != NULL)) {
-      *out = s;
-      return BA_OK;
-    }
-  } else {
-    uint32_t k = b->map[v];
-    if (BA_LIKELY(k != 0)) {
-      *out = &b->slots[k - 1];
-      return BA_OK;
-    }
-    if (b->nslots == b->cap) {
-      void *p = b->slots;
-      BA_FORWARD(ba_grow(&p, &b->cap, b->nslots + 1, sizeof(slot_t)));
-      b->slots = p;
-    }
-    s = &b->slots[b->nslots];
-    memset(s, 0, sizeof *s);
+  uint32_t k = b->map[v];
+  if (BA_LIKELY(k != 0)) {
+    *out = &b->slots[k - 1];
+    return BA_OK;
   }
+  if (b->nslots == b->cap) {
+    void *p = b->slots;
+    BA_FORWARD(ba_grow(&p, &b->cap, b->nslots + 1, sizeof(slot_t)));
+    b->slots = p;
+  }
+  slot_t *s = &b->slots[b->nslots];
+  memset(s, 0, sizeof *s);
   if (b->nslots == b->seen_cap) {
     void *p = b->seen;
     BA_FORWARD(ba_grow(&p, &b->seen_cap, b->nslots + 1, sizeof *b->seen));
@@ -166,15 +170,15 @@ static int slot_of(ba_idx_online_t *b, uint32_t v, uint64_t g, slot_t **out) {
   s->pgap = g;
   s->pending = 0;
   s->nbuf = 0;
-  if (!b->dense) b->map[v] = (uint32_t)b->nslots + 1;
+  b->map[v] = (uint32_t)b->nslots + 1;
   b->nslots++;
   *out = s;
   return BA_OK;
 }
 
-/* Keys of the rows with a value: value in the high vbits, row offset below.
+/* Keys of the rows with a value: value in the high vbits, off + row offset below.
  * Returns how many, or BA_ERR_INVALID for a value outside the domain. */
-static long make_keys(const ba_idx_online_t *b, const uint32_t *vals, size_t n, uint32_t *keys) {
+static long make_keys(const ba_idx_online_t *b, const uint32_t *vals, size_t n, uint32_t off, uint32_t *keys) {
   const unsigned sh = 32 - b->vbits;
   const uint32_t dom = b->domain;
   size_t m = 0;
@@ -182,7 +186,7 @@ static long make_keys(const ba_idx_online_t *b, const uint32_t *vals, size_t n, 
     uint32_t v = vals[i];
     if (v == BA_IDX_NONE) continue;
     if (BA_UNLIKELY(v >= dom)) return BA_ERR_INVALID;
-    keys[m++] = v << sh | (uint32_t)i;
+    keys[m++] = v << sh | (off + (uint32_t)i);
   }
   return (long)m;
 }
@@ -214,46 +218,28 @@ static void sort_keys(unsigned vbits, uint32_t *keys, uint32_t *tmp, size_t m, i
   }
 }
 
-/* Where value v's slot is (or will be), for prefetching. */
-static inline const slot_t *slot_addr(const ba_idx_online_t *b, uint32_t v) {
-  if (b->dense) return &b->slots[v];
+/* Prefetches the state of value v: far ahead its map entry, nearer the slot
+ * the entry names (the values' state does not fit the cache at these domains). */
+static inline void prefetch_far(const ba_idx_online_t *b, uint32_t v) { __builtin_prefetch(&b->map[v]); }
+static inline void prefetch_near(const ba_idx_online_t *b, uint32_t v) {
   uint32_t k = b->map[v];
-  return k ? &b->slots[k - 1] : NULL;
-}
-
-/* Prefetches the state of the value of key i (far ahead: its slot, or its map
- * entry; nearer: the slot after its map entry, the bitmap of a full buffer). */
-static inline void prefetch_far(const ba_idx_online_t *b, uint32_t v) {
-  if (b->dense) {
-    const char *p = (const char *)&b->slots[v];
+  if (k) {
+    const char *p = (const char *)&b->slots[k - 1];
     __builtin_prefetch(p);
     __builtin_prefetch(p + 64);
-  } else {
-    __builtin_prefetch(&b->map[v]);
-  }
-}
-static inline void prefetch_near(const ba_idx_online_t *b, uint32_t v) {
-  const slot_t *p = slot_addr(b, v);
-  if (p && !b->dense) {
-    __builtin_prefetch(p);
-    __builtin_prefetch((const char *)p + 64);
-  } else if (p && p->nbuf == TOKBUF && p->bm) {
-    __builtin_prefetch(p->bm);
-    __builtin_prefetch((const char *)p->bm + 64);
   }
 }
 
-/* Applies sorted keys of rows base + offset; G and far are constants at each
- * call (far: the values' state does not fit the cache, prefetch it). */
-__attribute__((always_inline)) static inline int apply_t(ba_idx_online_t *b, const uint32_t *keys, size_t m, uint64_t base, const unsigned G,
-                          const int far) {
+/* Applies sorted keys of rows base + offset; G is a constant at each call. */
+__attribute__((always_inline)) static inline int apply_t(ba_idx_online_t *b, const uint32_t *keys, size_t m,
+                                                         uint64_t base, const unsigned G) {
   const unsigned sh = 32 - b->vbits;
   const uint32_t omask = (1u << sh) - 1, base_r = (uint32_t)(base % G);
   const uint64_t base_g = base / G;
   size_t i = 0;
   while (i < m) {
-    if (far && i + 32 < m) prefetch_far(b, keys[i + 32] >> sh);
-    if (far && i + 16 < m) prefetch_near(b, keys[i + 16] >> sh);
+    if (i + 32 < m) prefetch_far(b, keys[i + 32] >> sh);
+    if (i + 16 < m) prefetch_near(b, keys[i + 16] >> sh);
     const uint32_t v = keys[i] >> sh;
     uint32_t t = base_r + (keys[i] & omask); /* row - base_g * G */
     slot_t *s;
@@ -283,51 +269,67 @@ __attribute__((always_inline)) static inline int apply_t(ba_idx_online_t *b, con
 }
 
 static int apply(ba_idx_online_t *b, const uint32_t *keys, size_t m, uint64_t base) {
-  const int far = b->domain > 4096;
-  if (b->G == 31) return far ? apply_t(b, keys, m, base, 31, 1) : apply_t(b, keys, m, base, 31, 0);
-  return far ? apply_t(b, keys, m, base, 63, 1) : apply_t(b, keys, m, base, 63, 0);
+  if (b->G == 31) return apply_t(b, keys, m, base, 31);
+  return apply_t(b, keys, m, base, 63);
 }
 
 static int reserve_keys(ba_idx_online_t *b, size_t n) {
   if (n <= b->kcap) return BA_OK;
-  uint32_t *k = ba_malloc(n * sizeof *k), *t = ba_malloc(n * sizeof *t);
-  if (!k || !t) {
-    ba_free(k);
-    ba_free(t);
-    return BA_ERR_NOMEM;
-  }
-  ba_free(b->keys);
-  ba_free(b->tmp);
+  size_t cap = b->kcap ? b->kcap : 1024;
+  while (cap < n) cap *= 2;
+  if (cap > b->batch) cap = b->batch;
+  uint32_t *k = ba_realloc(b->keys, cap * sizeof *k);
+  if (!k) return BA_ERR_NOMEM;
   b->keys = k;
+  uint32_t *t = ba_realloc(b->tmp, cap * sizeof *t);
+  if (!t) return BA_ERR_NOMEM;
   b->tmp = t;
-  b->kcap = n;
+  b->kcap = cap;
   return BA_OK;
+}
+
+/* Sorts and applies the buffered batch. */
+static int drain(ba_idx_online_t *b) {
+  int rc = BA_OK;
+  if (b->nkeys) {
+    int swapped;
+    sort_keys(b->vbits, b->keys, b->tmp, b->nkeys, &swapped);
+    rc = apply(b, swapped ? b->tmp : b->keys, b->nkeys, b->rows - b->krows);
+  }
+  b->nkeys = 0;
+  b->krows = 0;
+  return rc;
 }
 
 int ba_idx_online_add(ba_idx_online_t *b, const uint32_t *vals, size_t n) {
   BA_RETURN_IF(!b || (n && !vals), BA_ERR_INVALID);
   BA_RETURN_IF(b->err, b->err);
-  /* Row offsets must fit below the value bits: pieces of 2^(32 - vbits)
-   * rows (65,536 or more for domains up to 65,536, 256 at the largest). */
-  const size_t piece = (size_t)1 << (32 - b->vbits < 24 ? 32 - b->vbits : 24);
-  int rc = reserve_keys(b, n < piece ? n : piece);
-  for (size_t off = 0; rc == BA_OK && off < n; off += piece) {
-    size_t k = n - off < piece ? n - off : piece;
-    long m = make_keys(b, vals + off, k, b->keys);
+  int rc = BA_OK;
+  if (b->dn) {
+    if ((rc = ba_idx_dense_add(b->dn, vals, n, b->rows)) < 0) {
+      b->err = rc;
+      return rc;
+    }
+    b->rows += n;
+    return BA_OK;
+  }
+  for (size_t off = 0; off < n;) {
+    size_t k = b->batch - b->krows;
+    if (k > n - off) k = n - off;
+    if ((rc = reserve_keys(b, b->nkeys + k)) < 0) break;
+    long m = make_keys(b, vals + off, k, (uint32_t)b->krows, b->keys + b->nkeys);
     if (m < 0) {
       rc = (int)m;
       break;
     }
-    int swapped;
-    sort_keys(b->vbits, b->keys, b->tmp, (size_t)m, &swapped);
-    rc = apply(b, swapped ? b->tmp : b->keys, (size_t)m, b->rows + off);
+    b->nkeys += (size_t)m;
+    b->krows += k;
+    b->rows += k;
+    off += k;
+    if (b->krows == b->batch && (rc = drain(b)) < 0) break;
   }
-  if (rc < 0) {
-    b->err = rc;
-    return rc;
-  }
-  b->rows += n;
-  return BA_OK;
+  if (rc < 0) b->err = rc;
+  return rc;
 }
 
 static int cmp_u32(const void *x, const void *y) {
@@ -339,7 +341,15 @@ int ba_idx_online_finish(ba_idx_online_t *b, ba_idx_attr_t *out) {
   BA_RETURN_IF(!b || !out, BA_ERR_INVALID);
   BA_RETURN_IF(b->err, b->err);
   memset(out, 0, sizeof *out);
-  int rc = BA_OK;
+  int rc = b->dn ? ba_idx_dense_finish(b->dn, b->rows, out) : drain(b);
+  if (rc == BA_OK && b->dn) {
+    b->err = BA_ERR_INVALID; /* spent */
+    return BA_OK;
+  }
+  if (rc < 0) {
+    b->err = rc;
+    return rc;
+  }
   size_t n = b->nslots, k = 0;
   if (n) {
     out->values = ba_malloc(n * sizeof *out->values);
@@ -353,7 +363,7 @@ int ba_idx_online_finish(ba_idx_online_t *b, ba_idx_attr_t *out) {
   if (n) qsort(b->seen, n, sizeof *b->seen, cmp_u32);
   for (size_t i = 0; i < n; i++) {
     uint32_t v = b->seen[i];
-    slot_t *s = b->dense ? &b->slots[v] : &b->slots[b->map[v] - 1];
+    slot_t *s = &b->slots[b->map[v] - 1];
     if (!s->bm) continue;
     uint64_t start = (uint64_t)s->last_group * b->G;
     uint64_t left = b->rows - start; /* >= 1: the chunk holds a set row */

@@ -3,7 +3,8 @@
  * ba_bitmap_set row by row. Words must be identical, for every codec, on
  * random (uniform, Zipf, runs, long absences, rows without a value) and real
  * data (ports and address bytes of the CTU-13 flows), whatever the sizes of
- * the added pieces. Also ba_bitmap_append_groups against row-level appends. */
+ * the added pieces, over several of the builder's batches. Also
+ * ba_bitmap_append_groups against row-level appends. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -119,6 +120,62 @@ static void test_random(void **state) {
 }
 
 /* Ports and address bytes of real flows (CTU-13 scenario 6, Argus CSV). */
+/* Columns longer than the builder's batches (65,536 rows at domains up to
+ * 4,096, 16 x domain rows above, 2^20 at 65,536), so that rows are applied
+ * over several batches, a value's visit closes more chunks than one
+ * append_groups call takes, and the last batch is partial. */
+static void test_batches(void **state) {
+  (void)state;
+  ba_rng_t rng;
+  ba_rng_seed(&rng, 17);
+  size_t cap = ((size_t)1 << 20) + 70001;
+  uint32_t *v = malloc(cap * sizeof *v);
+  assert_non_null(v);
+  for (int codec = BA_CODEC_MIN; codec <= BA_CODEC_MAX; codec++) {
+    static const uint32_t doms[] = {256, 4097};
+    for (size_t d = 0; d < 2; d++) {
+      size_t n = 3 * 65536 + 777;
+      fill(&rng, codec % 2, doms[d], v, n);
+      check((ba_codec_t)codec, doms[d], v, n, 4000, &rng, "batches");
+    }
+  }
+  /* 65,536 values: one full batch and a partial one, G = 31 and 63 */
+  fill(&rng, 0, 65536, v, cap);
+  check(BA_CODEC_PLWAH, 65536, v, cap, 4000, &rng, "batches");
+  fill(&rng, 1, 65536, v, cap);
+  check(BA_CODEC_WAH64, 65536, v, cap, 70000, &rng, "batches");
+  free(v);
+}
+
+/* Builders freed unfinished (an open batch, or failed on a bad value) leave
+ * their arrays to later builders of the same domain: those must still equal
+ * the reference. */
+static void test_reuse(void **state) {
+  (void)state;
+  ba_rng_t rng;
+  ba_rng_seed(&rng, 18);
+  size_t n = 100000;
+  uint32_t *v = malloc(n * sizeof *v);
+  assert_non_null(v);
+  static const uint32_t doms[] = {256, 65536};
+  for (int round = 0; round < 6; round++) {
+    uint32_t dom = doms[round % 2];
+    fill(&rng, round % 3, dom, v, n);
+    ba_idx_online_t *b;
+    assert_int_equal(ba_idx_online_create(BA_CODEC_PLWAH, dom, &b), BA_OK);
+    assert_int_equal(ba_idx_online_add(b, v, n - 1000), BA_OK); /* at 256: a batch applied, one open */
+    if (round >= 2) {
+      uint32_t bad[3] = {1, dom, 2};
+      assert_int_equal(ba_idx_online_add(b, bad, 3), BA_ERR_INVALID);
+    }
+    ba_idx_online_free(b);
+    fill(&rng, (round + 1) % 3, dom, v, n);
+    check(BA_CODEC_PLWAH, dom, v, n, 4000, &rng, "after a builder freed unfinished");
+    check(BA_CODEC_WAH32, dom, v, n / 3, 9000, &rng, "after a builder freed unfinished");
+  }
+  free(v);
+}
+
 static void test_real(void **state) {
   (void)state;
   const char *path = ba_test_shared("flows/ctu13-s6/ctu13-s6.binetflow.xz");
@@ -228,6 +285,8 @@ static void test_append_groups(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_random),
+    cmocka_unit_test(test_batches),
+    cmocka_unit_test(test_reuse),
     cmocka_unit_test(test_real),
     cmocka_unit_test(test_bad_value),
     cmocka_unit_test(test_append_groups),

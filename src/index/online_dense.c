@@ -1,0 +1,431 @@
+/* Online index builder for domains up to 65,536 values (online.c hands them
+ * here): rows are buffered in large batches and applied value by value, so
+ * each value's state and bitmap are visited once per batch, not once per row.
+ *
+ * A batch of up to 16 x domain rows (65,536 to 2^20) keeps its values and a
+ * count per value; draining it is a counting sort (IMC'13 §3: stable, each
+ * value's rows ascending) followed by one walk over the present values in
+ * ascending order. A value's slot (32 bytes: its bitmap, the open chunk and
+ * its literal, the chunks its bitmap describes) is read and written once per
+ * visit; the chunks its rows close are collected on the stack and appended to
+ * its bitmap by one ba_bitmap_append_groups call, so the bitmap (a random
+ * heap address: two or three cache misses) is touched once per visit. At
+ * 65,536 values a batch of 2^20 rows gives ~16 rows per visit where a row
+ * group of 4000 rows gave one, and the slots are walked almost sequentially.
+ *
+ * The appends are the row-at-a-time algorithm's (codecs.md §8): per chunk
+ * holding a row of the value, the zero chunks before it as one run, then its
+ * literal; the last chunk is cut to the rows at finish. So the words equal
+ * the batch builder's and the reference's byte for byte. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/common.h"
+#include "index/online_dense.h"
+
+/* Chunks collected per append_groups call (a visit with more calls again). */
+#define RUNBUF 64
+#define BATCH_MIN 65536u
+#define ROW_BITS 20 /* row offsets in a batch; drain packs them with a value byte in 32 bits */
+#define BATCH_MAX (1u << ROW_BITS)
+
+typedef struct dslot {
+  ba_bitmap_t *bm;  /* NULL: value not seen */
+  uint64_t open;    /* chunk of `pending` */
+  uint64_t pending; /* MSB-first literal: row offset o is bit G-1-o */
+  uint64_t done;    /* chunks the bitmap describes (open >= done) */
+} dslot_t;
+
+struct ba_idx_dense {
+  ba_codec_t codec;
+  unsigned G;
+  uint32_t domain;
+  size_t batch;         /* rows per batch */
+  dslot_t *slots;       /* domain entries, valid where `bits` says the value was seen (never
+                           zeroed: a small segment touches only the slots of its values) */
+  uint64_t *bits;       /* domain bits: value seen */
+  uint32_t *seen;       /* values seen, in order of first sight */
+  size_t nseen, seen_cap;
+  uint32_t *vals;       /* the open batch's values (BA_IDX_NONE too) */
+  uint32_t *rows;       /* drain scratch: row offsets sorted by value */
+  size_t cap;           /* of vals and rows */
+  size_t krows;         /* rows in the open batch */
+  uint32_t *cnt;        /* domain entries: rows per value in the batch, then positions */
+  uint32_t *distinct;   /* values present in the batch, in order of first sight */
+  size_t ndistinct;
+  int failed;           /* an error was returned: the arrays may be inconsistent */
+};
+
+/* Arrays of freed builders kept for the next builder of the same domain (a
+ * store of many small segments would otherwise allocate, fault in and zero
+ * them per segment and attribute). A spare's seen bits and counts are zero. */
+#define SPARE_MAX 16
+#define SPARE_BYTES ((size_t)64 << 20)
+typedef struct spare {
+  uint32_t domain;
+  dslot_t *slots;
+  uint64_t *bits;
+  uint32_t *cnt, *distinct, *seen, *vals, *rows;
+  size_t seen_cap, cap, bytes;
+} spare_t;
+static pthread_mutex_t g_spare_mu = PTHREAD_MUTEX_INITIALIZER;
+static spare_t g_spare[SPARE_MAX];
+static size_t g_nspare, g_spare_bytes;
+
+/* A spare of this domain into d, if there is one. */
+static int spare_take(ba_idx_dense_t *d) {
+  spare_t e = {0};
+  pthread_mutex_lock(&g_spare_mu);
+  for (size_t i = g_nspare; i-- > 0;)
+    if (g_spare[i].domain == d->domain) {
+      e = g_spare[i];
+      g_spare[i] = g_spare[--g_nspare];
+      g_spare_bytes -= e.bytes;
+      break;
+    }
+  pthread_mutex_unlock(&g_spare_mu);
+  if (!e.slots) return 0;
+  d->slots = e.slots;
+  d->bits = e.bits;
+  d->cnt = e.cnt;
+  d->distinct = e.distinct;
+  d->seen = e.seen;
+  d->seen_cap = e.seen_cap;
+  d->vals = e.vals;
+  d->rows = e.rows;
+  d->cap = e.cap;
+  return 1;
+}
+
+/* Keeps d's arrays for a later builder (they must be clean); 0 if full. */
+static int spare_put(ba_idx_dense_t *d) {
+  spare_t e = {d->domain, d->slots, d->bits, d->cnt, d->distinct, d->seen, d->vals, d->rows, d->seen_cap, d->cap, 0};
+  e.bytes = (size_t)d->domain * (sizeof *d->slots + 2 * sizeof *d->cnt) + (d->domain + 63) / 64 * 8 + d->seen_cap * sizeof *d->seen +
+            d->cap * 2 * sizeof *d->vals;
+  int kept = 0;
+  pthread_mutex_lock(&g_spare_mu);
+  if (g_nspare < SPARE_MAX && g_spare_bytes + e.bytes <= SPARE_BYTES) {
+    g_spare[g_nspare++] = e;
+    g_spare_bytes += e.bytes;
+    kept = 1;
+  }
+  pthread_mutex_unlock(&g_spare_mu);
+  return kept;
+}
+
+int ba_idx_dense_create(ba_codec_t codec, uint32_t domain, ba_idx_dense_t **out) {
+  unsigned G = ba_idx_chunk_rows(codec);
+  BA_RETURN_IF(!out || G == 0 || domain == 0 || domain > BA_IDX_DENSE_MAX, BA_ERR_INVALID);
+  ba_idx_dense_t *d = ba_calloc(1, sizeof *d);
+  BA_RETURN_IF(!d, BA_ERR_NOMEM);
+  d->codec = codec;
+  d->G = G;
+  d->domain = domain;
+  size_t batch = (size_t)domain * 16;
+  d->batch = batch < BATCH_MIN ? BATCH_MIN : batch > BATCH_MAX ? BATCH_MAX : batch;
+  if (spare_take(d)) {
+    *out = d;
+    return BA_OK;
+  }
+  d->slots = ba_malloc((size_t)domain * sizeof *d->slots);
+  d->bits = ba_calloc((domain + 63) / 64, sizeof *d->bits);
+  d->cnt = ba_calloc(domain, sizeof *d->cnt);
+  d->distinct = ba_malloc((size_t)domain * sizeof *d->distinct);
+  if (!d->slots || !d->bits || !d->cnt || !d->distinct) {
+    ba_idx_dense_free(d);
+    return BA_ERR_NOMEM;
+  }
+  *out = d;
+  return BA_OK;
+}
+
+void ba_idx_dense_free(ba_idx_dense_t *d) {
+  if (!d) return;
+  if (d->slots && d->bits)
+    for (size_t i = 0; i < d->nseen; i++) {
+      uint32_t v = d->seen[i];
+      ba_bitmap_free(d->slots[v].bm);
+      d->bits[v / 64] &= ~(UINT64_C(1) << (v % 64));
+    }
+  if (d->slots && d->bits && d->cnt && d->distinct && !d->failed) {
+    for (size_t j = 0; j < d->ndistinct; j++) d->cnt[d->distinct[j]] = 0; /* an open batch */
+    if (spare_put(d)) {
+      ba_free(d);
+      return;
+    }
+  }
+  ba_free(d->slots);
+  ba_free(d->bits);
+  ba_free(d->seen);
+  ba_free(d->vals);
+  ba_free(d->rows);
+  ba_free(d->cnt);
+  ba_free(d->distinct);
+  ba_free(d);
+}
+
+size_t ba_idx_dense_values(const ba_idx_dense_t *d) { return d->nseen; }
+
+static int grow_batch(ba_idx_dense_t *d, size_t need) {
+  if (need <= d->cap) return BA_OK;
+  size_t cap = d->cap ? d->cap : 4096;
+  while (cap < need) cap *= 2;
+  if (cap > d->batch) cap = d->batch;
+  uint32_t *v = ba_realloc(d->vals, cap * sizeof *v);
+  if (!v) return BA_ERR_NOMEM;
+  d->vals = v;
+  uint32_t *r = ba_realloc(d->rows, cap * sizeof *r);
+  if (!r) return BA_ERR_NOMEM;
+  d->rows = r;
+  d->cap = cap;
+  return BA_OK;
+}
+
+static inline int seen(const ba_idx_dense_t *d, uint32_t v) { return (int)(d->bits[v / 64] >> (v % 64) & 1); }
+
+/* First sight of v: an empty bitmap with chunk g open. */
+static int slot_new(ba_idx_dense_t *d, uint32_t v, uint64_t g) {
+  if (d->nseen == d->seen_cap) {
+    void *p = d->seen;
+    BA_FORWARD(ba_grow(&p, &d->seen_cap, d->nseen + 1, sizeof *d->seen));
+    d->seen = p;
+  }
+  dslot_t *s = &d->slots[v];
+  BA_FORWARD(ba_bitmap_create(d->codec, &s->bm));
+  d->bits[v / 64] |= UINT64_C(1) << (v % 64);
+  d->seen[d->nseen++] = v;
+  s->open = g;
+  s->pending = 0;
+  s->done = 0;
+  return BA_OK;
+}
+
+/* Appends the collected chunks; a gap too long for uint32 went straight in. */
+static int put_chunks(ba_bitmap_t *bm, const uint32_t *gaps, const uint64_t *lits, size_t k) {
+  return k ? ba_bitmap_append_groups(bm, gaps, lits, k) : BA_OK;
+}
+
+/* Applies the rows r[0..n) (offsets from base, ascending) of one value to
+ * its slot; G is a constant at each call. */
+__attribute__((always_inline)) static inline int visit_t(ba_idx_dense_t *d, dslot_t *s, const uint32_t *r,
+                                                         size_t n, uint64_t base_g, uint32_t base_r,
+                                                         const unsigned G) {
+  uint32_t gaps[RUNBUF];
+  uint64_t lits[RUNBUF];
+  size_t k = 0;
+  uint64_t open = s->open, pend = s->pending, done = s->done;
+  for (size_t i = 0; i < n; i++) {
+    uint32_t t = base_r + r[i];
+    uint64_t g = base_g + t / G;
+    if (g != open) { /* close the open chunk */
+      uint64_t gap = open - done;
+      if (BA_UNLIKELY(k == RUNBUF || gap > UINT32_MAX)) {
+        BA_FORWARD(put_chunks(s->bm, gaps, lits, k));
+        k = 0;
+        if (gap > UINT32_MAX) {
+          BA_FORWARD(ba_bitmap_append_run(s->bm, 0, gap * G));
+          gap = 0;
+        }
+      }
+      gaps[k] = (uint32_t)gap;
+      lits[k++] = pend;
+      done = open + 1;
+      open = g;
+      pend = 0;
+    }
+    pend |= 1ull << (G - 1 - t % G);
+  }
+  s->open = open;
+  s->pending = pend;
+  s->done = done;
+  return put_chunks(s->bm, gaps, lits, k);
+}
+
+static int visit(ba_idx_dense_t *d, dslot_t *s, const uint32_t *r, size_t n, uint64_t base) {
+  const uint64_t base_g = base / d->G;
+  const uint32_t base_r = (uint32_t)(base % d->G);
+  if (d->G == 31) return visit_t(d, s, r, n, base_g, base_r, 31);
+  return visit_t(d, s, r, n, base_g, base_r, 63);
+}
+
+/* Sorts a[0..n) of values < 2^16 ascending (LSD, two byte passes through
+ * tmp); nothing to do when they are ascending already (one batch's first
+ * sights are). */
+static void sort_values(uint32_t *a, uint32_t *tmp, size_t n) {
+  size_t i = 1;
+  while (i < n && a[i - 1] < a[i]) i++;
+  if (i >= n) return;
+  for (unsigned sh = 0; sh < 16; sh += 8) {
+    uint32_t *src = sh ? tmp : a, *dst = sh ? a : tmp;
+    uint32_t pos[256] = {0};
+    for (size_t j = 0; j < n; j++) pos[(src[j] >> sh) & 255]++;
+    for (uint32_t x = 0, sum = 0; x < 256; x++) {
+      uint32_t c = pos[x];
+      pos[x] = sum;
+      sum += c;
+    }
+    for (size_t j = 0; j < n; j++) dst[pos[(src[j] >> sh) & 255]++] = src[j];
+  }
+}
+
+/* Sorts and applies the open batch, whose first row is row `base`. */
+static int drain(ba_idx_dense_t *d, uint64_t base) {
+  size_t nd = d->ndistinct;
+  if (nd == 0) {
+    d->krows = 0;
+    return BA_OK;
+  }
+  /* The present values ascending: from the counts when they are many, else
+   * by sorting the few. */
+  if (nd * 8 >= d->domain) {
+    size_t k = 0;
+    for (uint32_t v = 0; v < d->domain; v++)
+      if (d->cnt[v]) d->distinct[k++] = v;
+  } else {
+    sort_values(d->distinct, d->rows, nd); /* rows: scratch of krows >= nd entries */
+  }
+  /* Row offsets sorted by value (stable), into d->rows; cnt[v] becomes the
+   * end of v's rows there. */
+  uint32_t sum = 0;
+  if (d->domain <= 256 || d->krows < 16384) {
+    /* one scatter pass; its destinations are few or the batch is small */
+    for (size_t j = 0; j < nd; j++) {
+      uint32_t v = d->distinct[j], c = d->cnt[v];
+      d->cnt[v] = sum;
+      sum += c;
+    }
+    const uint32_t *vals = d->vals;
+    uint32_t *rows = d->rows, *cnt = d->cnt;
+    for (size_t i = 0; i < d->krows; i++) {
+      uint32_t v = vals[i];
+      if (v != BA_IDX_NONE) rows[cnt[v]++] = (uint32_t)i;
+    }
+  } else {
+    /* LSD over the low then the high byte of the value: 256 destinations per
+     * pass stay in the cache where 65,536 would miss at every row. Pass 1
+     * packs (high byte, row offset) in 8 + ROW_BITS bits, into d->rows; pass 2 writes
+     * the offsets into d->vals, which then swaps with d->rows. */
+    uint32_t p1[256] = {0}, p2[256] = {0};
+    for (size_t j = 0; j < nd; j++) {
+      uint32_t v = d->distinct[j], c = d->cnt[v];
+      p1[v & 255] += c;
+      p2[v >> 8] += c;
+      sum += c;
+      d->cnt[v] = sum;
+    }
+    for (uint32_t x = 0, s1 = 0, s2 = 0; x < 256; x++) {
+      uint32_t c1 = p1[x], c2 = p2[x];
+      p1[x] = s1;
+      p2[x] = s2;
+      s1 += c1;
+      s2 += c2;
+    }
+    const uint32_t *vals = d->vals;
+    uint32_t *tmp = d->rows;
+    for (size_t i = 0; i < d->krows; i++) {
+      uint32_t v = vals[i];
+      if (v != BA_IDX_NONE) tmp[p1[v & 255]++] = (v >> 8) << ROW_BITS | (uint32_t)i;
+    }
+    uint32_t *out = d->vals;
+    for (uint32_t j = 0; j < sum; j++) {
+      uint32_t x = tmp[j];
+      out[p2[x >> ROW_BITS]++] = x & (BATCH_MAX - 1);
+    }
+    d->vals = tmp;
+    d->rows = out;
+  }
+  const uint32_t *rows = d->rows;
+  uint32_t *cnt = d->cnt;
+  /* cnt[v] is now the end of v's rows; walk the values ascending */
+  int rc = BA_OK;
+  uint32_t start = 0;
+  for (size_t j = 0; j < nd; j++) {
+    uint32_t v = d->distinct[j], end = cnt[v];
+    cnt[v] = 0;
+    if (j + 4 < nd) { /* the bitmap of a value a few visits ahead */
+      uint32_t w = d->distinct[j + 4];
+      const ba_bitmap_t *p = seen(d, w) ? d->slots[w].bm : NULL;
+      if (p) {
+        __builtin_prefetch(p);
+        __builtin_prefetch((const char *)p + 64);
+        __builtin_prefetch((const char *)p + 128);
+      }
+    }
+    if (rc == BA_OK) {
+      dslot_t *s = &d->slots[v];
+      if (!seen(d, v)) rc = slot_new(d, v, (base + rows[start]) / d->G);
+      if (rc == BA_OK) rc = visit(d, s, rows + start, end - start, base);
+    }
+    start = end;
+  }
+  d->ndistinct = 0;
+  d->krows = 0;
+  return rc;
+}
+
+static int dense_add(ba_idx_dense_t *d, const uint32_t *vals, size_t n, uint64_t rows_before) {
+  for (size_t off = 0; off < n;) {
+    size_t k = d->batch - d->krows;
+    if (k > n - off) k = n - off;
+    BA_FORWARD(grow_batch(d, d->krows + k));
+    uint32_t *dst = d->vals + d->krows, *cnt = d->cnt;
+    const uint32_t *src = vals + off, dom = d->domain;
+    for (size_t i = 0; i < k; i++) {
+      uint32_t v = src[i];
+      dst[i] = v;
+      if (v == BA_IDX_NONE) continue;
+      if (BA_UNLIKELY(v >= dom)) return BA_ERR_INVALID;
+      if (cnt[v]++ == 0) d->distinct[d->ndistinct++] = v;
+    }
+    d->krows += k;
+    off += k;
+    if (d->krows == d->batch) BA_FORWARD(drain(d, rows_before + off - d->krows));
+  }
+  return BA_OK;
+}
+
+int ba_idx_dense_add(ba_idx_dense_t *d, const uint32_t *vals, size_t n, uint64_t rows_before) {
+  int rc = dense_add(d, vals, n, rows_before);
+  if (rc < 0) d->failed = 1;
+  return rc;
+}
+
+static int dense_finish(ba_idx_dense_t *d, uint64_t rows, ba_idx_attr_t *out);
+int ba_idx_dense_finish(ba_idx_dense_t *d, uint64_t rows, ba_idx_attr_t *out) {
+  int rc = dense_finish(d, rows, out);
+  if (rc < 0) d->failed = 1;
+  return rc;
+}
+
+static int dense_finish(ba_idx_dense_t *d, uint64_t rows, ba_idx_attr_t *out) {
+  memset(out, 0, sizeof *out);
+  BA_FORWARD(drain(d, rows - d->krows));
+  size_t n = d->nseen, k = 0;
+  if (n == 0) return BA_OK;
+  int rc = BA_ERR_NOMEM;
+  out->values = ba_malloc(n * sizeof *out->values);
+  out->bms = ba_calloc(n, sizeof *out->bms);
+  if (!out->values || !out->bms) goto fail;
+  if ((rc = grow_batch(d, n)) < 0) goto fail; /* n <= domain <= batch */
+  sort_values(d->seen, d->rows, n);
+  const unsigned G = d->G;
+  for (size_t i = 0; i < n; i++) {
+    uint32_t v = d->seen[i];
+    dslot_t *s = &d->slots[v];
+    uint64_t left = rows - s->open * G; /* >= 1: the chunk holds a set row */
+    unsigned keep = left < G ? (unsigned)left : G;
+    if (s->open > s->done && (rc = ba_bitmap_append_run(s->bm, 0, (s->open - s->done) * G)) < 0) goto fail;
+    if ((rc = ba_bitmap_append_bits(s->bm, s->pending >> (G - keep), keep)) < 0) goto fail;
+    if ((rc = ba_bitmap_finish(s->bm, rows)) < 0) goto fail;
+    out->values[k] = v;
+    out->bms[k++] = s->bm;
+    s->bm = NULL;
+  }
+  out->n = k;
+  return BA_OK;
+fail:
+  out->n = k;
+  ba_idx_attr_clear(out);
+  return rc;
+}
