@@ -132,3 +132,32 @@ int fetch_rows(ba_segment_t *seg, const ba_bitmap_t *bm, uint32_t cols, uint32_t
   *damaged = f.damaged;
   return rc;
 }
+
+int sum_rows(ba_segment_t *seg, const ba_bitmap_t *bm, uint32_t block_rows, uint32_t ngroups, const ba_bin_sums_t *b,
+             int threads, uint64_t *summed, uint64_t *groups, uint64_t *damaged) {
+  *summed = *damaged = *groups = 0;
+  if (!bm) { /* every row: whole groups, no row list */
+    int done = 0;
+    *groups = ngroups;
+    if (threads >= 2) BA_FORWARD(sum_rows_two(seg, NULL, 0, ngroups, block_rows, b, summed, damaged, &done));
+    return done ? 0 : ba_segment_sum_bins(seg, NULL, 0, b, summed, damaged);
+  }
+  uint64_t ncand = 0;
+  BA_FORWARD(ba_bitmap_count(bm, &ncand));
+  if (ncand == 0) return 0;
+  BA_RETURN_IF(ncand > SIZE_MAX / sizeof(uint64_t) || block_rows == 0, BA_ERR_NOMEM);
+  uint64_t *rows = ba_malloc((size_t)ncand * sizeof *rows);
+  BA_RETURN_IF(!rows, BA_ERR_NOMEM);
+  size_t n = 0;
+  int rc = ba_bitmap_to_rows(bm, rows, (size_t)ncand, &n), done = 0;
+  if (rc == 0 && n != ncand) rc = BA_ERR_CORRUPT;
+  if (rc == 0) {
+    uint64_t last = UINT64_MAX;
+    for (size_t i = 0; i < n; i++)
+      if (rows[i] / block_rows != last) last = rows[i] / block_rows, ++*groups;
+  }
+  if (rc == 0 && threads >= 2) rc = sum_rows_two(seg, rows, n, ngroups, block_rows, b, summed, damaged, &done);
+  if (rc == 0 && !done) rc = ba_segment_sum_bins(seg, rows, n, b, summed, damaged);
+  ba_free(rows);
+  return rc;
+}

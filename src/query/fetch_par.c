@@ -185,3 +185,90 @@ int fetch_rows_two(ba_segment_t *seg, const ba_bitmap_t *bm, uint32_t cols, uint
   ba_free(rows);
   return rc;
 }
+
+/* ---------- sums per bin on two threads (sum_rows) ---------- */
+
+typedef struct psum {
+  pthread_mutex_t mu;
+  size_t next, nchunks;
+  const uint64_t *rows; /* NULL: chunk k = groups [k * CHUNK_GROUPS, ...) */
+  const size_t *cut;
+  uint32_t ngroups;
+} psum_t;
+
+typedef struct psumw {
+  psum_t *p;
+  ba_segment_t *seg;
+  ba_bin_sums_t b;
+  uint64_t summed, damaged;
+  int rc;
+} psumw_t;
+
+/* Takes chunks until none is left; damage is counted, other errors stop. */
+static void *sum_worker(void *arg) {
+  psumw_t *w = arg;
+  psum_t *p = w->p;
+  for (;;) {
+    pthread_mutex_lock(&p->mu);
+    size_t k = p->next++;
+    pthread_mutex_unlock(&p->mu);
+    if (k >= p->nchunks || w->rc < 0) break;
+    uint64_t s = 0, d = 0;
+    if (p->rows) {
+      w->rc = ba_segment_sum_bins(w->seg, p->rows + p->cut[k], p->cut[k + 1] - p->cut[k], &w->b, &s, &d);
+    } else {
+      uint32_t g0 = (uint32_t)(k * CHUNK_GROUPS), g1 = (uint32_t)BA_MIN((size_t)p->ngroups, (k + 1) * CHUNK_GROUPS);
+      w->rc = ba_segment_sum_groups(w->seg, g0, g1, &w->b, &s, &d);
+    }
+    w->summed += s;
+    w->damaged += d;
+  }
+  return NULL;
+}
+
+int sum_rows_two(ba_segment_t *seg, const uint64_t *rows, size_t n, uint32_t ngroups, uint32_t block_rows,
+                 const ba_bin_sums_t *b, uint64_t *summed, uint64_t *damaged, int *done) {
+  *done = 0;
+  psum_t p;
+  memset(&p, 0, sizeof p);
+  p.rows = rows;
+  p.ngroups = ngroups;
+  size_t *cut = NULL;
+  uint64_t groups = ngroups;
+  if (rows) BA_FORWARD(make_cuts(rows, n, block_rows, &cut, &p.nchunks, &groups));
+  else p.nchunks = (ngroups + CHUNK_GROUPS - 1) / CHUNK_GROUPS;
+  p.cut = cut;
+  psumw_t w[2];
+  memset(w, 0, sizeof w);
+  w[0].p = w[1].p = &p;
+  w[0].seg = seg;
+  w[0].b = *b;
+  w[1].b = *b;
+  w[1].b.sums = NULL; /* its own, below */
+  int rc = 0;
+  if (groups < FETCH_PAR_MIN_GROUPS || p.nchunks < 2 || ba_segment_clone(seg, &w[1].seg) < 0) goto out;
+  w[1].b.sums = ba_calloc(b->nbins ? 3 * b->nbins : 1, sizeof(uint64_t));
+  if (!w[1].b.sums) {
+    rc = BA_ERR_NOMEM;
+    goto out;
+  }
+  pthread_mutex_init(&p.mu, NULL);
+  pthread_t th;
+  int started = pthread_create(&th, NULL, sum_worker, &w[1]) == 0;
+  sum_worker(&w[0]);
+  if (started) pthread_join(th, NULL);
+  pthread_mutex_destroy(&p.mu);
+  rc = w[0].rc < 0 ? w[0].rc : w[1].rc;
+  if (rc == 0) {
+    for (size_t i = 0; i < 3 * b->nbins; i++) b->sums[i] += w[1].b.sums[i];
+    *summed = w[0].summed + w[1].summed;
+    *damaged = w[0].damaged + w[1].damaged;
+    if (w[1].damaged && !w[0].damaged) ba_segment_set_errmsg(seg, ba_segment_errmsg(w[1].seg));
+  }
+  *done = 1;
+out:
+  ba_free(w[1].b.sums);
+  if (w[1].seg) ba_segment_clone_free(w[1].seg);
+  ba_free(cut);
+  return rc;
+}
