@@ -404,6 +404,78 @@ static void test_segment_sums(void **state) {
 }
 
 /* ---------- packets and bytes on many small groups, one and two threads ---------- */
+/* A bit flipped in the packets column of row group 3 of the first segment
+ * (offsets from the footer and the TABLE block, doc/format.md §2.4-2.5): the
+ * series skips that group's 64 rows, counts them damaged and sums the rest,
+ * on one and two threads. */
+static void damaged_block(const char *dir, const gen_t *g) {
+  ba_store_t *st;
+  char path[4096];
+  assert_int_equal(ba_store_open(dir, &st), 0);
+  snprintf(path, sizeof path, "%s/%s", dir, ba_store_segment_name(st, 0)); /* the file name */
+  ba_store_close(st);
+  FILE *f = fopen(path, "r+b");
+  assert_non_null(f);
+  uint8_t foot[80], hdr[64];
+  assert_int_equal(fseek(f, -80, SEEK_END), 0);
+  assert_int_equal(fread(foot, 1, 80, f), 80);
+  assert_int_equal(fseek(f, 0, SEEK_SET), 0);
+  assert_int_equal(fread(hdr, 1, 64, f), 64);
+  uint64_t table_off = 0, goff = 0;
+  memcpy(&table_off, foot + 24, 8);
+  unsigned ncols = (unsigned)hdr[42] | (unsigned)hdr[43] << 8;
+  assert_true(ncols > 11);
+  size_t ent = 16 + 4 * (size_t)ncols;
+  uint8_t e[16 + 4 * 64];
+  assert_int_equal(fseek(f, (long)(table_off + 32 + 3 * ent), SEEK_SET), 0);
+  assert_int_equal(fread(e, 1, ent, f), ent);
+  uint32_t coff = 0;
+  memcpy(&goff, e, 8);
+  memcpy(&coff, e + 16 + 4 * 10, 4); /* column 10: packets */
+  assert_true(coff > 0);
+  long pos = (long)(goff + coff + 32 + 2); /* inside the payload: its CRC fails */
+  uint8_t byte;
+  assert_int_equal(fseek(f, pos, SEEK_SET), 0);
+  assert_int_equal(fread(&byte, 1, 1, f), 1);
+  byte ^= 0x10;
+  assert_int_equal(fseek(f, pos, SEEK_SET), 0);
+  assert_int_equal(fwrite(&byte, 1, 1, f), 1);
+  assert_int_equal(fclose(f), 0);
+  assert_int_equal(ba_store_open(dir, &st), 0);
+  ba_query_t *q;
+  assert_int_equal(ba_query_create(&q), 0);
+  assert_int_equal(ba_query_compile(q, "any"), 0);
+  for (int th = 1; th <= 2; th++) {
+    ba_query_series_opts_t o;
+    ba_query_series_opts_init(&o);
+    o.start_ns = T0 / (60 * NS) * 60 * NS - 3600 * NS;
+    o.bin_ns = 300 * NS;
+    o.nbins = 60;
+    o.threads = th;
+    ba_query_series_bin_t got[60], want[60];
+    memset(want, 0, sizeof want);
+    for (size_t i = 0; i < g->n; i++) {
+      if (i >= 3 * 64 && i < 4 * 64) continue; /* the damaged group (first segment, rows in time order) */
+      const ba_record_t *r = &g->r[i];
+      ba_query_series_bin_t *b = &want[(r->first_ns - o.start_ns) / o.bin_ns];
+      b->flows++;
+      b->packets += r->packets;
+      b->bytes += r->bytes;
+    }
+    ba_query_stats_t qs;
+    assert_int_equal(ba_query_series(q, &st, 1, &o, got, &qs), 0);
+    assert_int_equal(qs.rows_damaged, 64);
+    for (size_t k = 0; k < o.nbins; k++)
+      if (memcmp(&got[k], &want[k], sizeof(got[k])))
+        fail_msg("damaged, threads %d, bin %zu: got %llu/%llu/%llu, want %llu/%llu/%llu", th, k,
+                 (unsigned long long)got[k].flows, (unsigned long long)got[k].packets,
+                 (unsigned long long)got[k].bytes, (unsigned long long)want[k].flows,
+                 (unsigned long long)want[k].packets, (unsigned long long)want[k].bytes);
+  }
+  ba_query_free(q);
+  ba_store_close(st);
+}
+
 
 /* A store of 64-row groups whose protocol is the same in each group (tcp
  * in two of three groups, udp in the others) and whose destination port
@@ -491,6 +563,7 @@ static void test_series_groups(void **state) {
     ba_query_free(q);
   }
   ba_store_close(st);
+  damaged_block(dir, &g);
   ba_test_rmtree(dir);
   free(dir);
   gen_free(&g);
