@@ -12,14 +12,23 @@
 
 enum { C_FIRST = 0, C_PACKETS = 10, C_BYTES = 11 }; /* column ids (3.0, col3.c) */
 
-/* Adds row values (first, packets, bytes; k each) to the bins. */
+/* Adds row values (first, packets, bytes; k each) to the bins. Rows come
+ * mostly in start-time order: the bin of the previous row is tried before a
+ * division. */
 static uint64_t add_bins(const ba_bin_sums_t *b, const uint64_t *first, const uint64_t *pk, const uint64_t *by,
                          size_t k) {
   uint64_t added = 0, span = (uint64_t)b->nbins * b->bin_ns; /* no overflow: checked by the caller */
+  uint64_t lo = 1, hi = 0; /* the current bin's [lo, hi) offsets: none yet */
+  uint64_t *s = b->sums;
   for (size_t i = 0; i < k; i++) {
     uint64_t off = first[i] - b->start_ns;
     if (first[i] < b->start_ns || off >= span) continue;
-    uint64_t *s = b->sums + 3 * (size_t)(off / b->bin_ns);
+    if (off < lo || off >= hi) {
+      uint64_t bin = off / b->bin_ns;
+      lo = bin * b->bin_ns;
+      hi = lo + b->bin_ns;
+      s = b->sums + 3 * (size_t)bin;
+    }
     s[0]++;
     s[1] += pk[i];
     s[2] += by[i];
