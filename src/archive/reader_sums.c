@@ -124,10 +124,12 @@ static int sum_impl(ba_segment_t *g, const uint64_t *rows, size_t n, uint32_t g0
   size_t i = 0;
   uint32_t gi = g0;
   while (rows ? i < n : gi < g1) {
-    if (rows) gi = (uint32_t)(rows[i] / br);
     size_t j = i;
-    if (rows)
-      while (j < n && rows[j] / br == gi) j++;
+    if (rows) { /* the group's rows: compared with its end, no division per row */
+      gi = (uint32_t)(rows[i] / br);
+      uint64_t end = ((uint64_t)gi + 1) * br;
+      while (j < n && rows[j] < end) j++;
+    }
     /* Every row of the group asked for: no row list (a whole-group decode). */
     const uint32_t *idx = NULL;
     if (rows && j - i != g->groups[gi].rows) {

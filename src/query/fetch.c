@@ -152,9 +152,9 @@ int sum_rows(ba_segment_t *seg, const ba_bitmap_t *bm, uint32_t block_rows, uint
   int rc = ba_bitmap_to_rows(bm, rows, (size_t)ncand, &n), done = 0;
   if (rc == 0 && n != ncand) rc = BA_ERR_CORRUPT;
   if (rc == 0) {
-    uint64_t last = UINT64_MAX;
+    uint64_t end = 0; /* of the current group: no division per row */
     for (size_t i = 0; i < n; i++)
-      if (rows[i] / block_rows != last) last = rows[i] / block_rows, ++*groups;
+      if (rows[i] >= end) end = (rows[i] / block_rows + 1) * block_rows, ++*groups;
   }
   if (rc == 0 && threads >= 2) rc = sum_rows_two(seg, rows, n, ngroups, block_rows, b, summed, damaged, &done);
   if (rc == 0 && !done) rc = ba_segment_sum_bins(seg, rows, n, b, summed, damaged);

@@ -98,10 +98,11 @@ static int make_cuts(const uint64_t *rows, size_t n, uint32_t block_rows, size_t
   size_t *c = NULL;
   BA_FORWARD(ba_grow((void **)&c, &cap, 16, sizeof *c));
   c[k++] = 0;
-  uint64_t g = 0, start = 0, ng = 0, cg = 0;
+  uint64_t start = 0, ng = 0, cg = 0, gend = 0;
   for (size_t i = 0; i < n; i++) {
-    uint64_t gi = rows[i] / block_rows;
-    if (i == 0 || gi != g) {
+    if (i == 0 || rows[i] >= gend) { /* a new group (rows ascending): no division per row */
+      uint64_t gi = rows[i] / block_rows;
+      gend = (gi + 1) * block_rows;
       if (i > 0 && (cg >= CHUNK_GROUPS || i - start >= CHUNK_ROWS)) {
         if (k + 1 >= cap && ba_grow((void **)&c, &cap, k + 2, sizeof *c) < 0) {
           ba_free(c);
@@ -111,7 +112,6 @@ static int make_cuts(const uint64_t *rows, size_t n, uint32_t block_rows, size_t
         start = i;
         cg = 0;
       }
-      g = gi;
       ng++;
       cg++;
     }
