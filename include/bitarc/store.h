@@ -237,6 +237,11 @@ int ba_segment_sum_bins(ba_segment_t *seg, const uint64_t *rows, size_t n, const
  * segment's groups; its info's nblocks). */
 int ba_segment_sum_groups(ba_segment_t *seg, uint32_t g0, uint32_t g1, const ba_bin_sums_t *b, uint64_t *summed,
                           uint64_t *damaged);
+/* ba_segment_sum_bins of rows idx[0..k) of row group gi, as offsets inside
+ * the group (ascending; idx NULL and k 0, or k = the group's rows: every
+ * row, decoded whole). For a caller walking a bitmap group by group. */
+int ba_segment_sum_group(ba_segment_t *seg, uint32_t gi, const uint32_t *idx, size_t k, const ba_bin_sums_t *b,
+                         uint64_t *summed, uint64_t *damaged);
 /* Rebuilds every segment's index with the batch builder on `device` ("cpu";
  * others answer BA_ERR_NODEVICE until built) using `threads` threads, in
  * `codec`, replacing each segment atomically (write to a temp name, fsync,

@@ -167,3 +167,30 @@ int ba_segment_sum_groups(ba_segment_t *g, uint32_t g0, uint32_t g1, const ba_bi
                           uint64_t *damaged) {
   return sum_impl(g, NULL, 0, g0, g1, b, summed, damaged);
 }
+
+int ba_segment_sum_group(ba_segment_t *g, uint32_t gi, const uint32_t *idx, size_t k, const ba_bin_sums_t *b,
+                         uint64_t *summed, uint64_t *damaged) {
+  BA_RETURN_IF(!g || !b || (k && !idx) || (idx && !k) || b->bin_ns == 0 || (b->nbins && !b->sums), BA_ERR_INVALID);
+  BA_RETURN_IF(b->nbins > SIZE_MAX / 3 || (uint64_t)b->nbins > UINT64_MAX / b->bin_ns, BA_ERR_INVALID);
+  if (summed) *summed = 0;
+  if (damaged) *damaged = 0;
+  BA_FORWARD(ba_rd_load_table(g));
+  BA_RETURN_IF(gi >= g->f.ngroups || g->h.block_rows == 0, BA_ERR_INVALID);
+  uint32_t rows = g->groups[gi].rows;
+  BA_RETURN_IF(k > rows, BA_ERR_INVALID);
+  for (size_t j = 0; j < k; j++) BA_RETURN_IF(idx[j] >= rows || (j && idx[j] <= idx[j - 1]), BA_ERR_INVALID);
+  if (!g->sumv) {
+    g->sumv = ba_malloc((size_t)g->h.block_rows * (3 * sizeof *g->sumv + sizeof(uint32_t)));
+    BA_RETURN_IF(!g->sumv, BA_ERR_NOMEM);
+  }
+  if (k == rows) idx = NULL; /* every row: decoded whole */
+  uint64_t added = 0;
+  int rc = g->h.major >= 3 ? sum_group3(g, gi, idx, k, b, &added) : sum_group_recs(g, gi, idx, k, b, &added);
+  if (rc == BA_ERR_NOMEM || rc == BA_ERR_INVALID) return rc;
+  if (summed) *summed = added;
+  if (rc < 0) {
+    if (!damaged) return rc;
+    *damaged = idx ? k : rows;
+  }
+  return BA_OK;
+}

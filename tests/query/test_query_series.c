@@ -22,6 +22,7 @@
 #include "../archive/store_gen.h"
 
 #define NSTORES 3
+#define BA_TEST_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define NS 1000000000ull
 static const uint64_t T0 = 1763000000ull * NS; /* 20 s after a whole minute */
 static const uint64_t SPAN = 3 * 3600 * NS;
@@ -245,7 +246,7 @@ static void test_series_flows_from_index(void **state) {
   }
 }
 
-/* ---------- ba_segment_sum_bins / ba_segment_sum_groups beside a scan ---------- */
+/* ---------- ba_segment_sum_bins / _groups / _group beside a scan ---------- */
 
 typedef struct recbuf {
   ba_record_t *r;
@@ -351,6 +352,43 @@ static void sums_of_store(ba_store_t *st, ba_rng_t *rng, const char *name) {
       free(got);
       free(want);
     }
+    /* group by group: random offsets, every offset listed, no list */
+    uint32_t *idx = malloc((in.block_rows + 1) * sizeof(*idx));
+    assert_non_null(idx);
+    for (int c = 0; c < 12; c++) {
+      ba_bin_sums_t b = {in.min_first_ns - 60 * NS, (1 + ba_rng_below(rng, 300)) * NS, 0, NULL};
+      b.nbins = (size_t)((in.max_first_ns - b.start_ns) / b.bin_ns) + 1 - (size_t)ba_rng_below(rng, 2);
+      uint64_t *got = calloc(3 * b.nbins, sizeof(*got)), *want = calloc(3 * b.nbins, sizeof(*want));
+      b.sums = got;
+      uint32_t gi = (uint32_t)ba_rng_below(rng, in.nblocks);
+      uint64_t base = (uint64_t)gi * in.block_rows, grows = BA_TEST_MIN(all.n - base, (uint64_t)in.block_rows);
+      size_t k = 0, n = 0;
+      for (uint64_t r = 0; r < grows; r++)
+        if (c % 3 == 1 || (c % 3 == 2 && ba_rng_below(rng, 3) == 0)) idx[k++] = (uint32_t)r;
+      for (size_t j = 0; j < k; j++) rows[n++] = base + idx[j];
+      if (c % 3 == 0)
+        for (uint64_t r = 0; r < grows; r++) rows[n++] = base + r;
+      uint64_t summed = 99, damaged = 99;
+      assert_int_equal(ba_segment_sum_group(seg, gi, k ? idx : NULL, k, &b, &summed, &damaged), 0);
+      uint64_t wn = naive_rows(&all, rows, n, &b, want);
+      char what[160];
+      snprintf(what, sizeof what, "%s segment %zu group %u case %d (%zu offsets)", name, si, gi, c, k);
+      expect_sums(what, got, want, &b, summed, wn);
+      assert_int_equal(damaged, 0);
+      free(got);
+      free(want);
+    }
+    {
+      ba_bin_sums_t b = {in.min_first_ns, NS, 1, NULL};
+      uint64_t one[3];
+      b.sums = one;
+      uint32_t bad2[2] = {1, 1};
+      assert_int_equal(ba_segment_sum_group(seg, 0, bad2, 2, &b, NULL, NULL), BA_ERR_INVALID);
+      assert_int_equal(ba_segment_sum_group(seg, in.nblocks, NULL, 0, &b, NULL, NULL), BA_ERR_INVALID);
+      bad2[0] = in.block_rows;
+      assert_int_equal(ba_segment_sum_group(seg, 0, bad2, 1, &b, NULL, NULL), BA_ERR_INVALID);
+    }
+    free(idx);
     /* refused: rows out of order or past the end, groups past the end */
     ba_bin_sums_t b = {in.min_first_ns, NS, 1, NULL};
     uint64_t one[3];
