@@ -133,19 +133,7 @@ int fetch_rows(ba_segment_t *seg, const ba_bitmap_t *bm, uint32_t cols, uint32_t
   return rc;
 }
 
-/* One thread over a bitmap: its rows collected group by group (offsets in
- * the group) and each group summed when the walk leaves it; no row list of
- * the whole segment. */
-typedef struct sumfeed {
-  ba_segment_t *seg;
-  const ba_bin_sums_t *b;
-  uint64_t br, gi, gbase, gend;
-  uint32_t *idx;
-  size_t k;
-  uint64_t summed, damaged, groups;
-} sumfeed_t;
-
-static int sum_flush(sumfeed_t *f) {
+int sum_flush(sumfeed_t *f) {
   if (f->k == 0) return 0;
   uint64_t s = 0, d = 0;
   int rc = ba_segment_sum_group(f->seg, (uint32_t)f->gi, f->idx, f->k, f->b, &s, &d);
@@ -156,7 +144,7 @@ static int sum_flush(sumfeed_t *f) {
   return rc;
 }
 
-static int sum_feed(void *ctx, const uint64_t *rows, size_t n) {
+int sum_feed(void *ctx, const uint64_t *rows, size_t n) {
   sumfeed_t *f = ctx;
   for (size_t i = 0; i < n; i++) {
     if (rows[i] >= f->gend || rows[i] < f->gbase) { /* a new group: no division per row */
@@ -175,42 +163,27 @@ int sum_rows(ba_segment_t *seg, const ba_bitmap_t *bm, uint32_t block_rows, uint
   *summed = *damaged = *groups = 0;
   if (!bm) { /* every row: whole groups, no row list */
     int done = 0;
+    if (threads >= 2) BA_FORWARD(sum_rows_two(seg, NULL, ngroups, block_rows, b, summed, groups, damaged, &done));
     *groups = ngroups;
-    if (threads >= 2) BA_FORWARD(sum_rows_two(seg, NULL, 0, ngroups, block_rows, b, summed, damaged, &done));
     return done ? 0 : ba_segment_sum_bins(seg, NULL, 0, b, summed, damaged);
   }
   BA_RETURN_IF(block_rows == 0, BA_ERR_CORRUPT);
-  if (threads < 2 || ngroups < FETCH_PAR_MIN_GROUPS) {
-    sumfeed_t f = {0};
-    f.seg = seg;
-    f.b = b;
-    f.br = block_rows;
-    f.idx = ba_malloc((size_t)block_rows * sizeof *f.idx);
-    BA_RETURN_IF(!f.idx, BA_ERR_NOMEM);
-    int rc = ba_bitmap_foreach(bm, sum_feed, &f);
-    if (rc == 0) rc = sum_flush(&f);
-    ba_free(f.idx);
-    *summed = f.summed;
-    *damaged = f.damaged;
-    *groups = f.groups;
-    return rc;
+  if (threads >= 2) {
+    int done = 0;
+    BA_FORWARD(sum_rows_two(seg, bm, ngroups, block_rows, b, summed, groups, damaged, &done));
+    if (done) return 0;
   }
-  uint64_t ncand = 0;
-  BA_FORWARD(ba_bitmap_count(bm, &ncand));
-  if (ncand == 0) return 0;
-  BA_RETURN_IF(ncand > SIZE_MAX / sizeof(uint64_t), BA_ERR_NOMEM);
-  uint64_t *rows = ba_malloc((size_t)ncand * sizeof *rows);
-  BA_RETURN_IF(!rows, BA_ERR_NOMEM);
-  size_t n = 0;
-  int rc = ba_bitmap_to_rows(bm, rows, (size_t)ncand, &n), done = 0;
-  if (rc == 0 && n != ncand) rc = BA_ERR_CORRUPT;
-  if (rc == 0) {
-    uint64_t end = 0; /* of the current group: no division per row */
-    for (size_t i = 0; i < n; i++)
-      if (rows[i] >= end) end = (rows[i] / block_rows + 1) * block_rows, ++*groups;
-  }
-  if (rc == 0) rc = sum_rows_two(seg, rows, n, ngroups, block_rows, b, summed, damaged, &done);
-  if (rc == 0 && !done) rc = ba_segment_sum_bins(seg, rows, n, b, summed, damaged);
-  ba_free(rows);
+  sumfeed_t f = {0};
+  f.seg = seg;
+  f.b = b;
+  f.br = block_rows;
+  f.idx = ba_malloc((size_t)block_rows * sizeof *f.idx);
+  BA_RETURN_IF(!f.idx, BA_ERR_NOMEM);
+  int rc = ba_bitmap_foreach(bm, sum_feed, &f);
+  if (rc == 0) rc = sum_flush(&f);
+  ba_free(f.idx);
+  *summed = f.summed;
+  *damaged = f.damaged;
+  *groups = f.groups;
   return rc;
 }
