@@ -10,8 +10,13 @@
 # the 288 files. The two series must agree interval by interval. A second
 # peer figure is one `nfdump -R DIR -N -o null FILTER` over every file: a
 # single process reading each flow once for the day's total only, a lower
-# bound on any nfdump run that computes the series.
+# bound on any nfdump run that computes the series. `graph f,p,b 2t` is the
+# same series with --threads 2 (the default picks 1 on a loaded machine).
+# PEER=0 skips nfdump (a second run on the same data, e.g. of an older build,
+# whose peer figures come from the first run); the series are then only
+# checked flows-only against flows+packets+bytes.
 set -eu
+peer=${PEER:-1}
 build=$(cd "$1" && pwd)
 work=$2
 flows=${3:-10000000}
@@ -44,19 +49,25 @@ nfseries() { # one line per file: flows,packets,bytes
 }
 cpus=()
 filters=("any" "proto tcp" "dst port 443" "src net 10.4.0.0/16 and dst port 53")
-printf "\n%-38s %5s %10s %10s %11s %9s %9s %8s %9s %8s\n" filter bins flows "graph f" "graph f,p,b" "nfdump" "nfdump -R" "ratio f" "ratio fpb" "-R / f"
+printf "\n%-38s %5s %10s %10s %11s %11s %9s %9s %8s %9s %8s\n" filter bins flows "graph f" "graph f,p,b" "f,p,b 2t" "nfdump" "nfdump -R" "ratio f" "ratio fpb" "-R / f"
 for f in "${filters[@]}"; do
-  t1=(); t3=()
+  t1=(); t3=(); t2=()
   for i in 1 2 3; do
     t1+=("$(tm graph --measure flows "$f")")
     cp "$work/out.txt" "$work/g1.csv"
     t3+=("$(tm graph "$f")")
     cp "$work/out.txt" "$work/g3.csv"
+    t2+=("$(tm graph --threads 2 "$f")")
+    cmp -s "$work/out.txt" "$work/g3.csv" || { echo "--threads 2 differs"; exit 1; }
   done
-  tn=$(tm nfseries "$f")
-  cp "$work/out.txt" "$work/nf.csv"
-  tr=$(tm nfdump -R "$nf" -N -o null "$f")
   tail -n +2 "$work/g3.csv" | cut -d, -f3- > "$work/b.csv"
+  if [ "$peer" = 1 ]; then
+    tn=$(tm nfseries "$f")
+    cp "$work/out.txt" "$work/nf.csv"
+    tr=$(tm nfdump -R "$nf" -N -o null "$f")
+  else
+    tn=0; tr=0; cp "$work/b.csv" "$work/nf.csv"
+  fi
   if ! cmp -s "$work/b.csv" "$work/nf.csv"; then
     echo "SERIES MISMATCH '$f': bitarc $(wc -l < "$work/b.csv") bins, nfdump $(wc -l < "$work/nf.csv")"
     diff "$work/b.csv" "$work/nf.csv" | head -4
@@ -64,11 +75,13 @@ for f in "${filters[@]}"; do
   fi
   cmp -s <(cut -d, -f1 "$work/b.csv") <(tail -n +2 "$work/g1.csv" | cut -d, -f3) || { echo "flows-only differs"; exit 1; }
   a=$(printf '%s\n' "${t1[@]}" | median3); b=$(printf '%s\n' "${t3[@]}" | median3)
-  c1=$(cpu --measure flows "$f"); c3=$(cpu "$f")
-  cpus+=("$f: graph flows $c1 CPU s, flows+packets+bytes $c3 CPU s")
+  b2=$(printf '%s\n' "${t2[@]}" | median3)
+  c1=$(cpu --measure flows "$f"); c3=$(cpu "$f"); c2=$(cpu --threads 2 "$f")
+  cpus+=("$f: graph flows $c1 CPU s, flows+packets+bytes $c3 CPU s, with --threads 2 $c2 CPU s")
   tot=$(awk -F, '{s += $1} END {print s}' "$work/b.csv")
-  printf "%-38s %5s %10s %10.3f %11.3f %9.3f %9.3f %7.1fx %8.1fx %7.1fx\n" "$f" "$(wc -l < "$work/b.csv")" "$tot" \
-    "$a" "$b" "$tn" "$tr" "$(echo "$tn / $a" | bc -l)" "$(echo "$tn / $b" | bc -l)" "$(echo "$tr / $a" | bc -l)"
+  printf "%-38s %5s %10s %10.3f %11.3f %11.3f %9.3f %9.3f %7.1fx %8.1fx %7.1fx\n" "$f" "$(wc -l < "$work/b.csv")" \
+    "$tot" "$a" "$b" "$b2" "$tn" "$tr" "$(echo "$tn / $a" | bc -l)" "$(echo "$tn / $b" | bc -l)" \
+    "$(echo "$tr / $a" | bc -l)"
 done
 echo "(seconds, wall clock; ratio = nfdump per-file series / bitarc graph; -R / f = nfdump's one pass / bitarc"
 echo " graph flows; the series agree interval by interval)"

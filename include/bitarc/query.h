@@ -149,9 +149,11 @@ typedef struct ba_query_series_opts {
   size_t nbins;
   unsigned measures; /* BA_SERIES_* (default all three). Flows alone are counted from the index
                         where it answers exactly (TIME_BIN bitmaps of the bin ANDed with the
-                        filter's candidates); packets and bytes read those two columns of the
-                        matching rows */
-  int threads;       /* 1 or 2 (bins shared among threads); 0 = 1 */
+                        filter's candidates); with packets or bytes one run covers the window and
+                        the matching rows' first, packets and bytes columns are summed per bin
+                        (no record built where the index answers exactly) */
+  int threads;       /* 1 or 2 (flows: bins shared among threads; packets/bytes: a segment's row
+                        groups shared, and segments planned ahead); 0 = 1 */
   void (*warn)(void *ctx, const char *msg); /* damage survived, each message once */
   void *warn_ctx;
 } ba_query_series_opts_t;
@@ -163,7 +165,9 @@ typedef struct ba_query_series_bin {
 /* Flows, packets and bytes of the records matching q per start-time bin,
  * summed over the stores (bins[nbins], overwritten). A bin equals
  * ba_query_run over the window [bin start, bin end). stats (may be NULL)
- * sums the bin runs' counters (a segment met by k bins counts k times).
+ * sums the runs' counters: flows alone, one run per bin (a segment met by
+ * k bins counts k times); with packets or bytes, one run per store over
+ * the whole window (first_ns/last_ns then cover only rows read as records).
  * BA_ERR_INVALID for a zero bin width, no measure, or bins past 2^64 ns. */
 int ba_query_series(ba_query_t *q, ba_store_t *const *stores, size_t nstores, const ba_query_series_opts_t *o,
                     ba_query_series_bin_t *bins, ba_query_stats_t *stats);

@@ -216,6 +216,32 @@ void ba_segment_set_errmsg(ba_segment_t *seg, const char *msg);
 /* Every row in order (the linear scan used as the test oracle). */
 int ba_segment_scan(ba_segment_t *seg, uint32_t cols, ba_record_sink_fn fn, void *ctx,
                     uint64_t *damaged);
+/* Sums per start-time bin (bitarc graph): bin k holds the rows whose first_ns
+ * is in [start_ns + k * bin_ns, start_ns + (k + 1) * bin_ns); sums[3k],
+ * sums[3k + 1] and sums[3k + 2] are its rows, packets and bytes. */
+typedef struct ba_bin_sums {
+  uint64_t start_ns, bin_ns; /* bin_ns > 0 */
+  size_t nbins;
+  uint64_t *sums; /* 3 * nbins, added to */
+} ba_bin_sums_t;
+/* Adds the given rows (ascending; rows NULL and n 0: every row) to the bins,
+ * reading only the first, packets and bytes columns and building no record
+ * (3.0: a group whose every row is asked for is decoded whole, others value
+ * by value). Rows outside every bin are not added. *summed (may be NULL)
+ * gets the rows added. Damage as ba_segment_read_rows: a damaged block's
+ * rows are skipped and counted in *damaged (if not NULL, else the first
+ * error is returned after the rest is summed). */
+int ba_segment_sum_bins(ba_segment_t *seg, const uint64_t *rows, size_t n, const ba_bin_sums_t *b,
+                        uint64_t *summed, uint64_t *damaged);
+/* ba_segment_sum_bins of every row of row groups [g0, g1) (g1 <= the
+ * segment's groups; its info's nblocks). */
+int ba_segment_sum_groups(ba_segment_t *seg, uint32_t g0, uint32_t g1, const ba_bin_sums_t *b, uint64_t *summed,
+                          uint64_t *damaged);
+/* ba_segment_sum_bins of rows idx[0..k) of row group gi, as offsets inside
+ * the group (ascending; idx NULL and k 0, or k = the group's rows: every
+ * row, decoded whole). For a caller walking a bitmap group by group. */
+int ba_segment_sum_group(ba_segment_t *seg, uint32_t gi, const uint32_t *idx, size_t k, const ba_bin_sums_t *b,
+                         uint64_t *summed, uint64_t *damaged);
 /* Rebuilds every segment's index with the batch builder on `device` ("cpu";
  * others answer BA_ERR_NODEVICE until built) using `threads` threads, in
  * `codec`, replacing each segment atomically (write to a temp name, fsync,

@@ -50,6 +50,8 @@ static void seg_release(ba_segment_t *g) {
   g->pick = NULL;
   ba_free(g->pick_idx);
   g->pick_idx = NULL;
+  ba_free(g->sumv);
+  g->sumv = NULL;
   g->recs_group = -1;
   g->recs_dirty = 0;
   if (g->open_rc == BA_OK) {

@@ -49,6 +49,7 @@ struct ba_segment {
   uint32_t recs_dirty; /* column ids whose fields may be non-zero in recs */
   ba_record_t *pick;   /* 3.0: the picked rows of one group (block_rows records) */
   uint32_t *pick_idx;  /* their row numbers inside the group */
+  uint64_t *sumv;      /* reader_sums.c: first, packets, bytes of one group's rows, then their row list */
   unsigned ncols;      /* ba_seg_ncols(h.major) */
 };
 
@@ -67,5 +68,16 @@ int ba_rd_load_table(ba_segment_t *g);
 /* Column c of group gi, read (two preads), CRC-checked and decompressed into
  * cc; an absent 3.0 column (all zero) gives len 0. */
 int ba_rd_read_col_block(ba_segment_t *g, uint32_t gi, int c, colcache_t *cc);
+/* reader_rows.c, shared with reader_sums.c. Loads the columns `need`
+ * (column ids) of group gi into g->cache; *bad gets the failed column. */
+int ba_rd_load_cols(ba_segment_t *g, uint32_t gi, uint32_t need, int *bad);
+/* Marks column c of group gi damaged (rc), naming the block in errmsg. */
+int ba_rd_col_damaged(ba_segment_t *g, uint32_t gi, int c, int rc);
+/* Decodes columns `need` of group gi into g->recs (1.0/2.0 and whole groups);
+ * fields of columns outside `mask` are cleared. */
+int ba_rd_decode_group(ba_segment_t *g, uint32_t gi, uint32_t need, uint32_t mask);
+/* Column ids holding the ba_col_t fields cols (with META and dependencies);
+ * *asked: those asked for. */
+uint32_t ba_rd_cols_needed(const ba_segment_t *g, uint32_t cols, uint32_t *asked);
 
 #endif

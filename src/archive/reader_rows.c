@@ -87,7 +87,7 @@ static int col_from_gbuf(ba_segment_t *g, uint32_t gi, int c, uint32_t end, colc
  * runs of neighbouring blocks with one pread each (header and payload
  * together) instead of two preads per block. *bad gets the first column
  * that failed (its error is returned). */
-static int load_cols(ba_segment_t *g, uint32_t gi, uint32_t need, int *bad) {
+int ba_rd_load_cols(ba_segment_t *g, uint32_t gi, uint32_t need, int *bad) {
   const ba_group_ent_t *ge = &g->groups[gi];
   uint32_t todo = 0, lo = UINT32_MAX, hi = 0;
   uint32_t end[BA_NCOLS_MAX];
@@ -155,7 +155,7 @@ static int load_cols(ba_segment_t *g, uint32_t gi, uint32_t need, int *bad) {
   return BA_OK;
 }
 
-static int col_damaged(ba_segment_t *g, uint32_t gi, int c, int rc) {
+int ba_rd_col_damaged(ba_segment_t *g, uint32_t gi, int c, int rc) {
   const ba_group_ent_t *ge = &g->groups[gi];
   g->cache[c].group = gi;
   g->cache[c].rc = rc;
@@ -166,7 +166,7 @@ static int col_damaged(ba_segment_t *g, uint32_t gi, int c, int rc) {
 
 /* Column ids (bit c = column c) holding the fields of ba_col_t mask cols,
  * plus META and the columns they are stored relative to. */
-static uint32_t cols_needed(const ba_segment_t *g, uint32_t cols, uint32_t *asked) {
+uint32_t ba_rd_cols_needed(const ba_segment_t *g, uint32_t cols, uint32_t *asked) {
   uint32_t ids = 1u << BA_COLID_META;
   for (unsigned c = 0; c < g->ncols; c++)
     if (cols & ba_col_bit((int)c)) ids |= 1u << c;
@@ -179,7 +179,7 @@ static uint32_t cols_needed(const ba_segment_t *g, uint32_t cols, uint32_t *aske
 /* Decodes the columns `mask` (column ids, with META) of group gi into
  * g->recs; fields of other columns are zero. On damage returns the error
  * and names the block in the store's errmsg. */
-static int decode_group(ba_segment_t *g, uint32_t gi, uint32_t need, uint32_t mask) {
+int ba_rd_decode_group(ba_segment_t *g, uint32_t gi, uint32_t need, uint32_t mask) {
   if (g->recs_group == (int64_t)gi && g->recs_mask == mask) return BA_OK;
   g->recs_group = -1;
   const ba_group_ent_t *ge = &g->groups[gi];
@@ -193,12 +193,12 @@ static int decode_group(ba_segment_t *g, uint32_t gi, uint32_t need, uint32_t ma
   for (unsigned c = 0; c < g->ncols; c++)
     if ((g->recs_dirty & ~need) & (1u << c)) ba_col_clear((int)c, g->recs, g->h.block_rows);
   g->recs_dirty |= need;
-  int bad = 0, rc = load_cols(g, gi, need, &bad);
-  if (rc < 0) return col_damaged(g, gi, bad, rc);
+  int bad = 0, rc = ba_rd_load_cols(g, gi, need, &bad);
+  if (rc < 0) return ba_rd_col_damaged(g, gi, bad, rc);
   for (unsigned c = 0; c < g->ncols; c++) {
     if (!(need & (1u << c))) continue;
     rc = ba_col_decode(g->h.major, (int)c, g->cache[c].data, g->cache[c].len, ge->rows, g->recs);
-    if (rc < 0) return col_damaged(g, gi, (int)c, rc);
+    if (rc < 0) return ba_rd_col_damaged(g, gi, (int)c, rc);
   }
   for (unsigned c = 0; c < g->ncols; c++)
     if ((need & ~mask) & (1u << c)) ba_col_clear((int)c, g->recs, ge->rows); /* unasked */
@@ -250,10 +250,10 @@ static int pick_rows(ba_segment_t *g, uint32_t gi, const uint64_t *rows, size_t 
   }
   ba_record_t *batch = g->pick;
   uint32_t *idx = g->pick_idx;
-  int bad = 0, lrc = load_cols(g, gi, need, &bad);
+  int bad = 0, lrc = ba_rd_load_cols(g, gi, need, &bad);
   if (lrc < 0) {
     *damaged = 1;
-    return col_damaged(g, gi, bad, lrc);
+    return ba_rd_col_damaged(g, gi, bad, lrc);
   }
   memset(batch, 0, n * sizeof *batch);
   for (size_t j = 0; j < n; j++) idx[j] = (uint32_t)(rows[j] - base);
@@ -263,7 +263,7 @@ static int pick_rows(ba_segment_t *g, uint32_t gi, const uint64_t *rows, size_t 
     int rc = ba_col_decode_rows(g->h.major, (int)c, g->cache[c].data, g->cache[c].len, ge->rows, idx, n, batch);
     if (rc < 0) {
       *damaged = 1;
-      return col_damaged(g, gi, (int)c, rc);
+      return ba_rd_col_damaged(g, gi, (int)c, rc);
     }
   }
   for (unsigned c = 0; c < g->ncols; c++)
@@ -276,7 +276,7 @@ static int read_groups(ba_segment_t *g, const uint64_t *rows, size_t n, uint32_t
   BA_RETURN_IF(!g || !fn, BA_ERR_INVALID);
   if (damaged) *damaged = 0;
   BA_FORWARD(ba_rd_load_table(g));
-  uint32_t mask = 0, need = cols_needed(g, cols, &mask);
+  uint32_t mask = 0, need = ba_rd_cols_needed(g, cols, &mask);
   uint64_t br = g->h.block_rows, bad = 0;
   int first_err = BA_OK;
   if (rows) {
@@ -297,7 +297,7 @@ static int read_groups(ba_segment_t *g, const uint64_t *rows, size_t n, uint32_t
       rc = dmg ? r : BA_OK;
       if (dmg) r = 0;
     } else {
-      rc = decode_group(g, gi, need, mask);
+      rc = ba_rd_decode_group(g, gi, need, mask);
       if (rc == BA_OK) r = deliver(g, gi, rows ? rows + i : NULL, j - i, fn, ctx);
     }
     if (rc < 0) {

@@ -83,6 +83,17 @@ static int deliver_segment(ba_query_t *q, segctx_t *c, runctx_t *run, segres_t *
     pres_drop(r);
     return 0;
   }
+  if (run->bins && exact && !res->have_rows) {
+    /* Sums per bin from the three columns, no record (sum_rows). */
+    uint64_t summed = 0, dmg = 0, groups = 0;
+    rc = sum_rows(c->seg, r.hi.kind == PB_ALL ? NULL : r.hi.o->bm, c->info.block_rows, c->info.nblocks, run->bins,
+                  c->fetch_threads, &summed, &groups, &dmg);
+    st->rows_matched += summed;
+    st->rows_damaged += dmg;
+    st->blocks_read += groups;
+    pres_drop(r);
+    return rc;
+  }
   run->check = !exact;
   if (res->have_rows) {
     /* Read ahead by the worker: the same records in the same order. */
@@ -298,8 +309,8 @@ void ba_query_stats_add(ba_query_stats_t *a, const ba_query_stats_t *b) {
   a->out_bytes += b->out_bytes;
 }
 
-int ba_query_run(ba_query_t *q, ba_store_t *s, const ba_query_exec_opts_t *opts, ba_record_sink_fn fn,
-                 void *ctx, ba_query_stats_t *stats) {
+static int run_impl(ba_query_t *q, ba_store_t *s, const ba_query_exec_opts_t *opts, ba_record_sink_fn fn,
+                    void *ctx, const ba_bin_sums_t *bins, ba_query_stats_t *stats) {
   BA_RETURN_IF(!q || !q->root || !s || !fn, BA_ERR_INVALID);
   ba_query_exec_opts_t o;
   if (opts) o = *opts;
@@ -324,6 +335,7 @@ int ba_query_run(ba_query_t *q, ba_store_t *s, const ba_query_exec_opts_t *opts,
   run.ctx = ctx;
   run.stats = stats;
   run.limit = o.count_only ? 0 : o.limit;
+  run.bins = bins;
   segctx_t c = {0};
   c.opts = &o;
   c.stats = stats;
@@ -348,7 +360,8 @@ int ba_query_run(ba_query_t *q, ba_store_t *s, const ba_query_exec_opts_t *opts,
     par.we = we;
     par.cols = o.out_cols;
     par.qcols = q->cols;
-    par.prefetch = !(o.out_cols & BA_COL_FRAME) && !(q->cols & BA_COL_FRAME);
+    /* With bins, exact segments are summed by the caller's thread (sum_rows). */
+    par.prefetch = !bins && !(o.out_cols & BA_COL_FRAME) && !(q->cols & BA_COL_FRAME);
     par.slots = ba_calloc(nseg, sizeof(pslot_t));
     if (!par.slots) return BA_ERR_NOMEM;
     pthread_mutex_init(&par.mu, NULL);
@@ -441,5 +454,49 @@ int ba_query_run(ba_query_t *q, ba_store_t *s, const ba_query_exec_opts_t *opts,
   }
   segctx_free(&c);
   ba_free(run.batch);
+  return rc;
+}
+
+int ba_query_run(ba_query_t *q, ba_store_t *s, const ba_query_exec_opts_t *opts, ba_record_sink_fn fn,
+                 void *ctx, ba_query_stats_t *stats) {
+  return run_impl(q, s, opts, fn, ctx, NULL, stats);
+}
+
+/* Records (residual checks, damaged segments' scans, journals) into bins. */
+static int bin_sink(void *ctx, const ba_record_t *recs, size_t n) {
+  const ba_bin_sums_t *b = ctx;
+  uint64_t span = (uint64_t)b->nbins * b->bin_ns;
+  for (size_t i = 0; i < n; i++) {
+    uint64_t off = recs[i].first_ns - b->start_ns;
+    if (recs[i].first_ns < b->start_ns || off >= span) continue; /* outside the window: not delivered */
+    uint64_t *x = b->sums + 3 * (size_t)(off / b->bin_ns);
+    x[0]++;
+    x[1] += recs[i].packets;
+    x[2] += recs[i].bytes;
+  }
+  return 0;
+}
+
+int query_run_bins(ba_query_t *q, ba_store_t *s, const ba_query_exec_opts_t *opts, const ba_bin_sums_t *b,
+                   ba_query_stats_t *stats) {
+  BA_RETURN_IF(!q || !q->root || !s || !opts || !b || b->bin_ns == 0 || (b->nbins && !b->sums), BA_ERR_INVALID);
+  BA_RETURN_IF(b->nbins > SIZE_MAX / 3 || (uint64_t)b->nbins > (UINT64_MAX - b->start_ns) / b->bin_ns,
+               BA_ERR_INVALID);
+  ba_query_exec_opts_t o = *opts;
+  o.start_ns = b->start_ns;
+  o.end_ns = b->start_ns + (uint64_t)b->nbins * b->bin_ns;
+  o.out_cols = BA_COL_FIRST | BA_COL_PACKETS | BA_COL_BYTES;
+  o.count_only = 0;
+  o.limit = 0;
+  o.explain_only = 0;
+  uint64_t before[2] = {0, 0}, after[2] = {0, 0};
+  for (size_t k = 0; k < b->nbins; k++) before[0] += b->sums[3 * k + 1], before[1] += b->sums[3 * k + 2];
+  ba_query_stats_t local;
+  if (!stats) stats = &local;
+  int rc = run_impl(q, s, &o, bin_sink, (void *)b, b, stats);
+  /* Totals from the bins: summed segments add no record to the stats. */
+  for (size_t k = 0; k < b->nbins; k++) after[0] += b->sums[3 * k + 1], after[1] += b->sums[3 * k + 2];
+  stats->packets = after[0] - before[0];
+  stats->bytes = after[1] - before[1];
   return rc;
 }

@@ -132,3 +132,58 @@ int fetch_rows(ba_segment_t *seg, const ba_bitmap_t *bm, uint32_t cols, uint32_t
   *damaged = f.damaged;
   return rc;
 }
+
+int sum_flush(sumfeed_t *f) {
+  if (f->k == 0) return 0;
+  uint64_t s = 0, d = 0;
+  int rc = ba_segment_sum_group(f->seg, (uint32_t)f->gi, f->idx, f->k, f->b, &s, &d);
+  f->summed += s;
+  f->damaged += d;
+  f->groups++;
+  f->k = 0;
+  return rc;
+}
+
+int sum_feed(void *ctx, const uint64_t *rows, size_t n) {
+  sumfeed_t *f = ctx;
+  for (size_t i = 0; i < n; i++) {
+    if (rows[i] >= f->gend || rows[i] < f->gbase) { /* a new group: no division per row */
+      BA_FORWARD(sum_flush(f));
+      f->gi = rows[i] / f->br;
+      f->gbase = f->gi * f->br;
+      f->gend = f->gbase + f->br;
+    }
+    f->idx[f->k++] = (uint32_t)(rows[i] - f->gbase);
+  }
+  return 0;
+}
+
+int sum_rows(ba_segment_t *seg, const ba_bitmap_t *bm, uint32_t block_rows, uint32_t ngroups, const ba_bin_sums_t *b,
+             int threads, uint64_t *summed, uint64_t *groups, uint64_t *damaged) {
+  *summed = *damaged = *groups = 0;
+  if (!bm) { /* every row: whole groups, no row list */
+    int done = 0;
+    if (threads >= 2) BA_FORWARD(sum_rows_two(seg, NULL, ngroups, block_rows, b, summed, groups, damaged, &done));
+    *groups = ngroups;
+    return done ? 0 : ba_segment_sum_bins(seg, NULL, 0, b, summed, damaged);
+  }
+  BA_RETURN_IF(block_rows == 0, BA_ERR_CORRUPT);
+  if (threads >= 2) {
+    int done = 0;
+    BA_FORWARD(sum_rows_two(seg, bm, ngroups, block_rows, b, summed, groups, damaged, &done));
+    if (done) return 0;
+  }
+  sumfeed_t f = {0};
+  f.seg = seg;
+  f.b = b;
+  f.br = block_rows;
+  f.idx = ba_malloc((size_t)block_rows * sizeof *f.idx);
+  BA_RETURN_IF(!f.idx, BA_ERR_NOMEM);
+  int rc = ba_bitmap_foreach(bm, sum_feed, &f);
+  if (rc == 0) rc = sum_flush(&f);
+  ba_free(f.idx);
+  *summed = f.summed;
+  *damaged = f.damaged;
+  *groups = f.groups;
+  return rc;
+}

@@ -98,10 +98,11 @@ static int make_cuts(const uint64_t *rows, size_t n, uint32_t block_rows, size_t
   size_t *c = NULL;
   BA_FORWARD(ba_grow((void **)&c, &cap, 16, sizeof *c));
   c[k++] = 0;
-  uint64_t g = 0, start = 0, ng = 0, cg = 0;
+  uint64_t start = 0, ng = 0, cg = 0, gend = 0;
   for (size_t i = 0; i < n; i++) {
-    uint64_t gi = rows[i] / block_rows;
-    if (i == 0 || gi != g) {
+    if (i == 0 || rows[i] >= gend) { /* a new group (rows ascending): no division per row */
+      uint64_t gi = rows[i] / block_rows;
+      gend = (gi + 1) * block_rows;
       if (i > 0 && (cg >= CHUNK_GROUPS || i - start >= CHUNK_ROWS)) {
         if (k + 1 >= cap && ba_grow((void **)&c, &cap, k + 2, sizeof *c) < 0) {
           ba_free(c);
@@ -111,7 +112,6 @@ static int make_cuts(const uint64_t *rows, size_t n, uint32_t block_rows, size_t
         start = i;
         cg = 0;
       }
-      g = gi;
       ng++;
       cg++;
     }
@@ -183,5 +183,110 @@ int fetch_rows_two(ba_segment_t *seg, const ba_bitmap_t *bm, uint32_t cols, uint
   }
   ba_free(cut);
   ba_free(rows);
+  return rc;
+}
+
+/* ---------- sums per bin on two threads (sum_rows) ---------- */
+
+/* Groups per chunk of the sums: a chunk's bitmap walk starts from the
+ * bitmap's beginning (ba_bitmap_foreach_range skips to it), so chunks are
+ * few (about 8 per segment) but at least CHUNK_GROUPS. */
+#define SUM_CHUNKS 8
+
+typedef struct psum {
+  pthread_mutex_t mu;
+  size_t next, nchunks;
+  const ba_bitmap_t *bm; /* NULL: every row */
+  uint32_t ngroups, per, block_rows;
+} psum_t;
+
+typedef struct psumw {
+  psum_t *p;
+  ba_segment_t *seg;
+  ba_bin_sums_t b;
+  sumfeed_t f;
+  uint64_t summed, damaged, groups;
+  int rc;
+} psumw_t;
+
+/* Takes chunks until none is left; damage is counted, other errors stop. */
+static void *sum_worker(void *arg) {
+  psumw_t *w = arg;
+  psum_t *p = w->p;
+  for (;;) {
+    pthread_mutex_lock(&p->mu);
+    size_t k = p->next++;
+    pthread_mutex_unlock(&p->mu);
+    if (k >= p->nchunks || w->rc < 0) break;
+    uint32_t g0 = (uint32_t)(k * p->per), g1 = (uint32_t)BA_MIN((size_t)p->ngroups, (k + 1) * p->per);
+    if (!p->bm) {
+      uint64_t s = 0, d = 0;
+      w->rc = ba_segment_sum_groups(w->seg, g0, g1, &w->b, &s, &d);
+      w->summed += s;
+      w->damaged += d;
+      w->groups += g1 - g0;
+      continue;
+    }
+    sumfeed_t *f = &w->f;
+    f->gbase = f->gend = 0;
+    f->k = 0;
+    f->summed = f->damaged = f->groups = 0;
+    w->rc = ba_bitmap_foreach_range(p->bm, (uint64_t)g0 * p->block_rows, (uint64_t)g1 * p->block_rows, sum_feed, f);
+    if (w->rc == 0) w->rc = sum_flush(f);
+    w->summed += f->summed;
+    w->damaged += f->damaged;
+    w->groups += f->groups;
+  }
+  return NULL;
+}
+
+int sum_rows_two(ba_segment_t *seg, const ba_bitmap_t *bm, uint32_t ngroups, uint32_t block_rows,
+                 const ba_bin_sums_t *b, uint64_t *summed, uint64_t *groups, uint64_t *damaged, int *done) {
+  *done = 0;
+  if (ngroups < FETCH_PAR_MIN_GROUPS || block_rows == 0) return 0;
+  psum_t p;
+  memset(&p, 0, sizeof p);
+  p.bm = bm;
+  p.ngroups = ngroups;
+  p.block_rows = block_rows;
+  p.per = BA_MAX((uint32_t)CHUNK_GROUPS, (ngroups + SUM_CHUNKS - 1) / SUM_CHUNKS);
+  p.nchunks = (ngroups + p.per - 1) / p.per;
+  psumw_t w[2];
+  memset(w, 0, sizeof w);
+  int rc = 0;
+  if (p.nchunks < 2 || ba_segment_clone(seg, &w[1].seg) < 0) return 0;
+  w[0].seg = seg;
+  for (int t = 0; t < 2; t++) {
+    w[t].p = &p;
+    w[t].b = *b;
+    w[t].f.seg = w[t].seg;
+    w[t].f.b = &w[t].b;
+    w[t].f.br = block_rows;
+    w[t].f.idx = bm ? ba_malloc((size_t)block_rows * sizeof(uint32_t)) : NULL;
+    if (bm && !w[t].f.idx) rc = BA_ERR_NOMEM;
+  }
+  w[1].b.sums = ba_calloc(b->nbins ? 3 * b->nbins : 1, sizeof(uint64_t)); /* its own */
+  if (!w[1].b.sums) rc = BA_ERR_NOMEM;
+  if (rc == 0) {
+    pthread_mutex_init(&p.mu, NULL);
+    pthread_t th;
+    int started = pthread_create(&th, NULL, sum_worker, &w[1]) == 0;
+    sum_worker(&w[0]);
+    if (started) pthread_join(th, NULL);
+    pthread_mutex_destroy(&p.mu);
+    rc = w[0].rc < 0 ? w[0].rc : w[1].rc;
+    /* Also after an error: what was added is reported (the caller must not
+     * read the segment again into the same bins). */
+    for (size_t i = 0; i < 3 * b->nbins; i++) b->sums[i] += w[1].b.sums[i];
+    *summed = w[0].summed + w[1].summed;
+    *damaged = w[0].damaged + w[1].damaged;
+    *groups = w[0].groups + w[1].groups;
+    if (w[1].damaged && !w[0].damaged) ba_segment_set_errmsg(seg, ba_segment_errmsg(w[1].seg));
+    *done = 1;
+  }
+  ba_free(w[0].f.idx);
+  ba_free(w[1].f.idx);
+  ba_free(w[1].b.sums);
+  ba_segment_clone_free(w[1].seg);
   return rc;
 }

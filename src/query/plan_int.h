@@ -164,6 +164,7 @@ typedef struct runctx {
   void *ctx;
   ba_query_stats_t *stats;
   uint64_t limit;
+  const ba_bin_sums_t *bins;  /* query_run_bins: exact segments summed per bin (sum_rows) */
   int stopped;
   ba_record_t *batch;
   size_t batch_cap;
@@ -233,10 +234,39 @@ int count_blocks(void *vctx, const uint64_t *rows, size_t n);
 int fetch_rows(ba_segment_t *seg, const ba_bitmap_t *bm, uint32_t cols, uint32_t block_rows, ba_record_sink_fn sink,
                void *sink_ctx, int threads, uint64_t *blocks, uint64_t *damaged);
 
+/* The rows of bm (NULL: every row) of a segment of ngroups row groups
+ * summed per bin (ba_segment_sum_bins), on two threads (sum_rows_two) when
+ * threads >= 2 and enough groups are touched. *summed: rows added; *groups:
+ * groups touched. */
+int sum_rows(ba_segment_t *seg, const ba_bitmap_t *bm, uint32_t block_rows, uint32_t ngroups, const ba_bin_sums_t *b,
+             int threads, uint64_t *summed, uint64_t *groups, uint64_t *damaged);
+
 /* fetch_par.c: fetch_rows on two threads; *done = 0 when it declined (fewer
  * than FETCH_PAR_MIN_GROUPS row groups touched) and read nothing. */
 #define FETCH_PAR_MIN_GROUPS 24 /* fewer: one thread (starting one costs more) */
 int fetch_rows_two(ba_segment_t *seg, const ba_bitmap_t *bm, uint32_t cols, uint32_t block_rows,
                    ba_record_sink_fn sink, void *sink_ctx, uint64_t *blocks, uint64_t *damaged, int *done);
+
+/* A bitmap's rows collected group by group (offsets in the group, idx of
+ * br entries) and each group summed (ba_segment_sum_group) when the walk
+ * leaves it: sum_feed is a ba_rows_fn; sum_flush sums the last group. */
+typedef struct sumfeed {
+  ba_segment_t *seg;
+  const ba_bin_sums_t *b;
+  uint64_t br, gi, gbase, gend;
+  uint32_t *idx;
+  size_t k;
+  uint64_t summed, damaged, groups;
+} sumfeed_t;
+int sum_feed(void *ctx, const uint64_t *rows, size_t n);
+int sum_flush(sumfeed_t *f);
+
+/* sum_rows on two threads over the rows of bm (NULL: every row) of a
+ * segment of ngroups groups: chunks of whole groups taken in turn by the
+ * caller's thread (on seg) and a worker (on a clone, its own bins, added at
+ * the end); a chunk's rows are walked with ba_bitmap_foreach_range. *done =
+ * 0 when it declined (too few groups, no clone) and summed nothing. */
+int sum_rows_two(ba_segment_t *seg, const ba_bitmap_t *bm, uint32_t ngroups, uint32_t block_rows,
+                 const ba_bin_sums_t *b, uint64_t *summed, uint64_t *groups, uint64_t *damaged, int *done);
 
 #endif

@@ -85,4 +85,13 @@ int qaddr_v4_in(const qaddr_t *a, int octet, unsigned v);
 /* Whether a flag byte v satisfies a QN_FLAGS node (evaluator and planner). */
 int qflags_match(const qnode_t *n, unsigned v);
 
+/* exec.c: q over the window of bins b (opts' window, columns, count_only
+ * and limit are replaced), each matching record's rows, packets and bytes
+ * added to its start-time bin. Segments the index answers exactly are summed
+ * from the first, packets and bytes columns (no record); the others, damaged
+ * segments' scans and journals go through records. stats as ba_query_run's,
+ * but first_ns/last_ns cover only records read as records. */
+int query_run_bins(ba_query_t *q, ba_store_t *s, const ba_query_exec_opts_t *opts, const ba_bin_sums_t *b,
+                   ba_query_stats_t *stats);
+
 #endif

@@ -1,18 +1,19 @@
 /* Time series of a filter (bitarc graph, nfsen's profile graphs): flows,
  * packets and bytes per time bin, a record counting in the bin of its start
- * time. Each bin is one run of the query over the bin's window through the
- * public read path (ba_query_run), so the series is what `bitarc query -t`
- * gives bin by bin:
- *  - flows alone are a count (count_only): in a segment with TIME_BIN
- *    bitmaps whose bins the window covers exactly, the filter's candidate
- *    rows ANDed with the window's time-bin bitmaps are counted from the
- *    index, no row is read; other segments read only the columns the
- *    residual check needs;
- *  - packets and bytes read only those two columns (plus what a residual
- *    check needs) of the matching rows; the run's totals are the bin's sums.
- * Bins no segment's start times reach are not run. Bins are shared among
- * threads, each with its own store handles; the compiled query is only read
- * (as ba_query_run's own planning thread reads it). */
+ * time; the series is what `bitarc query -t` gives bin by bin:
+ *  - flows alone: each bin is one run of the query over the bin's window
+ *    (ba_query_run, count_only): in a segment with TIME_BIN bitmaps whose
+ *    bins the window covers exactly, the filter's candidate rows ANDed with
+ *    the window's time-bin bitmaps are counted from the index, no row is
+ *    read; other segments read only the columns the residual check needs.
+ *    Bins no segment's start times reach are not run. Bins are shared among
+ *    threads, each with its own store handles; the compiled query is only
+ *    read (as ba_query_run's own planning thread reads it).
+ *  - with packets or bytes, the whole window is one run per store
+ *    (query_run_bins): in a segment the index answers exactly, the matching
+ *    rows' first, packets and bytes columns are summed into their bins (no
+ *    record; whole groups decoded whole; two threads when asked); other
+ *    segments deliver records (residual check) that are binned. */
 #include <pthread.h>
 #include <stdint.h>
 #include <string.h>
@@ -203,6 +204,41 @@ static int run_workers(srun_t *r, ba_store_t *const *stores, int nthreads, ba_qu
   return rc;
 }
 
+/* Packets or bytes asked for: one run over the whole window per store
+ * (query_run_bins), every matching row added to its bin from the first,
+ * packets and bytes columns. */
+static int series_sums(ba_query_t *q, ba_store_t *const *stores, size_t nstores, const ba_query_series_opts_t *o,
+                       ba_query_series_bin_t *bins, ba_query_stats_t *stats) {
+  ba_bin_sums_t b = {o->start_ns, o->bin_ns, o->nbins, NULL};
+  b.sums = ba_calloc(o->nbins ? 3 * o->nbins : 1, sizeof(uint64_t));
+  BA_RETURN_IF(!b.sums, BA_ERR_NOMEM);
+  srun_t r; /* for series_warn: each message once */
+  memset(&r, 0, sizeof(r));
+  r.o = o;
+  pthread_mutex_init(&r.mu, NULL);
+  ba_query_exec_opts_t eo;
+  ba_query_exec_opts_init(&eo);
+  eo.threads = o->threads >= 2 ? 2 : 1;
+  eo.warn = series_warn;
+  eo.warn_ctx = &r;
+  int rc = 0;
+  for (size_t s = 0; s < nstores && rc == 0; s++) {
+    ba_query_stats_t one;
+    rc = query_run_bins(q, stores[s], &eo, &b, &one);
+    if (rc == 0) ba_query_stats_add(stats, &one);
+  }
+  for (size_t k = 0; k < o->nbins && rc == 0; k++) {
+    bins[k].flows = o->measures & BA_SERIES_FLOWS ? b.sums[3 * k] : 0;
+    bins[k].packets = o->measures & BA_SERIES_PACKETS ? b.sums[3 * k + 1] : 0;
+    bins[k].bytes = o->measures & BA_SERIES_BYTES ? b.sums[3 * k + 2] : 0;
+  }
+  pthread_mutex_destroy(&r.mu);
+  for (size_t i = 0; i < r.nseen; i++) ba_free(r.seen[i]);
+  ba_free(r.seen);
+  ba_free(b.sums);
+  return rc;
+}
+
 int ba_query_series(ba_query_t *q, ba_store_t *const *stores, size_t nstores, const ba_query_series_opts_t *o,
                     ba_query_series_bin_t *bins, ba_query_stats_t *stats) {
   BA_FORWARD(check_opts(q, stores, nstores, o, bins));
@@ -211,6 +247,7 @@ int ba_query_series(ba_query_t *q, ba_store_t *const *stores, size_t nstores, co
   if (!stats) stats = &local;
   memset(stats, 0, sizeof(*stats));
   if (o->nbins) memset(bins, 0, o->nbins * sizeof(*bins));
+  if (o->measures & (BA_SERIES_PACKETS | BA_SERIES_BYTES)) return series_sums(q, stores, nstores, o, bins, stats);
   srun_t r;
   memset(&r, 0, sizeof(r));
   r.q = q;
