@@ -54,6 +54,12 @@ static void usage(FILE *f) {
           "      --size WxH         graph size in pixels (default 1000x250 per measure + 80)\n"
           "      --log              logarithmic y axes (default: linear)\n"
           "      --threads N        1 or 2 (default 2 when a second CPU is idle)\n"
+          "  -s STAT[/ORDER]        top-N graph: the N largest values of STAT over the window under\n"
+          "                         the one FILTER (as bitarc query -s STAT/ORDER -n N ranks them),\n"
+          "                         one series each plus 'other', drawn stacked. STAT: srcip dstip\n"
+          "                         (srcip4/24, dstip6/48, ...) srcport dstport proto; ORDER: flows\n"
+          "                         (default), packets or bytes\n"
+          "  -n N                   how many values for -s (default 10, at most 31)\n"
           "  -h, --help             this text\n"
           "\n"
           "csv: one row per interval: start (date and time), epoch (seconds), then one column per\n"
@@ -67,6 +73,7 @@ static void usage(FILE *f) {
           "  bitarc graph -r rtr1 -r rtr2 -t 2h --bin 1m --measure flows --rate 'proto tcp' 'proto udp'\n"
           "  bitarc graph -M /data/rtr1:rtr2 -t 7d --measure bytes --out week.png --size 1600x400\n"
           "  bitarc graph -r /srv/flows -t -3600 'dst port 445 and flags S and not flags A' -o csv\n"
+          "  bitarc graph -r /srv/flows -t 24h -s dstport/bytes -n 5 'proto tcp' --out top-ports.svg\n"
           "\n"
           "exit status: 0 ok, 1 damaged blocks were skipped, 2 bad usage or input (or gnuplot\n"
           "missing for svg/png).\n");
@@ -74,7 +81,8 @@ static void usage(FILE *f) {
 
 typedef struct gopts {
   qstores_t stores;
-  const char *mdirs, *window, *bin, *measure, *ofmt, *out, *title, *size;
+  const char *mdirs, *window, *bin, *measure, *ofmt, *out, *title, *size, *stat;
+  size_t topn;
   const char *labels[GRAPH_MAX_FILTERS];
   int nlabels, local, rate, logscale, threads;
 } gopts_t;
@@ -102,7 +110,7 @@ static int parse_opts(int argc, char **argv, gopts_t *o) {
   };
   int c, rc = 0;
   optind = 1;
-  while (rc == 0 && (c = getopt_long(argc, argv, "r:R:M:t:l:o:h", longopts, NULL)) != -1) {
+  while (rc == 0 && (c = getopt_long(argc, argv, "r:R:M:t:l:o:s:n:h", longopts, NULL)) != -1) {
     switch (c) {
       case 'r': case 'R': rc = qs_add(&o->stores, optarg); break;
       case 'M': o->mdirs = optarg; break;
@@ -116,6 +124,18 @@ static int parse_opts(int argc, char **argv, gopts_t *o) {
         }
         break;
       case 'o': o->ofmt = optarg; break;
+      case 's': o->stat = optarg; break;
+      case 'n': {
+        char *end;
+        unsigned long v = strtoul(optarg, &end, 10);
+        if (*end || end == optarg || v < 1 || v > GRAPH_MAX_FILTERS - 1) {
+          ba_cli_err("graph", "-n '%s': want 1..%d values", optarg, GRAPH_MAX_FILTERS - 1);
+          rc = 2;
+        } else {
+          o->topn = v;
+        }
+        break;
+      }
       case O_OUT: o->out = optarg; break;
       case O_BIN: o->bin = optarg; break;
       case O_MEASURE: o->measure = optarg; break;
@@ -284,7 +304,8 @@ static void warn_cb(void *ctx, const char *msg) {
 
 /* One series per filter, summed over the stores. Returns 0, 1 (damage
  * skipped) or 2. */
-static int compute(const gopts_t *op, int nfilt, char **filters, uint64_t now_ns, gdata_t *d) {
+static int compute(const gopts_t *op, int nfilt, char **filters, const char *const *labels, int nlabels,
+                   uint64_t now_ns, gdata_t *d) {
   int ret = 0;
   ba_query_series_opts_t so;
   ba_query_series_opts_init(&so);
@@ -301,7 +322,7 @@ static int compute(const gopts_t *op, int nfilt, char **filters, uint64_t now_ns
   for (int f = 0; f < (nfilt ? nfilt : 1) && ret < 2; f++) {
     const char *text = nfilt ? filters[f] : "any";
     gseries_t *s = &d->s[d->n];
-    s->label = strdup(f < op->nlabels ? op->labels[f] : text);
+    s->label = strdup(f < nlabels ? labels[f] : text);
     s->bins = calloc(d->nbins ? d->nbins : 1, sizeof(*s->bins));
     d->n++;
     ba_query_t *q = NULL;
@@ -427,11 +448,30 @@ int ba_cmd_graph(int argc, char **argv) {
                op.labels[nfilt ? nfilt : 1]);
     goto done;
   }
+  if (op.stat && (nfilt > 1 || op.nlabels)) {
+    ba_cli_err("graph", "-s draws the top values of one filter: %s", op.nlabels ? "--label does not apply (the values label the series)" : "give at most one FILTER");
+    goto done;
+  }
+  if (op.topn && !op.stat) {
+    ba_cli_err("graph", "-n %zu: only with -s STAT", op.topn);
+    goto done;
+  }
   if (parse_measures(op.measure, &d.measures) != 0 || output_kind(&op, &kind) != 0) goto done;
   if (qs_open(&op.stores) != 0 || resolve_window(&op, now_ns, &d) != 0) goto done;
   d.rate = op.rate;
   d.local = op.local;
-  ret = compute(&op, nfilt, argv + optind, now_ns, &d);
+  if (op.stat) {
+    gtop_t top;
+    const char *filt = nfilt ? argv[optind] : "any";
+    if (graph_top_filters(&op.stores, op.stat, op.topn ? op.topn : 10, filt, now_ns, d.start_ns,
+                          d.start_ns + d.nbins * d.bin_ns, &top) != 0)
+      goto done;
+    d.stacked = 1;
+    ret = compute(&op, (int)top.n, top.filters, (const char *const *)top.labels, (int)top.n, now_ns, &d);
+    graph_top_free(&top);
+  } else {
+    ret = compute(&op, nfilt, argv + optind, op.labels, op.nlabels, now_ns, &d);
+  }
   if (ret < 2) {
     int w = write_output(&op, &d, kind);
     if (w) ret = w;

@@ -147,9 +147,20 @@ static void gp_script(FILE *f, const gdata_t *d, const gplot_t *p, const char *k
     fputs("set ylabel ", f);
     gp_string(f, yl);
     fputs("\nplot ", f);
-    for (size_t s = 0; s < d->n; s++) {
-      fprintf(f, "%s$series using 1:%d with steps lw 1.5 title ", s ? ", " : "", col + (int)s * per + panel);
-      gp_string(f, d->s[s].label);
+    if (d->stacked) {
+      /* Stacked: series s is drawn as the sum of series 0..s, the largest sum
+       * first so that each smaller one covers its part of it. */
+      for (size_t s = d->n; s-- > 0;) {
+        fprintf(f, "%s$series using 1:(", s + 1 < d->n ? ", " : "");
+        for (size_t t = 0; t <= s; t++) fprintf(f, "%s$%d", t ? "+" : "", col + (int)t * per + panel);
+        fputs(") with fillsteps fs solid 0.85 border lw 0.5 title ", f);
+        gp_string(f, d->s[s].label);
+      }
+    } else {
+      for (size_t s = 0; s < d->n; s++) {
+        fprintf(f, "%s$series using 1:%d with steps lw 1.5 title ", s ? ", " : "", col + (int)s * per + panel);
+        gp_string(f, d->s[s].label);
+      }
     }
     fputc('\n', f);
     panel++;

@@ -155,6 +155,58 @@ PY
   echo "ok damage $kind: $(grep -c warning "$tmp/d.err") warning(s)"
 done
 
+# top-N stacked (-s STAT[/ORDER] -n N): the series are the N values that
+# `bitarc query -s STAT/ORDER -n N` ranks first, in its order, then "other";
+# they add up to the filter's own series in every interval and measure (the
+# values' terms partition the flows), and the first value's series equals
+# bitarc query's rows of "(FILTER) and <term>" summed per interval
+topcheck() { # LABEL STAT N TERM-OF-FIRST FILTER
+  local label=$1 stat=$2 n=$3 term=$4 filt=$5
+  "$B" graph -r "$tmp/fl" --tz utc --bin 10m -s "$stat" -n "$n" "$filt" > "$tmp/s.csv" 2> "$tmp/s.err" ||
+    { bad "$label: exit $? ($(head -2 "$tmp/s.err"))"; return; }
+  "$B" graph -r "$tmp/fl" --tz utc --bin 10m "$filt" > "$tmp/w.csv" || { bad "$label: whole series"; return; }
+  "$B" query -r "$tmp/fl" --tz utc -s "$stat" -n "$n" -o csv "$filt" > "$tmp/top.csv" || { bad "$label: query -s"; return; }
+  python3 - "$tmp/s.csv" "$tmp/w.csv" "$tmp/top.csv" "$stat" <<'EOF' || { bad "$label"; return; }
+import csv, sys
+s = list(csv.reader(open(sys.argv[1]))); w = list(csv.reader(open(sys.argv[2])))
+top = [r for r in csv.reader(open(sys.argv[3]))]
+stat = sys.argv[4].split("/")[0]
+head = top[0]; rows = []
+for r in top[1:]:
+    if not r: break
+    rows.append(dict(zip(head, r)))
+want = [("port " + r["val"]) if "port" in stat else r["pr"] if stat == "proto" else r["val"] for r in rows]
+labels = [h.rsplit(" ", 1)[0] for h in s[0][2::3]]
+if "4/" in sys.argv[4] or "6/" in sys.argv[4]:  # the prefix's label says its length; query -s prints the network alone
+    labels = [l.split("/")[0] for l in labels]
+assert labels == want + ["other"], "labels %s, query -s ranks %s" % (labels, want)
+assert len(s) == len(w) and len(s) > 2, (len(s), len(w))
+for a, b in zip(s[1:], w[1:]):
+    assert a[:2] == b[:2], (a[:2], b[:2])
+    v = list(map(int, a[2:]))
+    sums = [sum(v[m::3]) for m in range(3)]
+    assert sums == list(map(int, b[2:])), "interval %s: the stacked series add up to %s, the filter's is %s" % (a[0], sums, b[2:])
+print("ok %s: %d values + other" % (sys.argv[4], len(want)))
+EOF
+  # the first value's series against the rows of bitarc query, summed
+  cut -d, -f1-5 "$tmp/s.csv" > "$tmp/s1.csv"
+  sum_query "$tmp/want1.csv" "$tmp/s1.csv" flows,packets,bytes "($filt) and $term"
+  values "$tmp/s1.csv" > "$tmp/got1.csv"
+  cmp -s "$tmp/got1.csv" "$tmp/want1.csv" || bad "$label: the first value's series differs from bitarc query's rows"
+}
+top1() { # STAT N FILTER -> the filter term of -s's first value (from query -s)
+  "$B" query -r "$tmp/fl" -s "$1" -n "$2" -o csv "$3" | sed -n 2p | cut -d, -f5
+}
+p=$(top1 dstport/bytes 5 'proto tcp'); topcheck "top dst ports by bytes" dstport/bytes 5 "dst port $p" 'proto tcp'
+a=$(top1 srcip 4 any); topcheck "top source hosts" srcip 4 "src ip $a" any
+topcheck "top protocols" proto 3 "proto 6" any
+a=$(top1 dstip4/24/packets 3 'dst port 443'); topcheck "top /24 destinations by packets" dstip4/24/packets 3 \
+  "dst net $a/24" 'dst port 443'
+if command -v gnuplot >/dev/null; then
+  "$B" graph -r "$tmp/fl" --bin 5m -s dstport -n 4 'proto udp' --out "$tmp/top.svg" || bad "stacked svg exit $?"
+  grep -q '<svg' "$tmp/top.svg" && grep -q 'other' "$tmp/top.svg" || bad "stacked svg: no SVG or no 'other' series"
+fi
+
 # bad input: exit 2, the input named
 expect2() { # expect2 "text" args...
   local want=$1; shift
@@ -174,6 +226,11 @@ expect2 "-r DIR" any
 expect2 "'extra'" -r "$tmp/fl" -l a -l extra 'proto tcp'
 expect2 "'9'" -r "$tmp/fl" --threads 9
 expect2 "--bin" -r "$tmp/fl" -t 2024/07/01.00:00-2024/07/31.00:00 --bin 1s
+expect2 "'ip'" -r "$tmp/fl" -s ip
+expect2 "'pps'" -r "$tmp/fl" -s dstport/pps
+expect2 "one FILTER" -r "$tmp/fl" -s dstport 'proto tcp' 'proto udp'
+expect2 "only with -s" -r "$tmp/fl" -n 5
+expect2 "'40'" -r "$tmp/fl" -s srcport -n 40
 "$B" graph --help | grep -q 'bitarc graph -r' || bad "--help has no example"
 
 [ $nfail -eq 0 ] || { echo "$nfail failures"; exit 1; }
