@@ -261,6 +261,10 @@ typedef struct ba_query_agg_spec {
   uint8_t inout;           /* -s: which direction the packets, bytes, pps, bps and bpp orders
                               count: 0 in (packets, bytes), 1 both (packets + key.out_packets,
                               ...: nfdump's -s packets), 2 out (key.out_packets: nfdump's opkg) */
+  uint8_t dst_v4bits, dst_v6bits; /* with split_bits: the prefix lengths of the destination address
+                              field (nfdump's -A srcip4/24,dstip4/28); v4bits/v6bits then the source's */
+  uint8_t split_bits;      /* 0: v4bits/v6bits apply to every address field (the padding bytes of
+                              the older layout, so callers that zero the struct keep that meaning) */
 } ba_query_agg_spec_t;
 typedef struct ba_query_agg_row {
   ba_record_t key;  /* the grouped fields set, others zero; first_ns/last_ns = min first / max

@@ -306,7 +306,8 @@ void qo_summary(const qout_t *o, const ba_query_stats_t *qsin, double secs) {
             qs->rows_matched, qs->bytes, qs->packets, bps, pps, bpp);
     return;
   }
-  if (ba_query_format_kind(o->fmt) != 0) return;
+  /* pipe: no summary; null (kind 3): the summary only, as nfdump */
+  if (ba_query_format_kind(o->fmt) != 0 && ba_query_format_kind(o->fmt) != 3) return;
   char by[32], pk[32], bs[32], ps[32], bp[32];
   ba_query_format_number(qs->bytes, o->fmt_flags, 0, by);
   ba_query_format_number(qs->packets, o->fmt_flags, 0, pk);

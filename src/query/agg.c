@@ -85,6 +85,8 @@ struct ba_query_agg {
 };
 
 static const afield_t *find_field(const char *s, size_t l) {
+  if (l == 4 && !strncmp(s, "next", 4)) return find_field("nhip", 4); /* nfdump -A's names */
+  if (l == 7 && !strncmp(s, "bgpnext", 7)) return find_field("nhbip", 5);
   for (size_t i = 0; i < BA_ARRAY_LEN(g_f); i++)
     if (strlen(g_f[i].name) == l && !strncmp(g_f[i].name, s, l)) return &g_f[i];
   return NULL;
@@ -103,8 +105,11 @@ static int prefix_field(const char *s, size_t l, ba_query_agg_spec_t *o, const a
     v = v * 10 + (unsigned)(s[k] - '0');
   }
   if (sl[-1] == '4' ? v > 32 : v > 128) return -1;
-  if (sl[-1] == '4') o->v4bits = (uint8_t)v;
-  else o->v6bits = (uint8_t)v;
+  /* each side keeps its own length (nfdump: srcip4/24,dstip leaves dstip whole) */
+  o->split_bits = 1;
+  int v4 = sl[-1] == '4';
+  if (!((*f)->bit & BA_AGG_DSTIP)) *(v4 ? &o->v4bits : &o->v6bits) = (uint8_t)v;
+  if (!((*f)->bit & BA_AGG_SRCIP)) *(v4 ? &o->dst_v4bits : &o->dst_v6bits) = (uint8_t)v;
   return 0;
 }
 
@@ -300,7 +305,8 @@ static void make_key(const ba_query_agg_t *a, const ba_record_t *r, int side, in
     memcpy(dst, (const uint8_t *)r + from, f->size);
     if (f->kind == 1 && (f->bit & (BA_AGG_SRCIP | BA_AGG_DSTIP | BA_AGG_IP))) {
       int v4 = fmt_addr_is_v4(dst, r->ipver);
-      unsigned bits = v4 ? a->spec.v4bits : a->spec.v6bits;
+      int dside = a->spec.split_bits && ((f->bit & BA_AGG_DSTIP) || (side && (f->bit & BA_AGG_IP)));
+      unsigned bits = dside ? (v4 ? a->spec.dst_v4bits : a->spec.dst_v6bits) : (v4 ? a->spec.v4bits : a->spec.v6bits);
       if (bits) mask_addr(dst, v4 ? 96 + bits : bits);
     }
     o += f->size;
@@ -365,9 +371,11 @@ static long lookup(const ba_query_agg_t *a, const uint8_t *kb, size_t *slot) {
 static void add_to(grp_t *g, const ba_record_t *r, int rev) {
   uint64_t fl = r->aggr_flows ? r->aggr_flows : 1;
   g->flows += fl;
-  if (rev) {
+  if (rev) { /* the reverse flow: its in counters are the group's out ones and its out the in */
     g->out_packets += r->packets;
     g->out_bytes += r->bytes;
+    g->packets += r->out_packets;
+    g->bytes += r->out_bytes;
   } else {
     g->packets += r->packets;
     g->bytes += r->bytes;
@@ -379,9 +387,17 @@ static void add_to(grp_t *g, const ba_record_t *r, int rev) {
   g->tcp_flags |= r->tcp_flags;
 }
 
-/* -B: the flow's server side is the lower port; a flow from the server is
- * looked up reversed first. */
-static int from_server(const ba_record_t *r) { return r->src_port < r->dst_port; }
+/* -B: as nfdump 1.7.1, a TCP or UDP flow whose ports lie on either side of
+ * 1024, 32768 or 49152 (the lower port below it, the higher one at or above
+ * it) and whose source port is the lower comes from the server: it is looked
+ * up reversed first. Other flows (ICMP, ports in one band) keep their direction. */
+static int from_server(const ba_record_t *r) {
+  static const uint16_t lim[3] = {1024, 32768, 49152};
+  if (r->proto != 6 && r->proto != 17) return 0;
+  for (int i = 0; i < 3; i++)
+    if (r->src_port < lim[i] && r->dst_port >= lim[i]) return 1;
+  return 0;
+}
 
 static int add_one(ba_query_agg_t *a, const ba_record_t *r, int side) {
   uint8_t kb[KEY_MAX + 1], kr[KEY_MAX + 1];

@@ -182,6 +182,11 @@ static void test_agg(void **state) {
   assert_int_equal(ba_query_agg_parse("srcip,dstip", 1, &f, err, sizeof(err)), BA_ERR_SYNTAX);
   assert_int_equal(ba_query_agg_parse("srcip4/24", 1, &f, err, sizeof(err)), 0);
   assert_int_equal(f.v4bits, 24);
+  /* each side its own prefix length (nfdump -A srcip4/24,dstip4/28; srcip4/24,dstip) */
+  assert_int_equal(ba_query_agg_parse("srcip4/24,dstip4/28", 0, &f, err, sizeof(err)), 0);
+  assert_true(f.split_bits && f.v4bits == 24 && f.dst_v4bits == 28);
+  assert_int_equal(ba_query_agg_parse("srcip4/24,dstip", 0, &f, err, sizeof(err)), 0);
+  assert_true(f.split_bits && f.v4bits == 24 && f.dst_v4bits == 0);
   ba_query_agg_t *a;
   assert_int_equal(ba_query_agg_parse("srcip,dstport", 0, &f, err, sizeof(err)), 0);
   assert_int_equal(ba_query_agg_create(&f, &a), 0);
