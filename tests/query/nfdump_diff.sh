@@ -28,6 +28,29 @@ nfail=0
 bad() { echo "FAIL: $*"; nfail=$((nfail + 1)); }
 export TZ=Europe/Prague
 free_port() { python3 -c 'import socket;s=socket.socket(socket.AF_INET,socket.SOCK_DGRAM);s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
+# collect_port ERRFILE: the port `bitarc collect --listen 127.0.0.1:0` reports
+# (waits up to 30 s: an ASan build on a loaded machine starts slowly).
+collect_port() {
+  local p=""
+  for _ in $(seq 1 300); do
+    p=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$1" 2>/dev/null || true)
+    [ -n "$p" ] && break; sleep 0.1
+  done
+  echo "$p"
+}
+# settle STORE: waits (up to 30 s) until a live count of the collector's store
+# has stopped changing for 2 s and is not zero, so that stopping the collector
+# loses no datagram still queued in its socket under load.
+settle() {
+  local last=-1 n same=0
+  for _ in $(seq 1 60); do
+    n=$("$B" query -r "$1" --count any 2>/dev/null || echo -1)
+    if [ "$n" = "$last" ] && [ "$n" != 0 ] && [ "$n" != -1 ]; then same=$((same + 1)); [ $same -ge 4 ] && return 0
+    else same=0; fi
+    last=$n; sleep 0.5
+  done
+  return 0
+}
 wait_bound() {
   local hex; hex=$(printf '0100007F:%04X' "$1")
   for _ in $(seq 1 200); do grep -q " $hex " /proc/net/udp 2>/dev/null && return 0; sleep 0.05; done
@@ -266,11 +289,8 @@ if command -v softflowd >/dev/null && command -v softflowctl >/dev/null; then
     rm -rf "$tmp/bst" "$tmp/bnf"; mkdir -p "$tmp/bnf"
     "$B" collect --store "$tmp/bst" --listen 127.0.0.1:0 --report-every 0 --sync-every 0 > /dev/null 2> "$tmp/col.err" &
     cpid=$!
-    cport=""
-    for _ in $(seq 1 100); do
-      cport=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$tmp/col.err" 2>/dev/null || true)
-      [ -n "$cport" ] && break; sleep 0.1
-    done
+    cport=$(collect_port "$tmp/col.err")
+    [ -n "$cport" ] || fail "bitarc collect did not report its port: $(head -3 "$tmp/col.err")"
     nport=$(free_port)
     nfcapd -w "$tmp/bnf" -p "$nport" -b 127.0.0.1 -t 3600 > /dev/null 2>&1 &
     npid=$!
@@ -281,7 +301,7 @@ if command -v softflowd >/dev/null && command -v softflowctl >/dev/null; then
       for _ in $(seq 1 300); do kill -0 $sp 2>/dev/null || break; softflowctl -c "$tmp/sf.$P" statistics >/dev/null 2>&1; sleep 0.1; done
       wait $sp 2>/dev/null
     done
-    sleep 1
+    settle "$tmp/bst"
     kill -TERM $cpid $npid; wait $cpid 2>/dev/null; wait $npid 2>/dev/null
     fmt='fmt:%sa %da %sp %dp %pr %flg %pkt %byt %tos %in %out %sas %das %sap %dap %stos %dtos %ipkt %opkt %ibyt %obyt'
     # ICMP: nfcapd drops softflowd's v9 ICMP type/code (prints 0.0), bitarc keeps
@@ -322,11 +342,8 @@ F
     rm -rf "$tmp/bst" "$tmp/bnf"; mkdir -p "$tmp/bnf"
     "$B" collect --store "$tmp/bst" --listen 127.0.0.1:0 --report-every 0 --sync-every 0 > /dev/null 2> "$tmp/col.err" &
     cpid=$!
-    cport=""
-    for _ in $(seq 1 100); do
-      cport=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$tmp/col.err" 2>/dev/null || true)
-      [ -n "$cport" ] && break; sleep 0.1
-    done
+    cport=$(collect_port "$tmp/col.err")
+    [ -n "$cport" ] || fail "bitarc collect did not report its port: $(head -3 "$tmp/col.err")"
     nport=$(free_port)
     nfcapd -w "$tmp/bnf" -p "$nport" -b 127.0.0.1 -t 3600 > /dev/null 2>&1 &
     npid=$!
@@ -337,7 +354,7 @@ F
       for _ in $(seq 1 300); do kill -0 $sp 2>/dev/null || break; softflowctl -c "$tmp/sf.$P" statistics >/dev/null 2>&1; sleep 0.1; done
       wait $sp 2>/dev/null
     done
-    sleep 1
+    settle "$tmp/bst"
     kill -TERM $cpid $npid; wait $cpid 2>/dev/null; wait $npid 2>/dev/null
     [ "$(nfdump -R "$tmp/bnf" -q -o 'fmt:%opkt' any | awk '{s += $1} END {print s + 0}')" -gt 0 ] || bad "biflows: no reverse packets"
     a=$(nfdump -R "$tmp/bnf" any | grep '^Summary' | sed 's/, avg bps.*//')
@@ -370,18 +387,15 @@ fi
 rm -rf "$tmp/cst" "$tmp/cnf"; mkdir -p "$tmp/cnf"
 "$B" collect --store "$tmp/cst" --listen 127.0.0.1:0 --report-every 0 --sync-every 0 > /dev/null 2> "$tmp/ccol.err" &
 cpid=$!
-cport=""
-for _ in $(seq 1 100); do
-  cport=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$tmp/ccol.err" 2>/dev/null || true)
-  [ -n "$cport" ] && break; sleep 0.1
-done
+cport=$(collect_port "$tmp/ccol.err")
+[ -n "$cport" ] || fail "bitarc collect did not report its port: $(head -3 "$tmp/ccol.err")"
 nport=$(free_port)
 nfcapd -w "$tmp/cnf" -p "$nport" -b 127.0.0.1 -t 3600 > /dev/null 2>&1 &
 npid=$!
 wait_bound "$nport" || fail "nfcapd (C) did not bind"
 [ -n "$cport" ] || fail "bitarc collect (C) did not report its port"
 python3 "$(dirname "$0")/ipfix_allfields.py" --flows 3000 --seed 11 "$cport" "$nport" > /dev/null || fail "ipfix_allfields.py"
-sleep 1
+settle "$tmp/cst"
 kill -TERM $cpid $npid; wait $cpid 2>/dev/null; wait $npid 2>/dev/null
 cn() { nfdump -R "$tmp/cnf" "$@" | grep -v '^No matching flows$'; }
 cb() { "$B" query -r "$tmp/cst" "$@"; }
