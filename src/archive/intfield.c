@@ -4,6 +4,7 @@
  * frequent values with exceptions) and bit-packed at the width its values
  * need (2.0 may also use byte planes). Shared by the 2.0 and 3.0 column
  * layouts; the 3.0 reader also reads single values through ba_if_reader_t. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -635,15 +636,17 @@ static inline uint64_t popcount_swar(uint64_t x) {
 }
 
 /* How many of the b-bit values (b <= 8) at rows [from, to) of a packed
- * stream have every bit set (PDICT escapes). A 64-bit window holds 57 / b
- * whole values; a value's lowest bit survives the AND of the window with its
- * shifts by 1 .. b-1 only if all of its bits are set. */
-static uint64_t count_all_ones(const uint8_t *p, size_t len, size_t from, size_t to, unsigned b) {
+ * stream have every bit set (PDICT escapes). A 64-bit window holds the
+ * (64 - pos % 8) / b whole values from bit pos on; a value's lowest bit
+ * survives the AND of the window with its shifts by 1 .. b-1 only if all of
+ * its bits are set. `hw`: the popcnt instruction (a constant once inlined). */
+static inline __attribute__((always_inline)) uint64_t count_ones_body(const uint8_t *p, size_t len, size_t from,
+                                                                      size_t to, unsigned b, int hw) {
   uint64_t starts = 0, n = 0, pos = (uint64_t)from * b;
   for (unsigned s = 0; s + b <= 64; s += b) starts |= 1ull << s;
-  size_t per = 57 / b;
   for (size_t i = from; i < to;) {
-    size_t k = BA_MIN(to - i, per), byte = (size_t)(pos >> 3);
+    unsigned sh = (unsigned)(pos & 7);
+    size_t k = BA_MIN(to - i, (64 - sh) / b), byte = (size_t)(pos >> 3);
     uint64_t x;
     if (len >= 8 && byte <= len - 8) {
       x = ba_load_le64(p + byte);
@@ -652,15 +655,55 @@ static uint64_t count_all_ones(const uint8_t *p, size_t len, size_t from, size_t
       memcpy(t, p + byte, len - byte);
       x = ba_load_le64(t);
     }
-    unsigned nb = (unsigned)k * b; /* <= 57 */
-    x = (x >> (pos & 7)) & ((1ull << nb) - 1);
+    unsigned nb = (unsigned)k * b; /* <= 64 - sh */
+    x >>= sh;
+    if (nb < 64) x &= (1ull << nb) - 1;
     uint64_t y = x;
     for (unsigned s = 1; s < b; s++) y &= x >> s;
+#if defined(__x86_64__) && defined(__GNUC__)
+    n += hw ? (uint64_t)__builtin_popcountll(y & starts) : popcount_swar(y & starts);
+#else
+    (void)hw;
     n += popcount_swar(y & starts);
+#endif
     i += k;
     pos += nb;
   }
   return n;
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+/* b a constant in each case: the shifts and ANDs unrolled */
+__attribute__((target("popcnt"))) static uint64_t count_ones_hw(const uint8_t *p, size_t len, size_t from, size_t to,
+                                                                unsigned b) {
+  switch (b) {
+    case 1: return count_ones_body(p, len, from, to, 1, 1);
+    case 2: return count_ones_body(p, len, from, to, 2, 1);
+    case 3: return count_ones_body(p, len, from, to, 3, 1);
+    case 4: return count_ones_body(p, len, from, to, 4, 1);
+    case 5: return count_ones_body(p, len, from, to, 5, 1);
+    case 6: return count_ones_body(p, len, from, to, 6, 1);
+    case 7: return count_ones_body(p, len, from, to, 7, 1);
+    default: return count_ones_body(p, len, from, to, b, 1);
+  }
+}
+#endif
+
+#if defined(__x86_64__) && defined(__GNUC__)
+static pthread_once_t g_popcnt_once = PTHREAD_ONCE_INIT;
+static int g_popcnt;
+static void popcnt_init(void) {
+  __builtin_cpu_init();
+  g_popcnt = __builtin_cpu_supports("popcnt") ? 1 : 0;
+}
+#endif
+
+static uint64_t count_all_ones(const uint8_t *p, size_t len, size_t from, size_t to, unsigned b) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  pthread_once(&g_popcnt_once, popcnt_init);
+  if (g_popcnt) return count_ones_hw(p, len, from, to, b);
+#endif
+  return count_ones_body(p, len, from, to, b, 0);
 }
 
 static inline uint64_t dict_at(const ba_if_reader_t *r, uint64_t ix) {
@@ -743,8 +786,27 @@ int ba_if_get_rows(ba_if_reader_t *r, const uint32_t *rows, size_t k, uint64_t *
       /* sums mod 2^64 agree with the masked sums in the field's width */
       uint64_t acc = r->acc;
       size_t i = r->cur;
+      /* rows whose 8 bytes at the value's first byte lie in the stream are
+       * read with one unchecked load each (b <= 57: one load holds the value) */
+      size_t fast_end = (b && b <= 57 && vl >= 8) ? (size_t)(((uint64_t)(vl - 8) * 8) / b) + 1 : 0;
+      uint64_t bm = bmask(b);
       for (size_t j = 0; j < k; j++) {
-        for (; i <= rows[j]; i++) {
+        size_t stop = (size_t)rows[j] + 1, fe = BA_MIN(stop, fast_end);
+        if (i < fe) {
+          uint64_t pos = (uint64_t)i * b, a2 = 0;
+          for (; i + 1 < fe; i += 2, pos += 2 * b) {
+            uint64_t z = (ba_load_le64(v + (pos >> 3)) >> (pos & 7)) & bm;
+            uint64_t z2 = (ba_load_le64(v + ((pos + b) >> 3)) >> ((pos + b) & 7)) & bm;
+            acc += (z >> 1) ^ (0 - (z & 1));
+            a2 += (z2 >> 1) ^ (0 - (z2 & 1));
+          }
+          for (; i < fe; i++, pos += b) {
+            uint64_t z = (ba_load_le64(v + (pos >> 3)) >> (pos & 7)) & bm;
+            acc += (z >> 1) ^ (0 - (z & 1));
+          }
+          acc += a2;
+        }
+        for (; i < stop; i++) {
           uint64_t z = bit_get(v, vl, (uint64_t)i * b, b);
           acc += (z >> 1) ^ (0 - (z & 1));
         }
@@ -762,9 +824,28 @@ int ba_if_get_rows(ba_if_reader_t *r, const uint32_t *rows, size_t k, uint64_t *
       }
       uint64_t e = r->acc;
       size_t cur = r->cur;
+      /* The escapes before a row are counted forward from the cursor, or
+       * back from the field's end (ne in all): the largest gap in cur,
+       * rows[0], .., rows[k-1], n is not walked. Rows from `back` on get
+       * their escape counts (into out) walking back from n first. */
+      size_t back = k, gap = r->n - rows[k - 1] - 1;
+      if (rows[0] - cur > gap) back = 0, gap = rows[0] - cur;
+      for (size_t j = 1; j < k; j++)
+        if (rows[j] - rows[j - 1] - 1 > gap) back = j, gap = rows[j] - rows[j - 1] - 1;
+      if (back < k) {
+        uint64_t after = 0; /* escapes at rows [rows[j], n) */
+        size_t hi = r->n;
+        for (size_t j = k; j-- > back;) {
+          after += count_all_ones(v, vl, rows[j], hi, b);
+          hi = rows[j];
+          BA_RETURN_IF(after > r->ne, BA_ERR_CORRUPT);
+          out[j] = r->ne - after;
+        }
+      }
       for (size_t j = 0; j < k; j++) {
         size_t row = rows[j];
-        if (row > cur) e += count_all_ones(v, vl, cur, row, b);
+        if (j >= back) e = out[j];
+        else if (row > cur) e += count_all_ones(v, vl, cur, row, b);
         uint64_t ix = bit_get(v, vl, (uint64_t)row * b, b);
         cur = row + 1;
         if (ix == esc) {
