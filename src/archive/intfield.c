@@ -608,6 +608,8 @@ int ba_if_open(const uint8_t *in, size_t len, size_t n, unsigned w, ba_if_reader
   r->scale = sc;
   BA_RETURN_IF((size_t)nd * w > len - off, BA_ERR_CORRUPT);
   r->dict = in + off;
+  /* entry i is read with one load if its first byte + 8 <= len */
+  r->dict_fast = len - off >= 8 ? (uint32_t)BA_MIN((uint64_t)nd, (uint64_t)(len - off - 8) / w + 1) : 0;
   off += (size_t)nd * w;
   size_t packed = (size_t)(((uint64_t)n * r->bits + 7) / 8);
   BA_RETURN_IF(packed > len - off, BA_ERR_CORRUPT);
@@ -707,6 +709,7 @@ static uint64_t count_all_ones(const uint8_t *p, size_t len, size_t from, size_t
 }
 
 static inline uint64_t dict_at(const ba_if_reader_t *r, uint64_t ix) {
+  if (ix < r->dict_fast) return ba_load_le64(r->dict + ix * r->w) & r->mask;
   uint64_t x = 0;
   for (unsigned q = 0; q < r->w; q++) x |= (uint64_t)r->dict[ix * r->w + q] << (8 * q);
   return x;
@@ -760,6 +763,40 @@ int ba_if_get(ba_if_reader_t *r, size_t row, uint64_t *out) {
   }
 }
 
+/* Zigzag-decoded sum of the 8 b-bit values from bit 0 of p (b a constant
+ * once inlined: every load offset and shift is one). */
+static inline __attribute__((always_inline)) uint64_t zz_sum8(const uint8_t *p, unsigned b) {
+  uint64_t bm = bmask(b), s = 0;
+  for (unsigned j = 0; j < 8; j++) {
+    uint64_t z = (ba_load_le64(p + ((j * b) >> 3)) >> ((j * b) & 7)) & bm;
+    s += (z >> 1) ^ (0 - (z & 1));
+  }
+  return s;
+}
+
+static inline __attribute__((always_inline)) uint64_t zz_sum_run(const uint8_t *v, size_t i, size_t end, unsigned b) {
+  uint64_t s0 = 0, s1 = 0;
+  for (; i + 16 <= end; i += 16) {
+    s0 += zz_sum8(v + (i / 8) * b, b);
+    s1 += zz_sum8(v + (i / 8 + 1) * b, b);
+  }
+  if (i < end) s0 += zz_sum8(v + (i / 8) * b, b);
+  return s0 + s1;
+}
+
+/* The sum over values [i, end) (multiples of 8) of a DELTA stream whose
+ * values there are all readable with one 8-byte load (ba_if_get_rows). */
+static uint64_t zz_sum_blocks(const uint8_t *v, size_t i, size_t end, unsigned b) {
+  switch (b) {
+#define ZZ_CASE(w) \
+  case w: return zz_sum_run(v, i, end, w);
+    ZZ_CASE(1) ZZ_CASE(2) ZZ_CASE(3) ZZ_CASE(4) ZZ_CASE(5) ZZ_CASE(6) ZZ_CASE(7) ZZ_CASE(8)
+    ZZ_CASE(9) ZZ_CASE(10) ZZ_CASE(11) ZZ_CASE(12) ZZ_CASE(13) ZZ_CASE(14) ZZ_CASE(15) ZZ_CASE(16)
+#undef ZZ_CASE
+    default: return zz_sum_run(v, i, end, b);
+  }
+}
+
 int ba_if_get_rows(ba_if_reader_t *r, const uint32_t *rows, size_t k, uint64_t *out) {
   if (k == 0) return BA_OK;
   BA_RETURN_IF(rows[k - 1] >= r->n, BA_ERR_INVALID);
@@ -792,6 +829,15 @@ int ba_if_get_rows(ba_if_reader_t *r, const uint32_t *rows, size_t k, uint64_t *
       uint64_t bm = bmask(b);
       for (size_t j = 0; j < k; j++) {
         size_t stop = (size_t)rows[j] + 1, fe = BA_MIN(stop, fast_end);
+        if (fe >= i + 16) { /* to a multiple of 8, then 8 values at a time, shifts constant per width */
+          for (; i % 8; i++) {
+            uint64_t pos = (uint64_t)i * b, z = (ba_load_le64(v + (pos >> 3)) >> (pos & 7)) & bm;
+            acc += (z >> 1) ^ (0 - (z & 1));
+          }
+          size_t e8 = fe & ~(size_t)7;
+          acc += zz_sum_blocks(v, i, e8, b);
+          i = e8;
+        }
         if (i < fe) {
           uint64_t pos = (uint64_t)i * b, a2 = 0;
           for (; i + 1 < fe; i += 2, pos += 2 * b) {
@@ -844,8 +890,13 @@ int ba_if_get_rows(ba_if_reader_t *r, const uint32_t *rows, size_t k, uint64_t *
       }
       for (size_t j = 0; j < k; j++) {
         size_t row = rows[j];
-        if (j >= back) e = out[j];
-        else if (row > cur) e += count_all_ones(v, vl, cur, row, b);
+        if (j >= back) {
+          e = out[j];
+        } else if (row - cur <= 8) { /* a dense pick: the few values between compared one by one */
+          for (size_t i = cur; i < row; i++) e += bit_get(v, vl, (uint64_t)i * b, b) == esc;
+        } else if (row > cur) {
+          e += count_all_ones(v, vl, cur, row, b);
+        }
         uint64_t ix = bit_get(v, vl, (uint64_t)row * b, b);
         cur = row + 1;
         if (ix == esc) {
