@@ -3,14 +3,14 @@
  * common scale, row-to-row deltas, a dictionary, or a dictionary of the
  * frequent values with exceptions) and bit-packed at the width its values
  * need (2.0 may also use byte planes). Shared by the 2.0 and 3.0 column
- * layouts; the 3.0 reader also reads single values through ba_if_reader_t. */
+ * layouts. The 3.0 reader's single values (ba_if_reader_t): intfield_get.c. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "archive/intfield.h"
+#include "archive/intfield_int.h"
 #include "common/common.h"
 
-enum { XF_FOR = 0, XF_DELTA = 1, XF_DICT = 2, XF_PDICT = 3 };
 #define DICT_MAX 256u   /* largest dictionary the writer builds */
 #define DICT_SLOTS 512u /* its hash table */
 /* PDICT (a dictionary of the frequent values, the rest as exceptions) is
@@ -45,8 +45,6 @@ void ba_col_scratch_free(ba_col_scratch_t *x) {
   ba_free(x);
 }
 
-static inline uint64_t wmask(unsigned w) { return w >= 8 ? UINT64_MAX : ((uint64_t)1 << (8 * w)) - 1; }
-static inline uint64_t bmask(unsigned b) { return b >= 64 ? UINT64_MAX : ((uint64_t)1 << b) - 1; }
 
 static uint64_t gcd64(uint64_t a, uint64_t b) {
   if (!a) return b;
@@ -71,7 +69,6 @@ static inline uint64_t zz(uint64_t d, unsigned w, uint64_t m) {
   int64_t s = (int64_t)(d << sh) >> sh;
   return (((uint64_t)s << 1) ^ (uint64_t)(s >> 63)) & m;
 }
-static inline uint64_t unzz(uint64_t z, uint64_t m) { return ((z >> 1) ^ (0 - (z & 1))) & m; }
 static inline unsigned bitlen(uint64_t x) { return x ? 64u - (unsigned)__builtin_clzll(x) : 0u; }
 
 /* Exact division and divisibility by a constant g = odd << shift without a
@@ -123,22 +120,6 @@ static inline void bitw_put(bitw_t *w, uint64_t v, unsigned b) {
 static inline uint8_t *bitw_end(bitw_t *w) {
   for (unsigned k = 0; k < w->nacc; k += 8) *w->p++ = (uint8_t)(w->acc >> k);
   return w->p;
-}
-
-/* Value at bit pos of p[0..len) (pos + b <= 8 * len). */
-static inline uint64_t bit_get(const uint8_t *p, size_t len, uint64_t pos, unsigned b) {
-  if (!b) return 0;
-  size_t byte = (size_t)(pos >> 3);
-  unsigned off = (unsigned)(pos & 7);
-  if (off + b <= 64 && len >= 8 && byte <= len - 8) return (ba_load_le64(p + byte) >> off) & bmask(b);
-  uint64_t v = 0;
-  for (unsigned got = 0; got < b; byte++) {
-    unsigned take = BA_MIN(8 - off, b - got);
-    v |= (uint64_t)((p[byte] >> off) & ((1u << take) - 1)) << got;
-    got += take;
-    off = 0;
-  }
-  return v;
 }
 
 static int cmp_u64(const void *a, const void *b) {
@@ -574,211 +555,4 @@ int ba_if_scratch_values(ba_col_scratch_t *x, size_t n, uint64_t **v) {
   }
   *v = x->v;
   return BA_OK;
-}
-
-/* ---------- single values (3.0: bit-packed only) ---------- */
-int ba_if_open(const uint8_t *in, size_t len, size_t n, unsigned w, ba_if_reader_t *r, size_t *used) {
-  BA_RETURN_IF(len < BA_COL2_FIELD_HDR, BA_ERR_CORRUPT);
-  memset(r, 0, sizeof *r);
-  uint64_t m = wmask(w);
-  r->method = in[0];
-  r->bits = in[1];
-  r->w = w;
-  r->mask = m;
-  unsigned layout = in[2];
-  uint32_t nd = ba_load_le32(in + 4);
-  uint64_t base = ba_load_le64(in + 8), sc = ba_load_le64(in + 16);
-  BA_RETURN_IF(layout != 0, BA_ERR_CORRUPT);
-  size_t off = BA_COL2_FIELD_HDR;
-  if (r->method == XF_PDICT) {
-    unsigned eb = in[3];
-    BA_RETURN_IF(r->bits < 1 || r->bits > 8 || nd == 0 || nd >= (1u << r->bits), BA_ERR_CORRUPT);
-    BA_RETURN_IF(eb > 8 * w || base > m || sc > n, BA_ERR_CORRUPT);
-    r->eb = eb;
-    r->ne = sc;
-  } else {
-    BA_RETURN_IF(in[3] != 0, BA_ERR_CORRUPT);
-    BA_RETURN_IF(r->method != XF_FOR && r->method != XF_DELTA && r->method != XF_DICT, BA_ERR_CORRUPT);
-    BA_RETURN_IF(r->bits > 8 * w || base > m || sc == 0 || sc > m, BA_ERR_CORRUPT);
-    BA_RETURN_IF(r->method == XF_DICT ? (nd == 0 || nd > n || base != 0 || sc != 1) : nd != 0, BA_ERR_CORRUPT);
-  }
-  r->nd = nd;
-  r->base = base;
-  r->scale = sc;
-  BA_RETURN_IF((size_t)nd * w > len - off, BA_ERR_CORRUPT);
-  r->dict = in + off;
-  off += (size_t)nd * w;
-  size_t packed = (size_t)(((uint64_t)n * r->bits + 7) / 8);
-  BA_RETURN_IF(packed > len - off, BA_ERR_CORRUPT);
-  r->vals = in + off;
-  r->vals_len = packed;
-  off += packed;
-  if (r->method == XF_PDICT) {
-    size_t eby = (size_t)((r->ne * r->eb + 7) / 8);
-    BA_RETURN_IF(eby > len - off, BA_ERR_CORRUPT);
-    r->exc = in + off;
-    r->exc_len = eby;
-    off += eby;
-  }
-  r->n = n;
-  *used = off;
-  return BA_OK;
-}
-
-/* Bit count without the popcnt instruction (the build targets baseline
- * x86-64, where __builtin_popcountll is a libgcc call). */
-static inline uint64_t popcount_swar(uint64_t x) {
-  x -= (x >> 1) & 0x5555555555555555ull;
-  x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
-  x = (x + (x >> 4)) & 0x0F0F0F0F0F0F0F0Full;
-  return (x * 0x0101010101010101ull) >> 56;
-}
-
-/* How many of the b-bit values (b <= 8) at rows [from, to) of a packed
- * stream have every bit set (PDICT escapes). A 64-bit window holds 57 / b
- * whole values; a value's lowest bit survives the AND of the window with its
- * shifts by 1 .. b-1 only if all of its bits are set. */
-static uint64_t count_all_ones(const uint8_t *p, size_t len, size_t from, size_t to, unsigned b) {
-  uint64_t starts = 0, n = 0, pos = (uint64_t)from * b;
-  for (unsigned s = 0; s + b <= 64; s += b) starts |= 1ull << s;
-  size_t per = 57 / b;
-  for (size_t i = from; i < to;) {
-    size_t k = BA_MIN(to - i, per), byte = (size_t)(pos >> 3);
-    uint64_t x;
-    if (len >= 8 && byte <= len - 8) {
-      x = ba_load_le64(p + byte);
-    } else { /* the stream's last bytes (byte < len: rows < n) */
-      uint8_t t[8] = {0};
-      memcpy(t, p + byte, len - byte);
-      x = ba_load_le64(t);
-    }
-    unsigned nb = (unsigned)k * b; /* <= 57 */
-    x = (x >> (pos & 7)) & ((1ull << nb) - 1);
-    uint64_t y = x;
-    for (unsigned s = 1; s < b; s++) y &= x >> s;
-    n += popcount_swar(y & starts);
-    i += k;
-    pos += nb;
-  }
-  return n;
-}
-
-static inline uint64_t dict_at(const ba_if_reader_t *r, uint64_t ix) {
-  uint64_t x = 0;
-  for (unsigned q = 0; q < r->w; q++) x |= (uint64_t)r->dict[ix * r->w + q] << (8 * q);
-  return x;
-}
-
-int ba_if_get(ba_if_reader_t *r, size_t row, uint64_t *out) {
-  BA_RETURN_IF(row >= r->n, BA_ERR_INVALID);
-  switch (r->method) {
-    case XF_FOR:
-      *out = (r->base + bit_get(r->vals, r->vals_len, (uint64_t)row * r->bits, r->bits) * r->scale) & r->mask;
-      return BA_OK;
-    case XF_DICT: {
-      uint64_t ix = bit_get(r->vals, r->vals_len, (uint64_t)row * r->bits, r->bits);
-      BA_RETURN_IF(ix >= r->nd, BA_ERR_CORRUPT);
-      *out = dict_at(r, ix);
-      return BA_OK;
-    }
-    case XF_DELTA: {
-      /* Forward cursor: the running sum of the rows before `row`. */
-      if (row < r->cur) {
-        r->cur = 0;
-        r->acc = 0;
-      }
-      uint64_t acc = r->acc;
-      for (size_t i = r->cur; i <= row; i++)
-        acc = (acc + unzz(bit_get(r->vals, r->vals_len, (uint64_t)i * r->bits, r->bits), r->mask)) & r->mask;
-      r->cur = row + 1;
-      r->acc = acc;
-      *out = (r->base + acc * r->scale) & r->mask;
-      return BA_OK;
-    }
-    default: { /* XF_PDICT: forward cursor over the escapes before `row` */
-      uint64_t esc = ((uint64_t)1 << r->bits) - 1;
-      if (row < r->cur) {
-        r->cur = 0;
-        r->acc = 0;
-      }
-      uint64_t e = r->acc + (row > r->cur ? count_all_ones(r->vals, r->vals_len, r->cur, row, r->bits) : 0);
-      uint64_t ix = bit_get(r->vals, r->vals_len, (uint64_t)row * r->bits, r->bits);
-      r->cur = row + 1;
-      r->acc = e + (ix == esc);
-      if (ix == esc) {
-        BA_RETURN_IF(e >= r->ne, BA_ERR_CORRUPT);
-        *out = (r->base + bit_get(r->exc, r->exc_len, e * r->eb, r->eb)) & r->mask;
-      } else {
-        BA_RETURN_IF(ix >= r->nd, BA_ERR_CORRUPT);
-        *out = dict_at(r, ix);
-      }
-      return BA_OK;
-    }
-  }
-}
-
-int ba_if_get_rows(ba_if_reader_t *r, const uint32_t *rows, size_t k, uint64_t *out) {
-  if (k == 0) return BA_OK;
-  BA_RETURN_IF(rows[k - 1] >= r->n, BA_ERR_INVALID);
-  const uint8_t *v = r->vals;
-  size_t vl = r->vals_len;
-  unsigned b = r->bits;
-  uint64_t m = r->mask;
-  switch (r->method) {
-    case XF_FOR:
-      for (size_t j = 0; j < k; j++) out[j] = (r->base + bit_get(v, vl, (uint64_t)rows[j] * b, b) * r->scale) & m;
-      return BA_OK;
-    case XF_DICT:
-      for (size_t j = 0; j < k; j++) {
-        uint64_t ix = bit_get(v, vl, (uint64_t)rows[j] * b, b);
-        BA_RETURN_IF(ix >= r->nd, BA_ERR_CORRUPT);
-        out[j] = dict_at(r, ix);
-      }
-      return BA_OK;
-    case XF_DELTA: {
-      if (rows[0] < r->cur) {
-        r->cur = 0;
-        r->acc = 0;
-      }
-      /* sums mod 2^64 agree with the masked sums in the field's width */
-      uint64_t acc = r->acc;
-      size_t i = r->cur;
-      for (size_t j = 0; j < k; j++) {
-        for (; i <= rows[j]; i++) {
-          uint64_t z = bit_get(v, vl, (uint64_t)i * b, b);
-          acc += (z >> 1) ^ (0 - (z & 1));
-        }
-        out[j] = (r->base + acc * r->scale) & m;
-      }
-      r->cur = i;
-      r->acc = acc & m;
-      return BA_OK;
-    }
-    default: { /* XF_PDICT */
-      uint64_t esc = ((uint64_t)1 << b) - 1;
-      if (rows[0] < r->cur) {
-        r->cur = 0;
-        r->acc = 0;
-      }
-      uint64_t e = r->acc;
-      size_t cur = r->cur;
-      for (size_t j = 0; j < k; j++) {
-        size_t row = rows[j];
-        if (row > cur) e += count_all_ones(v, vl, cur, row, b);
-        uint64_t ix = bit_get(v, vl, (uint64_t)row * b, b);
-        cur = row + 1;
-        if (ix == esc) {
-          BA_RETURN_IF(e >= r->ne, BA_ERR_CORRUPT);
-          out[j] = (r->base + bit_get(r->exc, r->exc_len, e * r->eb, r->eb)) & m;
-          e++;
-        } else {
-          BA_RETURN_IF(ix >= r->nd, BA_ERR_CORRUPT);
-          out[j] = dict_at(r, ix);
-        }
-      }
-      r->cur = cur;
-      r->acc = e;
-      return BA_OK;
-    }
-  }
 }

@@ -26,6 +26,7 @@ int ba_if_scratch_values(ba_col_scratch_t *x, size_t n, uint64_t **v);
 typedef struct ba_if_reader {
   unsigned method, bits, w, eb;
   uint32_t nd;
+  uint32_t dict_fast; /* entries below it are read with one 8-byte load (still inside `in`) */
   uint64_t base, scale, mask, ne;
   const uint8_t *dict, *vals, *exc;
   size_t vals_len, exc_len, n;

@@ -638,6 +638,9 @@ int ba_cmd_query(int argc, char **argv) {
   void *range_ctx = NULL;
   ba_query_t *q = NULL;
   qout_t o = {0};
+  /* Records to a file or pipe: one write per 64 KB instead of per 4 KB. */
+  static char obuf[1 << 16];
+  if (!isatty(STDOUT_FILENO)) setvbuf(stdout, obuf, _IOFBF, sizeof obuf);
   o.out = stdout;
   o.pcap_link = -1;
   struct timespec now;

@@ -33,11 +33,20 @@ static void pick_rows_check(uint8_t *const *raws, const size_t *lens, const ba_r
   ba_rng_seed(&rng, n * 7919 + 1);
   uint32_t *rows = malloc((n ? n : 1) * sizeof *rows);
   ba_record_t *got = calloc(n ? n : 1, sizeof *got);
-  for (int rep = 0; rep < 4; rep++) {
+  for (int rep = 0; rep < 10; rep++) {
     size_t k = 0;
-    unsigned keep = rep == 3 ? 1 : 1 + (unsigned)ba_rng_below(&rng, 8); /* rep 3: every row */
-    for (size_t i = 0; i < n; i++)
-      if (keep == 1 || ba_rng_below(&rng, keep) == 0) rows[k++] = (uint32_t)i;
+    if (rep >= 4) { /* a selective query: 1 to 3 rows anywhere (escape counts walked forward or back) */
+      size_t want = 1 + (size_t)ba_rng_below(&rng, 3), lo = 0;
+      for (size_t t = 0; t < want && lo < n; t++) {
+        size_t left = n - lo, i = lo + (size_t)ba_rng_below(&rng, rep % 2 ? left : BA_MIN(left, 1 + left / 4));
+        rows[k++] = (uint32_t)i;
+        lo = i + 1;
+      }
+    } else {
+      unsigned keep = rep == 3 ? 1 : 1 + (unsigned)ba_rng_below(&rng, 8); /* rep 3: every row */
+      for (size_t i = 0; i < n; i++)
+        if (keep == 1 || ba_rng_below(&rng, keep) == 0) rows[k++] = (uint32_t)i;
+    }
     memset(got, 0, (k ? k : 1) * sizeof *got);
     for (int c = 0; c < BA_NCOLS3; c++) { /* lens[c] 0: absent, decoded as stored values 0 */
       assert_int_equal(ba_col_decode_rows(3, c, raws[c], lens[c], n, rows, k, got), BA_OK);
