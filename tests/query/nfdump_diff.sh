@@ -280,6 +280,22 @@ same "-a" -q -N -a -o 'fmt:%sa %da %sp %dp %pr %pkt %byt %fl' 'proto tcp'
 same "-b" -q -N -b -o 'fmt:%sa %da %sp %dp %pr %ipkt %opkt %ibyt %obyt %fl' any
 same "-B" -q -N -B -o 'fmt:%sa %da %sp %dp %pr %ipkt %opkt %ibyt %obyt %fl' any
 
+# -Z: the same filters accepted and refused as nfdump -Z (syntax check only)
+while IFS= read -r flt; do
+  nfdump -Z "$flt" > /dev/null 2>&1; n=$?
+  bq -Z "$flt" > /dev/null 2>&1; b=$?
+  [ $((n == 0)) = $((b == 0)) ] || bad "-Z '$flt': nfdump exit $n, bitarc exit $b"
+done <<'F'
+proto tcp
+src ip 1.2.3.4 and flags S
+net 10.0.0.0/8 and not port in [53 80]
+proto tcp and
+port 99999
+net 10.0.0.0/33
+bogus
+bytes > 1M and packets < 10
+F
+
 # ---------- B: softflowd exports of real captures ----------
 if command -v softflowd >/dev/null && command -v softflowctl >/dev/null; then
   T="${BA_SHARED_DATA:-}/traces"
