@@ -224,6 +224,8 @@ typedef struct ba_query_agg_spec {
   uint8_t bidir;
   uint8_t proto_split;
   uint8_t inout;
+  uint8_t dst_v4bits, dst_v6bits;
+  uint8_t split_bits;
 } ba_query_agg_spec_t;
 typedef struct ba_query_agg_row {
   ba_record_t key;

@@ -96,17 +96,23 @@ class AggSpec(NamedTuple):
     """ba_query_agg_spec_t as a plain (picklable) tuple: fields (BA_AGG_*
     mask), v4bits / v6bits (address prefix lengths, 0 = all), bidir (-A only:
     1 = nfdump -b, 2 = -B), proto_split (-s only: nfdump's ":p", one group
-    per value and protocol), inout (-s orders: 0 in, 1 both directions, 2 out)."""
+    per value and protocol), inout (-s orders: 0 in, 1 both directions, 2 out),
+    dst_v4bits / dst_v6bits with split_bits = 1 (-A srcip4/24,dstip4/28: the
+    destination's own prefix lengths; v4bits / v6bits are then the source's)."""
     fields: int
     v4bits: int = 0
     v6bits: int = 0
     bidir: int = 0
     proto_split: int = 0
     inout: int = 0
+    dst_v4bits: int = 0
+    dst_v6bits: int = 0
+    split_bits: int = 0
 
     def c(self):
         p = ffi.new("ba_query_agg_spec_t *")
-        p.fields, p.v4bits, p.v6bits, p.bidir, p.proto_split, p.inout = self
+        (p.fields, p.v4bits, p.v6bits, p.bidir, p.proto_split, p.inout, p.dst_v4bits, p.dst_v6bits,
+         p.split_bits) = self
         return p
 
 
@@ -123,7 +129,8 @@ def parse_agg_fields(text, element=None):
         rc = rc2 if rc2 >= 0 else rc
     if rc < 0:
         raise ValueError(f"bad aggregation fields '{text}': {_str(err)}")
-    return AggSpec(out.fields, out.v4bits, out.v6bits, out.bidir, out.proto_split, out.inout)
+    return AggSpec(out.fields, out.v4bits, out.v6bits, out.bidir, out.proto_split, out.inout, out.dst_v4bits,
+                   out.dst_v6bits, out.split_bits)
 
 
 def as_spec(spec):

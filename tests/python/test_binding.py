@@ -199,7 +199,7 @@ class OnAStore(unittest.TestCase):
         text = "proto tcp or proto udp"
         rows = self.st.query(text, columns=bitarc.COL_AGG).rows
         for fields in ("srcip", "dstip,dstport", "srcport,proto", "srcip,dstip,srcport,dstport,proto",
-                       "srcip4/24,dstport", "dstip6/48"):
+                       "srcip4/24,dstport", "dstip6/48", "srcip4/24,dstip4/28", "srcip4/24,dstip"):
             g, res = self.st.aggregate(text, fields)
             self.assertEqual(int(g.rows["flows"].sum()), res.count)
             # -A without -O: first-seen order; with -O: the library's order
@@ -308,7 +308,7 @@ class OnAStore(unittest.TestCase):
         with self.assertRaises(ValueError):
             bitarc.parse_order("often")
         self.assertEqual(bitarc.parse_agg_fields("srcip4/24,dstport"),
-                         bitarc.AggSpec(bitarc.parse_agg_fields("srcip,dstport").fields, 24, 0, 0))
+                         bitarc.AggSpec(bitarc.parse_agg_fields("srcip,dstport").fields, 24, 0, 0, split_bits=1))
 
 
 if __name__ == "__main__":
