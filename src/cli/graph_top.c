@@ -41,7 +41,10 @@ static void group_term(const ba_query_agg_spec_t *sp, const ba_record_t *k, char
       const char *side = sp->fields == BA_AGG_SRCIP ? "src" : "dst";
       const uint8_t *ad = sp->fields == BA_AGG_SRCIP ? k->src : k->dst;
       addr_text(ad, a, sizeof(a));
-      unsigned bits = ba_addr_is_v4(ad) ? sp->v4bits : sp->v6bits;
+      /* split_bits: the destination keeps its own prefix lengths */
+      int dst_own = sp->split_bits && sp->fields == BA_AGG_DSTIP;
+      unsigned bits = ba_addr_is_v4(ad) ? (dst_own ? sp->dst_v4bits : sp->v4bits)
+                                        : (dst_own ? sp->dst_v6bits : sp->v6bits);
       if (bits) {
         snprintf(term, tcap, "%s net %s/%u", side, a, bits);
         snprintf(label, lcap, "%s/%u", a, bits);
