@@ -189,27 +189,9 @@ int ba_bitmap_append_groups(ba_bitmap_t *bm, const uint32_t *gaps, const uint64_
     }
     return BA_OK;
   }
-  /* whole groups straight to the encoder: its inline loop, or token by token */
-  if (bm->ops->put_groups) {
-    BA_FORWARD(bm->ops->put_groups(&bm->vec, &bm->st, gaps, lits, n, all));
-    bm->rows += add;
-    return BA_OK;
-  }
-  int (*put)(ba_wordvec_t *, ba_enc_state_t *, const ba_tok_t *) = bm->ops->put;
-  for (size_t i = 0; i < n; i++) {
-    ba_tok_t t;
-    if (gaps[i]) {
-      t.n = gaps[i];
-      t.lit = 0;
-      t.kind = BA_TOK_FILL0;
-      BA_FORWARD(put(&bm->vec, &bm->st, &t));
-    }
-    uint64_t g = lits[i] & all;
-    t.n = 1;
-    t.lit = g;
-    t.kind = g == 0 ? BA_TOK_FILL0 : g == all ? BA_TOK_FILL1 : BA_TOK_LIT;
-    BA_FORWARD(put(&bm->vec, &bm->st, &t));
-  }
+  /* whole groups straight to the encoder's inline loop (every group codec has one) */
+  BA_RETURN_IF(!bm->ops->put_groups, BA_ERR_UNSUPPORTED);
+  BA_FORWARD(bm->ops->put_groups(&bm->vec, &bm->st, gaps, lits, n, all));
   bm->rows += add;
   return BA_OK;
 }

@@ -106,8 +106,9 @@ typedef struct ba_codec_ops {
   int (*bitset_or)(uint64_t *bs, const ba_bitmap_t *bm);
   /* Feeds rows [0, N) of a bitset into an empty bitmap of this codec. */
   int (*bitset_put)(const uint64_t *bs, uint64_t N, ba_bitmap_t *o);
-  /* Group codecs: per entry gaps[i] zero groups then the group lits[i] & all,
-   * as the token loop of ba_bitmap_append_groups feeds put (kernel.h). */
+  /* Group codecs (required for them): per entry gaps[i] zero groups then the
+   * group lits[i] & all as put would get them, token by token (groups_put in
+   * kernel.h); ba_bitmap_append_groups calls it. */
   int (*put_groups)(ba_wordvec_t *out, ba_enc_state_t *st, const uint32_t *gaps, const uint64_t *lits, size_t n,
                     uint64_t all);
   /* Range selection and count of a finished bitmap; *done = 0 leaves the

@@ -340,8 +340,8 @@ static inline __attribute__((always_inline)) int bs_put_groups(const uint64_t *b
  * `pfx##_bitset_or`, `pfx##_bitset_put`. */
 /* Whole groups into an encoder (ops->put_groups, the fast path of
  * ba_bitmap_append_groups): per entry, gaps[i] zero groups as one FILL0 token,
- * then the group lits[i] & all as a LIT or FILL token, exactly the tokens of
- * the generic loop in bitmap.c, through the codec's inline coder. */
+ * then the group lits[i] & all as a LIT or FILL token (the tokens the rows
+ * would give one by one), through the codec's inline coder. */
 static inline __attribute__((always_inline)) int groups_put(ba_wordvec_t *v, ba_enc_state_t *st, const uint32_t *gaps,
                                                             const uint64_t *lits, size_t n, uint64_t all,
                                                             op_put_fn put) {
