@@ -162,6 +162,22 @@ int ba_segment_index_range(ba_segment_t *seg, ba_attr_t attr, uint32_t lo_value,
  * reader going through many segments calls this when done with each. */
 void ba_segment_release(ba_segment_t *seg);
 
+/* Zone maps (doc/format.md §7.2): per row group, the smallest and the
+ * largest value of a field. DURATION is last_ns - first_ns in ns (0 when
+ * last_ns <= first_ns). */
+typedef enum ba_zfield {
+  BA_ZF_FIRST = 0, BA_ZF_LAST, BA_ZF_DURATION, BA_ZF_PACKETS, BA_ZF_BYTES, BA_ZF_OUT_BYTES,
+  BA_ZF_SRC_PORT, BA_ZF_DST_PORT, BA_ZF_PROTO, BA_ZF_COUNT
+} ba_zfield_t;
+/* Name of a zoned field ("first", "bytes", ...), or NULL. */
+const char *ba_zfield_name(ba_zfield_t f);
+/* *min and *max get the field's zone: min[g], max[g] for each row group g
+ * (the info's nblocks), valid until ba_segment_release. BA_ERR_NOT_FOUND:
+ * the segment has no zone maps (written before them); a damaged ZONE or
+ * ZONEDIR block gives its error, ba_store_errmsg naming segment, block and
+ * field. */
+int ba_segment_zone(ba_segment_t *seg, ba_zfield_t f, const uint64_t **min, const uint64_t **max);
+
 /* Which columns a read needs (bit mask of ba_col_t). */
 typedef enum ba_col {
   BA_COL_FIRST = 1u << 0, BA_COL_LAST = 1u << 1, BA_COL_SRC = 1u << 2, BA_COL_DST = 1u << 3,

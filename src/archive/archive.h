@@ -21,8 +21,9 @@
 
 /* LIVE (journals only, doc/format.md §5): rows of a row group not yet full,
  * written early so live queries see them; superseded by the GROUP block of
- * the same number. 5 is reserved for ZONE (§7.2). */
-enum { BA_BLK_GROUP = 1, BA_BLK_COLUMN = 2, BA_BLK_IDXDIR = 3, BA_BLK_TABLE = 4, BA_BLK_LIVE = 6 };
+ * the same number. ZONE and ZONEDIR: zone maps (§7.2, zone.c). */
+enum { BA_BLK_GROUP = 1, BA_BLK_COLUMN = 2, BA_BLK_IDXDIR = 3, BA_BLK_TABLE = 4, BA_BLK_ZONE = 5, BA_BLK_LIVE = 6,
+       BA_BLK_ZONEDIR = 9 };
 
 /* Column ids: 0..15 are bit numbers of ba_col_t, 16 is META (kind, ipver;
  * always read), 17..28 (3.0) are ba_col_t bits 16..27 (ba_col_bit). */
@@ -126,16 +127,25 @@ int ba_seg_hdr_decode(const uint8_t in[BA_SEG_HDR_BYTES], ba_seg_hdr_t *h);
 
 typedef struct ba_seg_footer {
   uint64_t rows, min_first, max_first, table_off, dir_off, index_off;
+  uint64_t zone_off; /* the ZONEDIR block; 0: no zone maps (§7.2) */
   uint32_t ngroups, kinds;
 } ba_seg_footer_t;
 void ba_seg_footer_encode(const ba_seg_footer_t *f, uint8_t out[BA_SEG_FOOTER_BYTES]);
 int ba_seg_footer_decode(const uint8_t in[BA_SEG_FOOTER_BYTES], ba_seg_footer_t *f);
+
+/* Zone of one row group (zone.c): min and max of each ba_zfield_t. */
+typedef struct ba_zone {
+  uint64_t min[BA_ZF_COUNT], max[BA_ZF_COUNT];
+} ba_zone_t;
+/* The zone of recs[0..n) (n >= 1). */
+void ba_zone_compute(const ba_record_t *recs, size_t n, ba_zone_t *z);
 
 /* One TABLE entry. */
 typedef struct ba_group_ent {
   uint64_t off;
   uint32_t rows, len;
   uint32_t col_off[BA_NCOLS_MAX]; /* 3.0: 0 = absent column (all zero) */
+  ba_zone_t zone; /* writers: the group's zone (ba_seg_finish writes them); not read from the TABLE */
 } ba_group_ent_t;
 
 /* Checks a GROUP block payload (doc/format.md §2.3, §7.1) of group gi:
@@ -169,6 +179,14 @@ typedef struct ba_seg_finish {
   uint64_t bytes_index; /* out */
 } ba_seg_finish_t;
 int ba_seg_finish(ba_seg_finish_t *f);
+/* Zone maps are written for segments of at most this many row groups (a
+ * ZONE block's length is 32-bit). */
+#define BA_ZONE_MAX_GROUPS ((UINT32_MAX - 8u) / 16u)
+/* Writes the ZONE blocks of groups[0..ngroups) (their zone members), then
+ * the ZONEDIR block, through put (as ba_idx_write's); off: the file offset
+ * of the first byte put. *zdir_off gets the ZONEDIR block's offset. */
+int ba_zone_write(const ba_group_ent_t *groups, uint32_t ngroups, uint64_t off,
+                  int (*put)(void *ctx, const void *p, size_t n), void *ctx, uint64_t *zdir_off);
 
 /* Segment file name for a slice: "seg-YYYYMMDDTHHMMSSZ[-N].bitarc". */
 int ba_seg_name(uint64_t start_ns, unsigned seq, char *out, size_t cap);

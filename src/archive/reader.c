@@ -54,6 +54,7 @@ static void seg_release(ba_segment_t *g) {
   g->sumv = NULL;
   g->recs_group = -1;
   g->recs_dirty = 0;
+  ba_rd_zone_release(g);
   if (g->open_rc == BA_OK) {
     g->table_rc = 1;
     g->dir_rc = 1;
@@ -84,6 +85,8 @@ static int seg_validate(ba_segment_t *g) {
   uint64_t br = g->h.block_rows;
   BA_RETURN_IF(f->rows > BA_SEG_MAX_ROWS || f->ngroups != (f->rows + br - 1) / br, BA_ERR_CORRUPT);
   BA_RETURN_IF(f->min_first < g->h.start_ns || f->max_first >= g->h.end_ns, BA_ERR_CORRUPT);
+  /* Zone maps (§7.2): their directory lies between the index directory and the table. */
+  BA_RETURN_IF(f->zone_off != 0 && (f->zone_off <= f->dir_off || f->zone_off >= f->table_off), BA_ERR_CORRUPT);
   g->table_rc = 1;
   g->dir_rc = 1;
   g->recs_group = -1;
@@ -616,6 +619,13 @@ int ba_segment_verify(ba_segment_t *g, uint64_t *nbad) {
     }
   }
   ba_free(dir);
+  char zmsg[512];
+  uint64_t zbad = 0;
+  rc = ba_rd_zone_verify(g, &zbad, zmsg, sizeof zmsg);
+  if (zbad) {
+    bad += zbad - 1;
+    NOTE(rc, "%s", zmsg);
+  }
 #undef NOTE
   if (nbad) *nbad = bad;
   return first;

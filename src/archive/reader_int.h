@@ -51,6 +51,14 @@ struct ba_segment {
   uint32_t *pick_idx;  /* their row numbers inside the group */
   uint64_t *sumv;      /* reader_sums.c: first, packets, bytes of one group's rows, then their row list */
   unsigned ncols;      /* ba_seg_ncols(h.major) */
+  /* Zone maps (zone.c), read on demand: the ZONEDIR payload, and per field
+   * its min[ngroups] then max[ngroups]; state 0 = not read, 1 = read, < 0
+   * the error (kept until released). */
+  uint8_t *zdir;
+  uint32_t nzdir;
+  int zdir_state;
+  uint64_t *zone[BA_ZF_COUNT];
+  int zone_state[BA_ZF_COUNT];
 };
 
 struct ba_store {
@@ -79,5 +87,12 @@ int ba_rd_decode_group(ba_segment_t *g, uint32_t gi, uint32_t need, uint32_t mas
 /* Column ids holding the ba_col_t fields cols (with META and dependencies);
  * *asked: those asked for. */
 uint32_t ba_rd_cols_needed(const ba_segment_t *g, uint32_t cols, uint32_t *asked);
+
+/* zone.c: frees the zone maps read (ba_segment_release). */
+void ba_rd_zone_release(ba_segment_t *g);
+/* zone.c, for ba_segment_verify: checks the ZONEDIR and every ZONE block
+ * (CRC, field, ngroups, min <= max); *nbad gets the bad blocks, msg the
+ * first one's description (segment, block, field); returns its error. */
+int ba_rd_zone_verify(ba_segment_t *g, uint64_t *nbad, char *msg, size_t cap);
 
 #endif

@@ -94,7 +94,8 @@ static int rec_keep(rec_t *r, const ba_group_ent_t *e, const ba_record_t *recs, 
     BA_FORWARD(ba_grow(&q, &r->gcap, r->ngroups + 1, sizeof *r->groups));
     r->groups = q;
   }
-  r->groups[r->ngroups++] = *e;
+  r->groups[r->ngroups] = *e;
+  ba_zone_compute(recs, n, &r->groups[r->ngroups++].zone);
   r->rows += n;
   return BA_OK;
 }

@@ -15,12 +15,27 @@
 typedef struct collect {
   uint32_t *vals[BA_ATTR_COUNT];
   uint64_t n, start, bin_ns;
+  ba_zone_t *zones; /* per row group (zone.c) */
+  uint64_t block_rows, ngroups;
 } collect_t;
 
 static int collect_sink(void *ctx, const ba_record_t *recs, size_t n) {
   collect_t *c = ctx;
+  if (c->n + n > c->ngroups * c->block_rows) return BA_ERR_CORRUPT; /* more rows than the segment says */
   for (int a = 0; a < BA_ATTR_COUNT; a++)
     ba_attr_values((ba_attr_t)a, recs, n, c->start, c->bin_ns, c->vals[a] + c->n);
+  /* Zones of the groups these rows belong to (a call may span groups). */
+  for (size_t i = 0; i < n;) {
+    uint64_t row = c->n + i, g = row / c->block_rows, k = BA_MIN((uint64_t)(n - i), (g + 1) * c->block_rows - row);
+    ba_zone_t z;
+    ba_zone_compute(recs + i, (size_t)k, &z);
+    ba_zone_t *d = &c->zones[g];
+    for (int f = 0; f < BA_ZF_COUNT; f++) {
+      if (row % c->block_rows == 0 || z.min[f] < d->min[f]) d->min[f] = z.min[f];
+      if (row % c->block_rows == 0 || z.max[f] > d->max[f]) d->max[f] = z.max[f];
+    }
+    i += (size_t)k;
+  }
   c->n += n;
   return 0;
 }
@@ -55,10 +70,13 @@ static int reindex_one(int dirfd, ba_segment_t *seg, const char *name, ba_codec_
   snprintf(tmp, sizeof tmp, "%s.tmp", name);
   for (int a = 0; a < BA_ATTR_COUNT; a++)
     if (!(c.vals[a] = ba_malloc((size_t)(in.rows ? in.rows : 1) * sizeof(uint32_t)))) rc = BA_ERR_NOMEM;
+  c.block_rows = in.block_rows;
+  c.ngroups = in.nblocks;
+  if (!(c.zones = ba_calloc(in.nblocks ? in.nblocks : 1, sizeof *c.zones))) rc = BA_ERR_NOMEM;
   uint64_t damaged = 0;
   if (rc == BA_OK)
-    rc = ba_segment_scan(seg, BA_COL_FIRST | BA_COL_SRC | BA_COL_DST | BA_COL_PORTS | BA_COL_PROTO |
-                                  BA_COL_FLAGS,
+    rc = ba_segment_scan(seg, BA_COL_FIRST | BA_COL_LAST | BA_COL_SRC | BA_COL_DST | BA_COL_PORTS | BA_COL_PROTO |
+                                  BA_COL_FLAGS | BA_COL_PACKETS | BA_COL_BYTES | BA_COL_OUT,
                          collect_sink, &c, &damaged);
   if (rc == BA_OK && (damaged || c.n != in.rows)) {
     snprintf(err, errcap, "%s: %llu damaged rows; not reindexed (run bitarc verify)", name,
@@ -98,6 +116,10 @@ static int reindex_one(int dirfd, ba_segment_t *seg, const char *name, ba_codec_
     rc = BA_ERR_CORRUPT;
     goto done;
   }
+  if (f.ngroups != c.ngroups) {
+    rc = BA_ERR_CORRUPT;
+    goto done;
+  }
   groups = ba_malloc((size_t)f.ngroups * sizeof *groups);
   if (!groups) {
     rc = BA_ERR_NOMEM;
@@ -109,6 +131,7 @@ static int reindex_one(int dirfd, ba_segment_t *seg, const char *name, ba_codec_
     groups[g].rows = ba_load_le32(e + 8);
     groups[g].len = ba_load_le32(e + 12);
     for (unsigned k = 0; k < nc; k++) groups[g].col_off[k] = ba_load_le32(e + 16 + 4 * k);
+    groups[g].zone = c.zones[g];
   }
   unlinkat(dirfd, tmp, 0);
   dst = openat(dirfd, tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
@@ -138,6 +161,7 @@ done:
     ba_idx_attr_clear(&attrs[a]);
   }
   ba_free(groups);
+  ba_free(c.zones);
   ba_free(tbuf);
   return rc;
 }

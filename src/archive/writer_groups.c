@@ -135,8 +135,12 @@ static int job_columns(ba_store_writer_t *w, job_t *j, int wi, int nw, tctx_t *t
 
 static int job_work(ba_store_writer_t *w, job_t *j, int wi, int nw, tctx_t *tc) {
   slice_t *sl = j->sl;
-  for (int a = wi; a < BA_ATTR_COUNT; a += nw)
+  for (int a = wi; a < BA_ATTR_COUNT; a += nw) {
+    /* oLSH order: time windows use the zone maps, not TIME_BIN (ba_seg_finish drops it). */
+    if (a == BA_ATTR_TIME_BIN && w->o.reorder == BA_REORDER_OLSH) continue;
     BA_FORWARD(ba_idx_online_add(sl->idx[a], j->vals + (size_t)a * w->o.block_rows, j->n));
+  }
+  if (wi == 0) ba_zone_compute(j->recs, j->n, &j->zone); /* zone map (zone.c) */
   return job_columns(w, j, wi, nw, tc);
 }
 
@@ -248,6 +252,7 @@ static int job_write(ba_store_writer_t *w, job_t *j) {
   }
   ba_group_ent_t e;
   BA_FORWARD(blocks_write(w, j, BA_BLK_GROUP, (uint64_t)j->group * w->o.block_rows, &e));
+  e.zone = j->zone;
   sl->groups[sl->ngroups++] = e;
   w->st.bytes_archive += e.len;
   return BA_OK;
@@ -324,7 +329,8 @@ int ba_writer_group_add(ba_store_writer_t *w, slice_t *sl, job_t *j, const ba_re
    * are in cache, one short run per attribute, rather than by the workers
    * from the copies (a strided pass over the whole group per attribute). */
   for (int a = 0; a < BA_ATTR_COUNT; a++)
-    ba_attr_values((ba_attr_t)a, recs, k, sl->start, w->bin_ns, j->vals + (size_t)a * w->o.block_rows + j->n);
+    if (a != BA_ATTR_TIME_BIN || w->o.reorder != BA_REORDER_OLSH) /* not built (job_work) */
+      ba_attr_values((ba_attr_t)a, recs, k, sl->start, w->bin_ns, j->vals + (size_t)a * w->o.block_rows + j->n);
   for (size_t i = 0; i < k; i++) {
     const ba_record_t *r = &recs[i];
     if (r->caplen) {
