@@ -159,6 +159,11 @@ int est_node(segctx_t *c, const qnode_t *n, est_t *e) {
     case QN_TIME: {
       tplan_t t;
       time_plan(c, n, &t);
+      if (t.kind == TP_CHECK || (t.kind == TP_BINS && !c->has_tbin)) {
+        int rc = zone_est(c, n, e); /* as plan_time */
+        if (rc <= 0) return rc;
+        t.kind = TP_CHECK;
+      }
       if (t.kind == TP_NONE) *e = est_exact(ES_NONE, 0);
       else if (t.kind == TP_ALL) *e = est_exact(ES_ALL, 0);
       else if (t.kind == TP_CHECK) *e = (est_t){ES_NONE, ES_ALL, 0};
@@ -171,7 +176,12 @@ int est_node(segctx_t *c, const qnode_t *n, est_t *e) {
       }
       return 0;
     }
-    case QN_NUM: case QN_XADDR: *e = (est_t){ES_NONE, ES_ALL, 0}; return 0;
+    case QN_NUM: case QN_XADDR: {
+      int rc = n->kind == QN_NUM ? zone_est(c, n, e) : 1;
+      if (rc <= 0) return rc;
+      *e = (est_t){ES_NONE, ES_ALL, 0};
+      return 0;
+    }
   }
   return BA_ERR_INVALID;
 }

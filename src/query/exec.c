@@ -83,6 +83,25 @@ static int deliver_segment(ba_query_t *q, segctx_t *c, runctx_t *run, segres_t *
     pres_drop(r);
     return 0;
   }
+  if (o->count_only && !run->bins && !res->have_rows && res->nsure && r.hi.kind != PB_NONE) {
+    /* The rows of lo match for sure (the index, zones that every row of a
+     * group satisfies): counted; only the others are read and checked. */
+    ba_bitmap_t *rest = NULL;
+    rc = r.hi.kind == PB_ALL ? ba_bitmap_not(r.lo.o->bm, c->codec, &rest)
+                             : ba_bitmap_andnot(r.hi.o->bm, r.lo.o->bm, c->codec, &rest);
+    pres_drop(r);
+    if (rc < 0) return rc;
+    st->bitmap_ops++;
+    st->rows_matched += res->nsure;
+    run->check = 1;
+    uint64_t dmg = 0;
+    rc = fetch_rows(c->seg, rest, q->cols | BA_COL_FIRST, c->info.block_rows, run_sink, run, c->fetch_threads,
+                    &nblocks, &dmg);
+    ba_bitmap_free(rest);
+    st->rows_damaged += dmg;
+    st->blocks_read += nblocks;
+    return rc == QUERY_STOP ? 0 : rc;
+  }
   if (run->bins && exact && !res->have_rows) {
     /* Sums per bin from the three columns, no record (sum_rows). */
     uint64_t summed = 0, dmg = 0, groups = 0;
@@ -218,7 +237,7 @@ static int par_plan(par_t *p, ba_store_t *st, size_t i, segctx_t *c, segres_t *r
    * touches of a large buffer) than the overlap gains. */
   int two = p->fetch_threads >= 2 && c->info.nblocks >= FETCH_PAR_MIN_GROUPS;
   if (rc == 0 && st != p->ms && p->prefetch && !two && res->r.hi.kind == PB_BM && res->ncand > 0 &&
-      res->ncand <= PREFETCH_MAX_ROWS && !(p->wo.count_only && res->exact)) {
+      res->ncand <= PREFETCH_MAX_ROWS && !(p->wo.count_only && (res->exact || res->nsure))) {
     /* Read the candidates here too (the caller's thread only delivers). */
     uint32_t cols = p->cols | (res->exact ? 0 : p->qcols | BA_COL_FIRST);
     rc = fetch_rows(seg, res->r.hi.o->bm, cols, c->info.block_rows, buffer_sink, res, c->fetch_threads, &res->blocks,

@@ -351,6 +351,13 @@ static int combine_dir(segctx_t *c, qdir_t d, pres_t s, pres_t t, pres_t *out) {
 static int plan_time(segctx_t *c, const qnode_t *n, pres_t *out) {
   tplan_t t;
   time_plan(c, n, &t);
+  if (t.kind == TP_CHECK || (t.kind == TP_BINS && !c->has_tbin)) {
+    /* last seen, or no time bins (oLSH order): the zone maps, else a check */
+    int rc = zone_pres(c, n, out);
+    if (rc <= 0) return rc;
+    t.kind = TP_CHECK;
+    t.tag = "check(time)";
+  }
   if (c->ex && t.tag) sb_add(c->ex, "%s", t.tag);
   switch (t.kind) {
     case TP_NONE: *out = pres_exact(pb_none()); return 0;
@@ -474,6 +481,7 @@ int plan_node(segctx_t *c, const qnode_t *n, pres_t *out) {
     case QN_TIME:
       return plan_time(c, n, out);
     case QN_NUM: case QN_XADDR:
+      if (n->kind == QN_NUM && (rc = zone_pres(c, n, out)) <= 0) return rc;
       if (c->ex) sb_add(c->ex, "check");
       *out = (pres_t){pb_none(), pb_all()};
       return 0;
@@ -497,6 +505,9 @@ int plan_segment(const qnode_t *root, segctx_t *c, sbuf_t *ex, segres_t *res) {
   if (c->lens_cap < 256) BA_FORWARD(ba_grow((void **)&c->lens, &c->lens_cap, 256, sizeof(uint32_t)));
   BA_FORWARD(ba_segment_index_range(c->seg, BA_ATTR_IPVER, 0, UINT32_MAX, c->vals, c->lens, c->vals_cap, &nv));
   c->has_non_v4 = c->has_non_v6 = 0;
+  size_t ntb = 0;
+  BA_FORWARD(ba_segment_index_range(c->seg, BA_ATTR_TIME_BIN, 0, UINT32_MAX, NULL, NULL, 0, &ntb));
+  c->has_tbin = ntb > 0;
   for (size_t i = 0; i < nv && i < c->vals_cap; i++) {
     if (c->vals[i] != 4) c->has_non_v4 = 1;
     if (c->vals[i] != 6) c->has_non_v6 = 1;

@@ -56,6 +56,7 @@ typedef struct segctx {
   sbuf_t *ex;      /* explain text, or NULL */
   int has_non_v4;  /* segment holds rows that are not IPv4 */
   int has_non_v6;
+  int has_tbin;    /* the segment has TIME_BIN bitmaps (not in oLSH segments with zone maps) */
   uint32_t *vals;  /* scratch: values of an attribute, */
   uint32_t *lens;  /* their bitmaps' sizes in bytes */
   size_t vals_cap, lens_cap;
@@ -212,6 +213,12 @@ int v6_covers_v4(const qaddr_t *a);
 int octet_full(const qaddr_t *a, int i);
 int addr_items(segctx_t *c, const qnode_t *n, const qaddr_t **items, size_t *cnt);
 void addrs_free(segctx_t *c);
+
+/* zoneplan.c: a range predicate on a zoned field (QN_NUM packets, bytes,
+ * out bytes, duration; QN_TIME) from the segment's zone maps. 1 = zones do
+ * not apply (no zone maps, another field): the caller plans as before. */
+int zone_pres(segctx_t *c, const qnode_t *n, pres_t *out);
+int zone_est(segctx_t *c, const qnode_t *n, est_t *e);
 
 /* estimate.c */
 void time_plan(const segctx_t *c, const qnode_t *n, tplan_t *t);
