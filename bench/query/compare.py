@@ -66,9 +66,52 @@ CTU13 = [
     ("proto udp and dst port 53", "proto = 17 AND dport = 53"),
     ("dst port 443", "dport = 443"),
 ]
+# Range predicates and time windows (issue 13, zone maps; doc/format.md §7.2).
+# A filter "-t WINDOW rest" runs as `-t WINDOW rest` on bitarc and nfdump (a
+# flow inside the window, nfdump's -t); {t...} fields are times of the data set
+# (window_times). ClickHouse: the same bounds on first/last.
+RANGES_GEN = [
+    ("bytes > 100000000", "bytes > 100000000"),
+    ("packets > 50000", "packets > 50000"),
+    ("duration > 590000", "(last_ms - first_ms) > 590000"),
+    ("bytes > 1000000", "bytes > 1000000"),
+    ("packets < 10", "packets < 10"),
+    ("-t {t10} any", "{w10}"),
+    ("-t {t1} proto tcp", "{w1} AND proto = 6"),
+]
+RANGES_CTU = [
+    ("bytes > 100000000", "bytes > 100000000"),
+    ("packets > 100000", "packets > 100000"),
+    ("duration > 3000000", "(last_ms - first_ms) > 3000000"),
+    ("bytes > 1000000", "bytes > 1000000"),
+    ("packets < 10", "packets < 10"),
+    ("-t {t10} any", "{w10}"),
+    ("-t {t1} proto tcp", "{w1} AND proto = 6"),
+]
 MODES = ("count", "rows", "top")
 TOP_N = 10
 FIELDS = ["dataset", "flows", "filter", "class", "matches", "mode", "tool", "variant", "cache", "seconds", "runs"]
+
+
+def window_times(first_ms, last_ms):
+    """-t windows inside [first_ms, last_ms]: 10 minutes from 40% of the span on,
+    1 minute from 70% on (UTC, nfdump's -t format), and their SQL bounds."""
+    def t(ms):
+        return time.strftime("%Y/%m/%d.%H:%M:%S", time.gmtime(ms // 1000))
+    out = {}
+    for key, frac, width in (("10", 0.4, 600000), ("1", 0.7, 60000)):
+        a = (first_ms + int((last_ms - first_ms) * frac)) // 1000 * 1000
+        out["t" + key] = "%s-%s" % (t(a), t(a + width))
+        out["w" + key] = "first_ms >= %d AND last_ms <= %d" % (a, a + width)
+    return out
+
+
+def split_window(flt):
+    """('-t W rest') -> (['-t', W], rest); others ([], flt)."""
+    if flt.startswith("-t "):
+        _, w, rest = flt.split(" ", 2)
+        return ["-t", w], rest
+    return [], flt
 
 
 def default_ctu():
@@ -99,8 +142,9 @@ def parse_args():
     ap.add_argument("--ctu", default=default_ctu(), help="CTU-13 .binetflow.xz (default: "
                     "../shared/data/flows/ctu13-s6/ beside the repository or its worktree folder)")
     ap.add_argument("--reuse", action="store_true", help="keep bitarc/nfdump stores of an earlier run")
-    ap.add_argument("--queries", choices=("all", "issue13"), default="all",
-                    help="issue13: only issue 13's five filters on generated flows (default: also run_bench.sh's set)")
+    ap.add_argument("--queries", choices=("all", "issue13", "ranges"), default="all",
+                    help="issue13: only issue 13's five filters on generated flows (default: also run_bench.sh's "
+                         "set); ranges: only range predicates and -t time windows (zone maps), generated and CTU-13")
     ap.add_argument("--smoke", action="store_true", help="200 k flows, 1 repetition, no cold, no CTU-13")
     ap.add_argument("--report-only", action="store_true",
                     help="print the report of the (possibly unfinished) run in --work and stop")
@@ -172,6 +216,11 @@ class Bench:
             if got != n:
                 raise qb_data.LoadError("ClickHouse holds %d of %d flows" % (got, n))
             self.log("%s: %d flows in ClickHouse" % (tag, got))
+        if a.queries == "ranges":  # bench_query_gen: first times from 2024-07-11T00:00Z over `hours`
+            tw = window_times(1720656000000, 1720656000000 + hours * 3600000)
+            qs = [(f.format(**tw), w.format(**tw)) for f, w in RANGES_GEN]
+            return {"name": "generated %s" % fmt_n(n), "flows": n, "col": col, "table": "gen", "queries": qs,
+                    "hours": hours, "bitarc_in": via}
         host = qb_data.gen_pick_host(self.gen, n, hours, a.seed, "10.4.", 0.0007)
         qs = [(f.format(host=host), w.format(host=host)) for f, w in ISSUE13]
         if a.queries == "all":
@@ -213,6 +262,9 @@ class Bench:
         cnt = collections.Counter(f[2] for f in flows)
         host = qb_data.pick_host(cnt.items(), len(flows), "147.32.", 0.0007)
         qs = [(f.format(host=host), w.format(host=host)) for f, w in CTU13]
+        if a.queries == "ranges":
+            tw = window_times(min(f[0] for f in flows), max(f[1] for f in flows))
+            qs = [(f.format(**tw), w.format(**tw)) for f, w in RANGES_CTU]
         return {"name": "CTU-13 s6 (real)", "flows": len(flows), "col": col, "table": "ctu", "queries": qs,
                 "skipped": dict(skipped)}
 
@@ -254,28 +306,31 @@ class Bench:
 
     def variants(self, ds, flt, where, mode):
         col, out = ds["col"], os.path.join(self.a.work, "out")
-        ba = [self.bitarc, "query", "-r", col.store, "-q"]
+        tw, flt = split_window(flt)
+        ba = [self.bitarc, "query", "-r", col.store, "-q"] + tw
+        nf = ["nfdump"] + tw
         v = []
         if mode == "count":
             v.append(("bitarc", "", ba + ["--count", flt], False, "plain"))
             for name, d in (("lz4", col.nf_lz4), ("raw", col.nf_raw)):
-                v.append(("nfdump", name + " summary", ["nfdump", "-R", d, "-s", "proto", "-n", "1", flt], False,
+                v.append(("nfdump", name + " summary", nf + ["-R", d, "-s", "proto", "-n", "1", flt], False,
                           "summary"))
-                sh = "nfdump -R %s -q -o 'fmt:%%pr' %s | wc -l" % (shlex.quote(d), shlex.quote(flt))
+                sh = "nfdump %s -R %s -q -o 'fmt:%%pr' %s | wc -l" % (" ".join(shlex.quote(x) for x in tw),
+                                                                     shlex.quote(d), shlex.quote(flt))
                 v.append(("nfdump", name + " wc", sh, True, "plain"))
             if self.ch:
                 v.append(("clickhouse", "", self.ch.client(self.ch.sql_count(ds["table"], where)), False, "plain"))
         elif mode == "rows":
             v.append(("bitarc", "", ba + ["-o", "csv", flt], False, "bitarc"))
             for name, d in (("lz4", col.nf_lz4), ("raw", col.nf_raw)):
-                v.append(("nfdump", name, ["nfdump", "-R", d, "-q", "-o", "csv", flt], False, "nfdump"))
+                v.append(("nfdump", name, nf + ["-R", d, "-q", "-o", "csv", flt], False, "nfdump"))
             if self.ch:
                 v.append(("clickhouse", "", self.ch.client(self.ch.sql_rows(ds["table"], where)), False,
                           "clickhouse"))
         else:
             v.append(("bitarc", "", ba + ["-N", "-s", "srcip/bytes", "-n", str(TOP_N), flt], False, "bitarc"))
             for name, d in (("lz4", col.nf_lz4), ("raw", col.nf_raw)):
-                v.append(("nfdump", name, ["nfdump", "-R", d, "-q", "-N", "-s", "srcip/bytes", "-n", str(TOP_N),
+                v.append(("nfdump", name, nf + ["-R", d, "-q", "-N", "-s", "srcip/bytes", "-n", str(TOP_N),
                                            flt], False, "nfdump"))
             if self.ch:
                 v.append(("clickhouse", "", self.ch.client(self.ch.sql_top(ds["table"], where, TOP_N)), False,
