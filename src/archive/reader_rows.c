@@ -107,9 +107,15 @@ int ba_rd_load_cols(ba_segment_t *g, uint32_t gi, uint32_t need, int *bad) {
     for (unsigned c = 0; c < g->ncols; c++)
       if (g->cache[c].in_gbuf && g->cache[c].group != (int64_t)gi) g->cache[c].group = -1;
     if (g->gcap < hi) {
+      /* Columns of this group already in the buffer move with it. */
+      size_t at[BA_NCOLS_MAX];
+      for (unsigned c = 0; c < g->ncols; c++)
+        if (g->cache[c].in_gbuf) at[c] = (size_t)(g->cache[c].data - g->gbuf);
       void *p = g->gbuf;
       BA_FORWARD(ba_grow(&p, &g->gcap, hi, 1));
       g->gbuf = p;
+      for (unsigned c = 0; c < g->ncols; c++)
+        if (g->cache[c].in_gbuf) g->cache[c].data = g->gbuf + at[c];
     }
     /* Runs of blocks in file order (ids ascending = offsets ascending in a
      * well-formed group; a block out of order starts a run of its own). */

@@ -78,6 +78,19 @@ static int deliver_segment(ba_query_t *q, segctx_t *c, runctx_t *run, segres_t *
     pres_drop(r);
     return 0;
   }
+  if (!exact && !res->have_rows && residual_pays(o, run->root, run->bins != NULL)) {
+    int rr = residual_settle(c, run->root, res); /* then only the matching rows are materialized */
+    if (rr < 0) {
+      segres_drop(res);
+      return rr;
+    }
+    if (rr == 0) {
+      r = res->r;
+      exact = 1;
+      cols = o->out_cols;
+    }
+  }
+  st->blocks_read += res->blocks_check;
   if (o->count_only && exact) {
     st->rows_matched += ncand;
     pres_drop(r);
@@ -232,6 +245,11 @@ static int par_plan(par_t *p, ba_store_t *st, size_t i, segctx_t *c, segres_t *r
   c->seg = seg;
   c->codec = c->info.codec;
   int rc = plan_segment(p->root, c, NULL, res);
+  if (rc == 0 && !res->exact && res->ncand > 0 && p->prefetch && residual_pays(&p->wo, p->root, 0) &&
+      !p->wo.explain_only) {
+    rc = residual_settle(c, p->root, res); /* the worker's share: the residual check */
+    if (rc == 1) rc = 0;
+  }
   /* A segment whose rows fetch_rows reads on two threads anyway is left to
    * the caller's thread: buffering its records here costs more (first
    * touches of a large buffer) than the overlap gains. */

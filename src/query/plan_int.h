@@ -153,6 +153,7 @@ typedef struct segres {
   ba_record_t *recs;
   size_t nrecs, cap;
   uint64_t blocks, damaged;
+  uint64_t blocks_check; /* row groups read by residual_settle */
 } segres_t;
 
 /* ---------- fetching rows (fetch.c) ---------- */
@@ -219,6 +220,15 @@ void addrs_free(segctx_t *c);
  * not apply (no zone maps, another field): the caller plans as before. */
 int zone_pres(segctx_t *c, const qnode_t *n, pres_t *out);
 int zone_est(segctx_t *c, const qnode_t *n, est_t *e);
+
+/* residual.c: an inexact plan made exact before the output's columns are
+ * read: the candidates outside lo are read with the filter's columns only
+ * and evaluated. residual_pays: worth it for these options (records are
+ * output with columns the filter does not read; no count, bins or limit).
+ * residual_settle: res becomes exact (1 = declined, e.g. a damaged block:
+ * res is unchanged and read as before). */
+int residual_pays(const ba_query_exec_opts_t *o, const qnode_t *root, int bins);
+int residual_settle(segctx_t *c, const qnode_t *root, segres_t *res);
 
 /* estimate.c */
 void time_plan(const segctx_t *c, const qnode_t *n, tplan_t *t);

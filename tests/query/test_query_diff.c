@@ -229,6 +229,14 @@ static void check_filter(const char *f, const ba_query_exec_opts_t *base, const 
   o.out_cols = BA_COL_FIRST;
   ba_query_stats_t s1, s2;
   assert_int_equal(ba_query_run(q, F.st, &o, collect, &idx, &s1), 0);
+  /* every column out: the residual check runs before materialization (residual.c); same rows, same order */
+  idlist_t wide = {0};
+  ba_query_exec_opts_t ow = o;
+  ow.out_cols = BA_COL_ALL & ~BA_COL_FRAME;
+  assert_int_equal(ba_query_run(q, F.st, &ow, collect, &wide, NULL), 0);
+  if (wide.n != idx.n || (idx.n && memcmp(wide.v, idx.v, idx.n * 8)))
+    fail_msg("'%s' (%s): all columns %zu rows, first only %zu", f, what, wide.n, idx.n);
+  free(wide.v);
   ba_query_exec_opts_t oc = o;
   oc.count_only = 1;
   idlist_t dummy = {0};

@@ -205,6 +205,14 @@ static void check_q(const char *dir, const recs_t *g, const char *f, uint64_t ws
   ba_query_exec_opts_t oc = o;
   oc.count_only = 1;
   assert_int_equal(ba_query_run(q, st, &oc, ids_sink, &dummy, &s3), 0);
+  /* every column out: the residual check runs before materialization (residual.c) */
+  ids_t wide = {0};
+  ba_query_exec_opts_t ow = o;
+  ow.out_cols = BA_COL_ALL & ~BA_COL_FRAME;
+  assert_int_equal(ba_query_run(q, st, &ow, ids_sink, &wide, NULL), 0);
+  if (wide.n != idx.n || (idx.n && memcmp(wide.v, idx.v, idx.n * 8)))
+    fail_msg("'%s': all columns %zu rows, first only %zu", f, wide.n, idx.n);
+  free(wide.v);
   o.force_scan = 1;
   assert_int_equal(ba_query_run(q, st, &o, ids_sink, &scan, &s2), 0);
   if (mem.n) qsort(mem.v, mem.n, 8, cmp64);
