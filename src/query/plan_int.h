@@ -154,6 +154,7 @@ typedef struct segres {
   size_t nrecs, cap;
   uint64_t blocks, damaged;
   uint64_t blocks_check; /* row groups read by residual_settle */
+  int resid_declined;    /* residual_settle declined: not tried again */
 } segres_t;
 
 /* ---------- fetching rows (fetch.c) ---------- */

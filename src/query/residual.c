@@ -8,6 +8,12 @@
 
 #include "query/plan_int.h"
 
+#define RESID_BATCH 65536
+/* The first batch: if more than half of its rows match, reading the
+ * candidates twice (filter columns, then the output's) costs more than
+ * once with every column: declined. */
+#define RESID_PROBE 4096
+
 typedef struct resid {
   const qnode_t *root;
   const uint64_t *rows; /* the batch read */
@@ -25,19 +31,20 @@ static int resid_sink(void *ctx, const ba_record_t *recs, size_t n) {
     if (r->nhit == r->cap) BA_FORWARD(ba_grow((void **)&r->hit, &r->cap, r->nhit + 1, sizeof(uint64_t)));
     r->hit[r->nhit++] = r->rows ? r->rows[r->pos] : r->next_row + r->pos;
   }
+  /* scan: the same probe as rfeed_flush */
+  if (!r->rows && r->pos >= RESID_PROBE && r->pos - n < RESID_PROBE && 2 * r->nhit > r->pos) return 1;
   return 0;
 }
 
 typedef struct rfeed {
   ba_segment_t *seg;
   uint32_t cols;
-  uint64_t block_rows, last_block, blocks, damaged;
+  uint64_t block_rows, last_block, blocks, damaged, checked;
   uint64_t *rows;
   size_t n, cap;
   resid_t *r;
 } rfeed_t;
 
-#define RESID_BATCH 65536
 
 static int rfeed_flush(rfeed_t *f) {
   if (f->n == 0) return 0;
@@ -46,7 +53,9 @@ static int rfeed_flush(rfeed_t *f) {
   f->r->pos = 0;
   int rc = ba_segment_read_rows(f->seg, f->rows, f->n, f->cols, resid_sink, f->r, &dmg);
   f->damaged += dmg;
+  f->checked += f->n;
   f->n = 0;
+  if (rc == 0 && f->checked <= 2 * RESID_BATCH && 2 * f->r->nhit > f->checked) return 1; /* mostly matches */
   return rc;
 }
 
@@ -55,7 +64,7 @@ static int rfeed_rows(void *ctx, const uint64_t *rows, size_t n) {
   for (size_t i = 0; i < n; i++) {
     uint64_t blk = rows[i] / f->block_rows;
     if (f->blocks == 0 || blk != f->last_block) {
-      if (f->n >= RESID_BATCH) BA_FORWARD(rfeed_flush(f));
+      if (f->n >= (f->checked ? RESID_BATCH : RESID_PROBE)) BA_FORWARD(rfeed_flush(f));
       if (f->damaged) return 1; /* row positions no longer known: give up */
       f->blocks++;
       f->last_block = blk;
@@ -117,7 +126,9 @@ int residual_pays(const ba_query_exec_opts_t *o, const qnode_t *root, int bins) 
 int residual_settle(segctx_t *c, const qnode_t *root, segres_t *res) {
   ba_bitmap_t *bm = NULL;
   uint64_t blocks = 0;
+  if (res->resid_declined) return 1;
   int rc = residual_exact(c, root, qnode_columns(root) | BA_COL_FIRST, res->r, &bm, &blocks);
+  res->resid_declined = rc == 1;
   if (rc != 0) return rc;
   pb_t p;
   BA_FORWARD(pb_wrap(bm, &p));
