@@ -562,7 +562,7 @@ int ba_col_decode(int major, int col, const uint8_t *raw, size_t raw_len, size_t
     const uint8_t *fp = raw ? raw + fields : NULL; /* NULL: an absent 3.0 column */
     for (size_t i = 0; i < n; i++) {
       r[i].frame = r[i].caplen ? fp : NULL;
-      fp += r[i].caplen;
+      if (fp) fp += r[i].caplen; /* no arithmetic on NULL (absent: every caplen is 0) */
     }
   }
   return BA_OK;

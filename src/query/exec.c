@@ -249,6 +249,7 @@ static int par_plan(par_t *p, ba_store_t *st, size_t i, segctx_t *c, segres_t *r
       !p->wo.explain_only) {
     rc = residual_settle(c, p->root, res); /* the worker's share: the residual check */
     if (rc == 1) rc = 0;
+    if (rc < 0) segres_drop(res); /* the caller's thread plans it again */
   }
   /* A segment whose rows fetch_rows reads on two threads anyway is left to
    * the caller's thread: buffering its records here costs more (first
