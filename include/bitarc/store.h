@@ -79,6 +79,10 @@ typedef struct ba_store_writer_stats {
  * an already closed slice go to a new segment "seg-...-N.bitarc". Records with
  * an unknown kind, caplen > 262144 or caplen > 0 without a frame are dropped. */
 int ba_store_writer_open(const char *dir, const ba_store_opts_t *opts, ba_store_writer_t **out);
+/* After ba_store_writer_open failed: why, naming the file ("st: mkdir: No
+ * such file or directory", "st: another writer holds it ..."), for the
+ * calling thread; "" when there is nothing more to say than the code. */
+const char *ba_store_writer_open_error(void);
 /* Records may arrive in any time order; each goes to the slice of first_ns.
  * Frames of packet records are copied. */
 int ba_store_writer_append(ba_store_writer_t *w, const ba_record_t *recs, size_t n);

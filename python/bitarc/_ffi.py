@@ -97,6 +97,7 @@ typedef struct ba_store_writer_stats {
   uint64_t segments_written, bytes_archive, bytes_index;
 } ba_store_writer_stats_t;
 int ba_store_writer_open(const char *dir, const ba_store_opts_t *opts, ba_store_writer_t **out);
+const char *ba_store_writer_open_error(void);
 int ba_store_writer_append(ba_store_writer_t *w, const ba_record_t *recs, size_t n);
 int ba_store_writer_close(ba_store_writer_t *w);
 void ba_store_writer_get_stats(const ba_store_writer_t *w, ba_store_writer_stats_t *st);

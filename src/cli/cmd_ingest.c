@@ -76,7 +76,8 @@ long ba_cli_parse_seconds(const char *s) {
 int ba_cli_writer_open(const char *cmd, const char *dir, const struct ba_store_opts *o, ba_store_writer_t **w) {
   int rc = ba_store_writer_open(dir, o, w);
   if (rc) {
-    ba_cli_err(cmd, "cannot open store '%s' for writing: %s", dir, ba_strerror(rc));
+    const char *why = ba_store_writer_open_error();
+    ba_cli_err(cmd, "cannot open store '%s' for writing: %s%s%s", dir, ba_strerror(rc), *why ? ": " : "", why);
     return 2;
   }
   return 0;

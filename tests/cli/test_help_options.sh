@@ -75,6 +75,13 @@ bad "'x'" bench range --bins x
 bad "'1,y'" bench range --sizes 1,y
 bad "'nosuch'" bench nosuch
 bad "'abc'" bench build --online --rows abc
+bad "$tmp/none/st: mkdir: No such file or directory" ingest --store "$tmp/none/st" "$SRC/data/cesnet-mixed.pcap"
+if command -v flock >/dev/null; then # a second writer is refused, and told why
+  flock "$tmp/st/.lock" sleep 30 & lpid=$!
+  for _ in $(seq 1 100); do flock -n "$tmp/st/.lock" true || break; sleep 0.05; done
+  bad "another writer holds it" ingest --store "$tmp/st" "$SRC/data/cesnet-mixed.pcap"
+  kill $lpid; wait $lpid 2>/dev/null || true
+fi
 bad "'0'" bench build --online --group 0
 bad "'2x'" bench build --online --repeat 2x
 bad "'bogus'" bench build --online --codecs plwah,bogus
