@@ -127,8 +127,9 @@ typedef struct ba_segment_info {
   ba_reorder_t reorder;
   uint8_t kind;
   uint16_t version_major;
+  uint16_t version_minor;
   uint64_t bytes_archive, bytes_index, bytes_file;
-  uint64_t bytes_index_attr[16];
+  uint64_t bytes_index_attr[20];
 } ba_segment_info_t;
 int ba_store_open(const char *dir, ba_store_t **out);
 int ba_store_refresh(ba_store_t *s);
