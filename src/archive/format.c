@@ -594,7 +594,7 @@ int ba_group_check(const uint8_t *p, uint32_t raw_len, int major, uint32_t gi, u
 uint32_t ba_attr_domain(ba_attr_t a, uint64_t slice_ns, uint64_t bin_ns) {
   switch (a) {
     case BA_ATTR_SRC_PORT:
-    case BA_ATTR_DST_PORT:
+    case BA_ATTR_DST_PORT: return 65536;
     case BA_ATTR_SRC_V6NET:
     case BA_ATTR_DST_V6NET:
     case BA_ATTR_SRC_V6HOST:
