@@ -4,7 +4,7 @@
 set -euo pipefail
 PKGS=(build-essential cmake pkg-config clang
       liblzo2-dev liblz4-dev libzstd-dev libbz2-dev libpcap-dev libroaring-dev libcmocka-dev
-      softflowd nfdump tshark gnuplot-nox
+      softflowd nfdump nfdump-sflow pmacct tshark gnuplot-nox
       python3-cffi python3-numpy python3-dask python3-distributed
       help2man debhelper dpkg-dev)
 missing=()

@@ -31,6 +31,11 @@ typedef enum ba_attr {
    * SRC_PORT/DST_PORT bitmap; their rows are in the bitmap of their bin,
    * ba_port_bin(port) (doc/format.md §7.4). */
   BA_ATTR_SRC_PORT_BIN, BA_ATTR_DST_PORT_BIN,
+  /* 3.1: IPv6 addresses (ipver 6 rows only), as 16-bit hashes
+   * (ba_v6_hash): of the first 48 bits (a /48 network) and of the whole
+   * address; a query checks the address column of the rows they give
+   * (hashes collide). doc/format.md §7.4. */
+  BA_ATTR_SRC_V6NET, BA_ATTR_DST_V6NET, BA_ATTR_SRC_V6HOST, BA_ATTR_DST_V6HOST,
   BA_ATTR_COUNT
 } ba_attr_t;
 const char *ba_attr_name(ba_attr_t a);
@@ -38,6 +43,14 @@ const char *ba_attr_name(ba_attr_t a);
  * [(k-1) * 4096, k * 4096) from 1024 on, so "port < 1024" and "port > 1023"
  * cover whole bins. */
 #define BA_PORT_NBINS 17u
+/* The value of an IPv6 attribute: a BA_V6_HASH_BITS-bit hash of the first
+ * nbytes bytes of an address (6 for V6NET, 16 for V6HOST): FNV-1a (32 bits)
+ * over them, folded by XOR of its BA_V6_HASH_BITS-bit pieces from the low
+ * end. Part of the on-disk format (doc/format.md §7.4). */
+#ifndef BA_V6_HASH_BITS
+#define BA_V6_HASH_BITS 16
+#endif
+uint32_t ba_v6_hash(const uint8_t *addr, unsigned nbytes);
 static inline uint32_t ba_port_bin(uint32_t port) { return port < 1024 ? 0 : 1 + (port >> 12); }
 static inline void ba_port_bin_range(uint32_t bin, uint32_t *lo, uint32_t *hi) {
   *lo = bin == 0 ? 0 : bin == 1 ? 1024 : (bin - 1) << 12;
@@ -79,6 +92,10 @@ typedef struct ba_store_writer_stats {
  * an already closed slice go to a new segment "seg-...-N.bitarc". Records with
  * an unknown kind, caplen > 262144 or caplen > 0 without a frame are dropped. */
 int ba_store_writer_open(const char *dir, const ba_store_opts_t *opts, ba_store_writer_t **out);
+/* After ba_store_writer_open failed: why, naming the file ("st: mkdir: No
+ * such file or directory", "st: another writer holds it ..."), for the
+ * calling thread; "" when there is nothing more to say than the code. */
+const char *ba_store_writer_open_error(void);
 /* Records may arrive in any time order; each goes to the slice of first_ns.
  * Frames of packet records are copied. */
 int ba_store_writer_append(ba_store_writer_t *w, const ba_record_t *recs, size_t n);
@@ -124,6 +141,7 @@ typedef struct ba_segment_info {
   ba_reorder_t reorder;
   uint8_t kind;              /* BA_REC_FLOW or BA_REC_PACKET (mixed stores keep both) */
   uint16_t version_major;    /* segment format: 1, 2 or 3 (doc/format.md) */
+  uint16_t version_minor;    /* 3.1 and later index IPv6 addresses */
   uint64_t bytes_archive, bytes_index, bytes_file;
   uint64_t bytes_index_attr[BA_ATTR_COUNT];
 } ba_segment_info_t;

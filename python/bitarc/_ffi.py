@@ -97,6 +97,7 @@ typedef struct ba_store_writer_stats {
   uint64_t segments_written, bytes_archive, bytes_index;
 } ba_store_writer_stats_t;
 int ba_store_writer_open(const char *dir, const ba_store_opts_t *opts, ba_store_writer_t **out);
+const char *ba_store_writer_open_error(void);
 int ba_store_writer_append(ba_store_writer_t *w, const ba_record_t *recs, size_t n);
 int ba_store_writer_close(ba_store_writer_t *w);
 void ba_store_writer_get_stats(const ba_store_writer_t *w, ba_store_writer_stats_t *st);
@@ -126,8 +127,9 @@ typedef struct ba_segment_info {
   ba_reorder_t reorder;
   uint8_t kind;
   uint16_t version_major;
+  uint16_t version_minor;
   uint64_t bytes_archive, bytes_index, bytes_file;
-  uint64_t bytes_index_attr[16];
+  uint64_t bytes_index_attr[20];
 } ba_segment_info_t;
 int ba_store_open(const char *dir, ba_store_t **out);
 int ba_store_refresh(ba_store_t *s);

@@ -441,7 +441,8 @@ class StoreWriter:
         p = ffi.new("ba_store_writer_t **")
         rc = L.ba_store_writer_open(self.path.encode(), o, p)
         if rc < 0:
-            raise Error(f"cannot open store '{self.path}' for writing", rc)
+            why = ffi.string(L.ba_store_writer_open_error()).decode(errors="replace")
+            raise Error(f"cannot open store '{self.path}' for writing", rc, why)
         self._w = p[0]
 
     def append(self, rows):

@@ -13,7 +13,7 @@
 #define BA_SEG_END_MAGIC "BASEGEND"
 #define BA_BLK_MAGIC "BABK"
 #define BA_SEG_MAJOR 3
-#define BA_SEG_MINOR 0
+#define BA_SEG_MINOR 1 /* 3.1: IPv6 attributes (format.md §7.4) */
 #define BA_SEG_HDR_BYTES 64u
 #define BA_SEG_FOOTER_BYTES 80u
 #define BA_BLK_HDR_BYTES 32u

@@ -24,7 +24,7 @@
 static const char *const g_attr_names[BA_ATTR_COUNT] = {
     "src_ip0", "src_ip1", "src_ip2", "src_ip3", "dst_ip0", "dst_ip1", "dst_ip2",
     "dst_ip3", "src_port", "dst_port", "proto", "tcp_flags", "time_bin", "ipver", "src_port_bin",
-    "dst_port_bin"};
+    "dst_port_bin", "src_v6net", "dst_v6net", "src_v6host", "dst_v6host"};
 
 const char *ba_attr_name(ba_attr_t a) {
   return ((unsigned)a < BA_ATTR_COUNT) ? g_attr_names[a] : "unknown";
@@ -596,6 +596,10 @@ uint32_t ba_attr_domain(ba_attr_t a, uint64_t slice_ns, uint64_t bin_ns) {
   switch (a) {
     case BA_ATTR_SRC_PORT:
     case BA_ATTR_DST_PORT: return 65536;
+    case BA_ATTR_SRC_V6NET:
+    case BA_ATTR_DST_V6NET:
+    case BA_ATTR_SRC_V6HOST:
+    case BA_ATTR_DST_V6HOST: return 1u << BA_V6_HASH_BITS;
     case BA_ATTR_SRC_PORT_BIN:
     case BA_ATTR_DST_PORT_BIN: return BA_PORT_NBINS;
     case BA_ATTR_TIME_BIN: {
@@ -630,8 +634,22 @@ void ba_attr_values(ba_attr_t a, const ba_record_t *r, size_t n, uint64_t slice_
       for (i = 0; i < n; i++) out[i] = (uint32_t)((r[i].first_ns - slice_start) / bin_ns);
       break;
     case BA_ATTR_IPVER: for (i = 0; i < n; i++) out[i] = r[i].ipver; break;
+    case BA_ATTR_SRC_V6NET: case BA_ATTR_DST_V6NET: case BA_ATTR_SRC_V6HOST: case BA_ATTR_DST_V6HOST: {
+      int dst = a == BA_ATTR_DST_V6NET || a == BA_ATTR_DST_V6HOST;
+      unsigned nb = a == BA_ATTR_SRC_V6NET || a == BA_ATTR_DST_V6NET ? 6 : 16;
+      for (i = 0; i < n; i++) out[i] = r[i].ipver == 6 ? ba_v6_hash(dst ? r[i].dst : r[i].src, nb) : BA_IDX_NONE;
+      break;
+    }
     default: for (i = 0; i < n; i++) out[i] = BA_IDX_NONE; break;
   }
+}
+
+uint32_t ba_v6_hash(const uint8_t *addr, unsigned nbytes) {
+  uint32_t h = 2166136261u;
+  for (unsigned i = 0; i < nbytes; i++) h = (h ^ addr[i]) * 16777619u;
+  uint32_t v = 0;
+  for (; h; h >>= BA_V6_HASH_BITS) v ^= h & ((1u << BA_V6_HASH_BITS) - 1);
+  return v;
 }
 
 /* ---------- I/O helpers ---------- */

@@ -363,6 +363,7 @@ int ba_segment_info(const ba_segment_t *g, ba_segment_info_t *o) {
   o->reorder = (g->h.flags & BA_SEG_FLAG_OLSH) ? BA_REORDER_OLSH : BA_REORDER_NONE;
   o->kind = (g->f.kinds & 2) && !(g->f.kinds & 1) ? BA_REC_PACKET : BA_REC_FLOW;
   o->version_major = g->h.major;
+  o->version_minor = g->h.minor;
   o->bytes_archive = g->f.index_off - BA_SEG_HDR_BYTES;
   o->bytes_index = g->f.table_off - g->f.index_off;
   o->bytes_file = g->fsize;

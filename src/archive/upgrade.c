@@ -108,12 +108,13 @@ typedef struct upgrade_ctx {
   int threads;
 } upgrade_ctx_t;
 
-/* 3.0 segments are left alone (1: skipped, not counted). */
+/* Segments of the current version are left alone (1: skipped, not counted). */
 static int upgrade_seg(void *ctx, int dirfd, ba_segment_t *seg, const char *name, char *err, size_t errcap) {
   const upgrade_ctx_t *x = ctx;
   ba_segment_info_t in;
   BA_FORWARD(ba_segment_info(seg, &in));
-  if (in.version_major >= BA_SEG_MAJOR) return 1;
+  if (in.version_major > BA_SEG_MAJOR || (in.version_major == BA_SEG_MAJOR && in.version_minor >= BA_SEG_MINOR))
+    return 1;
   return upgrade_one(x->dir, dirfd, seg, name, x->threads, err, errcap);
 }
 

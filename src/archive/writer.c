@@ -408,7 +408,11 @@ static int check_opts(const ba_store_opts_t *o) {
   return BA_OK;
 }
 
+/* Why the calling thread's last ba_store_writer_open failed. */
+static _Thread_local char open_err[sizeof(((ba_store_writer_t *)0)->errmsg)];
+
 int ba_store_writer_open(const char *dir, const ba_store_opts_t *opts, ba_store_writer_t **out) {
+  open_err[0] = 0;
   BA_RETURN_IF(!dir || !out, BA_ERR_INVALID);
   *out = NULL;
   ba_store_opts_t o;
@@ -434,15 +438,20 @@ int ba_store_writer_open(const char *dir, const ba_store_opts_t *opts, ba_store_
   w->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (w->dirfd < 0) {
     rc = errno == ENOENT ? BA_ERR_NOT_FOUND : BA_ERR_IO;
+    ba_writer_set_err(w, rc, "%s: %s", dir, strerror(errno));
     goto fail;
   }
   w->lockfd = openat(w->dirfd, ".lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (w->lockfd < 0) {
     rc = BA_ERR_IO;
+    ba_writer_set_err(w, rc, "%s/.lock: %s", dir, strerror(errno));
     goto fail;
   }
   if (flock(w->lockfd, LOCK_EX | LOCK_NB) != 0) {
     rc = errno == EWOULDBLOCK ? BA_ERR_BUSY : BA_ERR_IO;
+    ba_writer_set_err(w, rc, "%s: %s", dir,
+                      rc == BA_ERR_BUSY ? "another writer holds it (a running bitarc collect, ingest or import)"
+                                        : strerror(errno));
     goto fail;
   }
   if ((rc = ba_store_recover(w->dirfd, &o, &w->recovered, w->errmsg, sizeof w->errmsg)) < 0) goto fail;
@@ -472,6 +481,9 @@ int ba_store_writer_open(const char *dir, const ba_store_opts_t *opts, ba_store_
   *out = w;
   return BA_OK;
 fail:
+  snprintf(open_err, sizeof open_err, "%s", w->errmsg);
   writer_free(w);
   return rc;
 }
+
+const char *ba_store_writer_open_error(void) { return open_err; }

@@ -51,6 +51,13 @@ enum {
   "  --time-bin DUR      start-time index bin width (default 60 s)\n"
 /* Applies one of the store options; 0, or 2 after an error naming cmd. */
 int ba_cli_store_opt(const char *cmd, int opt, const char *arg, struct ba_store_opts *o);
+/* Opens the store writer of --store DIR; on failure prints why, naming cmd
+ * and DIR, and returns 2 (*w stays NULL). */
+struct ba_store_writer;
+int ba_cli_writer_open(const char *cmd, const char *dir, const struct ba_store_opts *o, struct ba_store_writer **w);
+/* Closes *w (NULL: nothing) and sets it NULL; 0, or 2 after an error naming
+ * cmd and DIR. */
+int ba_cli_writer_close(const char *cmd, const char *dir, struct ba_store_writer **w);
 /* --report text|json: sets *json; 0, or 2 after an error naming cmd. */
 int ba_cli_parse_report(const char *cmd, const char *arg, int *json);
 /* "1200 s", "1h", "15m", "2d", "2w" -> seconds; -1 if not a duration. */

@@ -27,10 +27,13 @@ static uint64_t rng_next(uint64_t *s) { /* splitmix64 */
   return z ^ (z >> 31);
 }
 
+#define MAXL 16 /* longest --codecs / --cards / --sizes list */
+
 static size_t parse_list(const char *s, uint64_t *out, size_t cap) {
   size_t n = 0;
-  while (s && *s && n < cap) {
+  while (s && *s) {
     char *end;
+    if (n == cap) return 0;
     unsigned long long v = strtoull(s, &end, 10);
     if (end == s || v == 0) return 0;
     out[n++] = v;
@@ -38,6 +41,41 @@ static size_t parse_list(const char *s, uint64_t *out, size_t cap) {
     if (*end && *end != ',') return 0;
   }
   return n;
+}
+
+/* --codecs wah32,plwah,...: 0, or 2 after naming the unknown codec. */
+static int parse_codecs(const char *arg, ba_codec_t *out, size_t *n) {
+  char *s = strdup(arg);
+  if (!s) return 2;
+  size_t k = 0;
+  int rc = 0;
+  for (char *t = strtok(s, ","); t && !rc; t = strtok(NULL, ",")) {
+    if (k == MAXL) {
+      ba_cli_err("bench", "--codecs '%s': at most %d codecs", arg, MAXL);
+      rc = 2;
+    } else if (ba_codec_from_name(t, &out[k++])) {
+      ba_cli_err("bench", "--codecs: unknown codec '%s'", t);
+      rc = 2;
+    }
+  }
+  free(s);
+  if (!rc && k == 0) {
+    ba_cli_err("bench", "--codecs '%s': expected a comma list of codecs", arg);
+    rc = 2;
+  }
+  if (!rc) *n = k;
+  return rc;
+}
+
+/* --cards / --sizes: a comma list of positive numbers; 0, or 2 after an error. */
+static int parse_numbers(const char *opt, const char *arg, uint64_t *out, size_t *n) {
+  size_t k = parse_list(arg, out, MAXL);
+  if (!k) {
+    ba_cli_err("bench", "--%s '%s': expected a comma list of at most %d positive numbers", opt, arg, MAXL);
+    return 2;
+  }
+  *n = k;
+  return 0;
 }
 
 static void print_cmdline(int argc, char **argv) {
@@ -81,8 +119,6 @@ static void build_usage(void) {
          "  bitarc bench build --device gpu --rows 20000000 --png fig5-gpu.png\n");
 }
 
-#define MAXL 16
-
 static int bench_build(int argc, char **argv) {
   static const struct option opts[] = {{"device", 1, 0, 'd'}, {"codecs", 1, 0, 'c'}, {"cards", 1, 0, 'k'},
                                        {"rows", 1, 0, 'n'},   {"max-batch", 1, 0, 'b'}, {"repeat", 1, 0, 'r'},
@@ -101,23 +137,11 @@ static int bench_build(int argc, char **argv) {
     case 'd':
       if (ba_cli_device_name("bench", optarg, &dev)) return 2;
       break;
-    case 'c': {
-      ncodecs = 0;
-      char *s = strdup(optarg);
-      for (char *t = strtok(s, ","); t && ncodecs < MAXL; t = strtok(NULL, ","))
-        if (ba_codec_from_name(t, &codecs[ncodecs++])) {
-          ba_cli_err("bench", "--codecs: unknown codec '%s'", t);
-          free(s);
-          return 2;
-        }
-      free(s);
+    case 'c':
+      if (parse_codecs(optarg, codecs, &ncodecs)) return 2;
       break;
-    }
     case 'k':
-      if (!(ncards = parse_list(optarg, cards, MAXL))) {
-        ba_cli_err("bench", "--cards '%s': expected a comma list of positive numbers", optarg);
-        return 2;
-      }
+      if (parse_numbers("cards", optarg, cards, &ncards)) return 2;
       break;
     case 'n':
       if (ba_cli_opt_u64("bench", "rows", optarg, 1, (uint64_t)1 << 32, &u)) return 2;
@@ -297,10 +321,7 @@ static int bench_range(int argc, char **argv) {
       if (ba_cli_opt_u64("bench", "bins", optarg, 1, 65536, &bins)) return 2;
       break;
     case 's':
-      if (!(nsizes = parse_list(optarg, sizes, MAXL))) {
-        ba_cli_err("bench", "--sizes '%s': expected a comma list of positive numbers", optarg);
-        return 2;
-      }
+      if (parse_numbers("sizes", optarg, sizes, &nsizes)) return 2;
       break;
     case 'r':
       if (ba_cli_opt_u64("bench", "repeat", optarg, 1, 1000, &u)) return 2;
@@ -472,32 +493,30 @@ static int bench_online(int argc, char **argv) {
   size_t ncards = 2, ncodecs = 5, rows = 4000000, group = 4000;
   ba_codec_t codecs[MAXL] = {BA_CODEC_WAH32, BA_CODEC_WAH64, BA_CODEC_PLWAH, BA_CODEC_COMPAX, BA_CODEC_MASC};
   unsigned repeat = 3;
+  uint64_t u;
   int c;
   optind = 1;
   while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
     switch (c) {
-    case 'c': {
-      ncodecs = 0;
-      char *s = strdup(optarg);
-      for (char *t = strtok(s, ","); t && ncodecs < MAXL; t = strtok(NULL, ","))
-        if (ba_codec_from_name(t, &codecs[ncodecs++])) {
-          ba_cli_err("bench", "--codecs: unknown codec %s", t);
-          free(s);
-          return 2;
-        }
-      free(s);
+    case 'c':
+      if (parse_codecs(optarg, codecs, &ncodecs)) return 2;
       break;
-    }
     case 'k':
-      if (!(ncards = parse_list(optarg, cards, MAXL))) {
-        ba_cli_err("bench", "--cards %s: expected a comma list of numbers", optarg);
-        return 2;
-      }
+      if (parse_numbers("cards", optarg, cards, &ncards)) return 2;
       break;
-    case 'n': rows = strtoull(optarg, NULL, 10); break;
+    case 'n':
+      if (ba_cli_opt_u64("bench", "rows", optarg, 1, UINT32_MAX, &u)) return 2;
+      rows = (size_t)u;
+      break;
     case 'o': break;
-    case 'g': group = strtoull(optarg, NULL, 10); break;
-    case 'r': repeat = (unsigned)strtoul(optarg, NULL, 10); break;
+    case 'g':
+      if (ba_cli_opt_u64("bench", "group", optarg, 1, UINT32_MAX, &u)) return 2;
+      group = (size_t)u;
+      break;
+    case 'r':
+      if (ba_cli_opt_u64("bench", "repeat", optarg, 1, 1000, &u)) return 2;
+      repeat = (unsigned)u;
+      break;
     case 'h': online_usage(); return 0;
     default: online_usage(); return 2;
     }

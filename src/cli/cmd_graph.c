@@ -89,14 +89,6 @@ typedef struct gopts {
 
 enum { O_TZ = 1000, O_BIN, O_MEASURE, O_RATE, O_OUT, O_TITLE, O_SIZE, O_LOG, O_THREADS };
 
-static int default_threads(void) {
-  long n = sysconf(_SC_NPROCESSORS_ONLN);
-  double load[1];
-  if (n < 2) return 1;
-  if (getloadavg(load, 1) == 1 && load[0] > (double)n - 0.5) return 1;
-  return 2;
-}
-
 static int parse_opts(int argc, char **argv, gopts_t *o) {
   static const struct option longopts[] = {
     {"store", required_argument, NULL, 'r'},     {"window", required_argument, NULL, 't'},
@@ -143,26 +135,13 @@ static int parse_opts(int argc, char **argv, gopts_t *o) {
       case O_TITLE: o->title = optarg; break;
       case O_SIZE: o->size = optarg; break;
       case O_LOG: o->logscale = 1; break;
-      case O_TZ:
-        if (!strcmp(optarg, "local")) o->local = 1;
-        else if (!strcasecmp(optarg, "utc")) o->local = 0;
-        else {
-          ba_cli_err("graph", "--tz wants utc or local, not '%s'", optarg);
-          rc = 2;
-        }
-        break;
-      case O_THREADS:
-        if (!strcmp(optarg, "1") || !strcmp(optarg, "2")) o->threads = optarg[0] - '0';
-        else {
-          ba_cli_err("graph", "--threads wants 1 or 2, not '%s'", optarg);
-          rc = 2;
-        }
-        break;
+      case O_TZ: rc = qs_opt_tz("graph", optarg, &o->local); break;
+      case O_THREADS: rc = qs_opt_threads("graph", optarg, &o->threads); break;
       case 'h': usage(stdout); return 1;
       default: usage(stderr); return 2;
     }
   }
-  if (rc == 0 && o->mdirs) rc = qs_add_m(&o->stores, o->mdirs);
+  if (rc == 0 && o->mdirs) rc = qs_merge_m(&o->stores, "graph", o->mdirs);
   return rc;
 }
 
@@ -213,12 +192,7 @@ static int resolve_window(const gopts_t *op, uint64_t now_ns, gdata_t *d) {
   int widen = 1;
   if (op->window) {
     ba_query_window_t w;
-    if (ba_query_parse_window(op->window, now_ns, op->local, &w) < 0) {
-      ba_cli_err("graph",
-                 "bad time window '%s' (want YYYY/MM/dd.hh:mm[:ss][-YYYY/MM/dd.hh:mm[:ss]], +N or -N seconds, or 3h)",
-                 op->window);
-      return 2;
-    }
+    if (qs_parse_window("graph", op->window, now_ns, op->local, &w)) return 2;
     if (w.rel_s) {
       uint64_t dl = (uint64_t)(w.rel_s < 0 ? -w.rel_s : w.rel_s) * NS;
       if (!have_data) lo = hi = 0;
@@ -422,7 +396,7 @@ int ba_cmd_graph(int argc, char **argv) {
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
 #endif
-  gopts_t op = {.local = 1, .threads = default_threads()};
+  gopts_t op = {.local = 1, .threads = qs_default_threads()};
   gdata_t d = {0};
   int ret = parse_opts(argc, argv, &op);
   if (ret) {

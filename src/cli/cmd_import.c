@@ -249,12 +249,7 @@ int ba_cmd_import(int argc, char **argv) {
     }
   }
   if (!status && !dry) {
-    int rc = ba_store_writer_open(store, &so, &g.w);
-    if (rc) {
-      ba_cli_err("import", "cannot open store '%s' for writing: %s%s%s", store, ba_strerror(rc), g.w ? ": " : "",
-                 g.w ? ba_store_writer_errmsg(g.w) : "");
-      status = 2;
-    }
+    status = ba_cli_writer_open("import", store, &so, &g.w);
   }
   ba_nffile_result_t *res = g.nfiles ? calloc(g.nfiles, sizeof(*res)) : NULL;
   int *frc = g.nfiles ? calloc(g.nfiles, sizeof(*frc)) : NULL;
@@ -262,14 +257,7 @@ int ba_cmd_import(int argc, char **argv) {
   uint64_t t0 = now_ns();
   int stop = 0;
   if (!status) status = import_all(&g, res, frc, &stop);
-  if (g.w) {
-    int crc = ba_store_writer_close(g.w);
-    g.w = NULL;
-    if (crc) {
-      ba_cli_err("import", "closing store '%s': %s", store, ba_strerror(crc));
-      status = 2;
-    }
-  }
+  if (ba_cli_writer_close("import", store, &g.w)) status = 2;
   double secs = (double)(now_ns() - t0) / 1e9;
   if (!quiet && !json && res) report_text(&g, res, frc, secs, dry);
   if (json && (res || !g.nfiles)) {

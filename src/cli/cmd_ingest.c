@@ -73,6 +73,27 @@ long ba_cli_parse_seconds(const char *s) {
   return (long)r;
 }
 
+int ba_cli_writer_open(const char *cmd, const char *dir, const struct ba_store_opts *o, ba_store_writer_t **w) {
+  int rc = ba_store_writer_open(dir, o, w);
+  if (rc) {
+    const char *why = ba_store_writer_open_error();
+    ba_cli_err(cmd, "cannot open store '%s' for writing: %s%s%s", dir, ba_strerror(rc), *why ? ": " : "", why);
+    return 2;
+  }
+  return 0;
+}
+
+int ba_cli_writer_close(const char *cmd, const char *dir, ba_store_writer_t **w) {
+  if (!*w) return 0;
+  int rc = ba_store_writer_close(*w);
+  *w = NULL;
+  if (rc) {
+    ba_cli_err(cmd, "closing store '%s': %s", dir, ba_strerror(rc));
+    return 2;
+  }
+  return 0;
+}
+
 int ba_cli_store_opt(const char *cmd, int opt, const char *arg, struct ba_store_opts *o) {
   long v;
   switch (opt) {
@@ -325,12 +346,7 @@ int ba_cmd_ingest(int argc, char **argv) {
   g.nfiles = (size_t)(argc - optind);
   int rc;
   if (!dry) {
-    rc = ba_store_writer_open(store, &so, &g.w);
-    if (rc) {
-      ba_cli_err("ingest", "cannot open store '%s' for writing: %s%s%s", store, ba_strerror(rc),
-                 g.w ? ": " : "", g.w ? ba_store_writer_errmsg(g.w) : "");
-      return 2;
-    }
+    if (ba_cli_writer_open("ingest", store, &so, &g.w)) return 2;
     if (!quiet && ba_store_writer_recovered(g.w))
       fprintf(stderr, "bitarc ingest: recovered %" PRIu64 " records left by an interrupted writer in %s\n",
               ba_store_writer_recovered(g.w), store);
@@ -410,12 +426,7 @@ int ba_cmd_ingest(int argc, char **argv) {
   memset(&ws, 0, sizeof(ws));
   if (g.w) {
     ba_store_writer_get_stats(g.w, &ws);
-    int crc = ba_store_writer_close(g.w);
-    g.w = NULL;
-    if (crc) {
-      ba_cli_err("ingest", "closing store '%s': %s", store, ba_strerror(crc));
-      status = 2;
-    }
+    if (ba_cli_writer_close("ingest", store, &g.w)) status = 2;
   }
   double secs = (double)(now_ns() - t0) / 1e9;
   size_t nsrc = ba_flow_decoder_sources(dec, NULL, 0);

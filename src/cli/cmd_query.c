@@ -124,17 +124,6 @@ static void keep_heap(void) {
 #endif
 }
 
-/* A second thread only pays when a CPU is free: on a busy machine the two
- * threads share one CPU and the hand-off costs about 10%. */
-static int default_threads(void) {
-  long n = sysconf(_SC_NPROCESSORS_ONLN);
-  double load[1];
-  if (n < 2) return 1;
-  if (getloadavg(load, 1) == 1 && load[0] > (double)n - 0.5) return 1;
-  return 2;
-}
-
-
 /* A filter file with nfdump's '@include FILE' lines expanded (depth 8). */
 static char *read_filter(const char *path, int depth) {
   if (depth > 8) {
@@ -223,24 +212,6 @@ static int parse_u64(const char *opt, const char *arg, uint64_t *out) {
   return 0;
 }
 
-/* -M with nfdump's '-R .' (every file of each directory): the stores are
- * the -M directories. Any other -r/-R beside -M would pick files inside
- * them, which a store does not have. */
-static int merge_m(qopts_t *o) {
-  for (size_t i = 0; i < o->stores.n; i++) {
-    const char *d = o->stores.dir[i];
-    if (strcmp(d, ".") && strcmp(d, "./")) {
-      ba_cli_err("query",
-                 "-r/-R '%s' with -M %s: nfdump reads those files inside each -M directory, but a bitarc "
-                 "store has no files to pick; give -M alone (or with -R .) and choose the time with -t",
-                 d, o->mdirs);
-      return 2;
-    }
-  }
-  qs_free(&o->stores);
-  return qs_add_m(&o->stores, o->mdirs);
-}
-
 /* Options that may be given once: a second one is an error naming it. */
 static int once(int *seen, int c, const char *name) {
   if (seen[c & 0xFF]++) {
@@ -306,21 +277,8 @@ static int parse_opts(int argc, char **argv, qopts_t *o) {
       case O_SCAN: o->scan = 1; break;
       case O_NOLIVE: o->no_live = 1; break;
       case O_DEVICE: o->device = optarg; break;
-      case O_TZ:
-        if (!strcmp(optarg, "local")) o->local = 1;
-        else if (!strcasecmp(optarg, "utc")) o->local = 0;
-        else {
-          ba_cli_err("query", "--tz wants utc or local, not '%s'", optarg);
-          rc = 2;
-        }
-        break;
-      case O_THREADS:
-        o->threads = atoi(optarg);
-        if (o->threads < 1 || o->threads > 2) {
-          ba_cli_err("query", "--threads wants 1 or 2, not '%s'", optarg);
-          rc = 2;
-        }
-        break;
+      case O_TZ: rc = qs_opt_tz("query", optarg, &o->local); break;
+      case O_THREADS: rc = qs_opt_threads("query", optarg, &o->threads); break;
       case O_STRATEGY:
         if (!strcmp(optarg, "iterative")) o->strategy = BA_RANGE_ITERATIVE;
         else if (!strcmp(optarg, "reduction")) o->strategy = BA_RANGE_REDUCTION;
@@ -335,7 +293,7 @@ static int parse_opts(int argc, char **argv, qopts_t *o) {
       default: usage(stderr); return 2;
     }
   }
-  if (rc == 0 && o->mdirs) rc = merge_m(o);
+  if (rc == 0 && o->mdirs) rc = qs_merge_m(&o->stores, "query", o->mdirs);
   return rc;
 }
 
@@ -430,12 +388,7 @@ static int setup_groups(const qopts_t *op, qout_t *o) {
 /* -t: the window into the filter and the run's segment window. */
 static int apply_window(const qopts_t *op, ba_query_t *q, uint64_t now_ns, ba_query_exec_opts_t *eo) {
   ba_query_window_t w;
-  if (ba_query_parse_window(op->window, now_ns, op->local, &w) < 0) {
-    ba_cli_err("query",
-               "bad time window '%s' (want YYYY/MM/dd.hh:mm[:ss][-YYYY/MM/dd.hh:mm[:ss]], +N or -N seconds, or 3h)",
-               op->window);
-    return 2;
-  }
+  if (qs_parse_window("query", op->window, now_ns, op->local, &w)) return 2;
   if (w.rel_s) {
     uint64_t lo, hi;
     if (qs_data_range(&op->stores, &lo, &hi) < 0) lo = hi = 0;
@@ -627,7 +580,7 @@ static int open_output(const qopts_t *op, qout_t *o) {
 
 int ba_cmd_query(int argc, char **argv) {
   keep_heap();
-  qopts_t op = {.device = "cpu", .local = 1, .threads = default_threads(), .strategy = BA_RANGE_AUTO, .topn = 10};
+  qopts_t op = {.device = "cpu", .local = 1, .threads = qs_default_threads(), .strategy = BA_RANGE_AUTO, .topn = 10};
   int ret = parse_opts(argc, argv, &op);
   if (ret) {
     qs_free(&op.stores);

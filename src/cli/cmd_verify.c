@@ -55,13 +55,9 @@ int ba_cmd_verify(int argc, char **argv) {
   }
   if (recover) {
     ba_store_writer_t *w;
-    int rc = ba_store_writer_open(dir, NULL, &w);
-    if (rc < 0) {
-      ba_cli_err("verify", "cannot recover store '%s': %s", dir, ba_strerror(rc));
-      return 2;
-    }
+    if (ba_cli_writer_open("verify", dir, NULL, &w)) return 2;
     uint64_t n = ba_store_writer_recovered(w);
-    rc = ba_store_writer_close(w);
+    int rc = ba_store_writer_close(w);
     if (!quiet) printf("recovered %" PRIu64 " records from journals\n", n);
     if (rc < 0) {
       ba_cli_err("verify", "recovery of '%s' failed: %s", dir, ba_strerror(rc));

@@ -1,5 +1,9 @@
-/* bitarc query's store list: repeated -r/-R and nfdump's -M. */
+/* bitarc query's and graph's store list (repeated -r/-R and nfdump's -M)
+ * and the run options they share (query_stores.h). */
 #include <errno.h>
+#include <stdio.h>
+#include <strings.h>
+#include <unistd.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -155,4 +159,55 @@ void qs_free(qstores_t *s) {
   free(s->dir);
   free(s->st);
   memset(s, 0, sizeof(*s));
+}
+
+int qs_merge_m(qstores_t *s, const char *cmd, const char *list) {
+  for (size_t i = 0; i < s->n; i++) {
+    const char *d = s->dir[i];
+    if (strcmp(d, ".") && strcmp(d, "./")) {
+      ba_cli_err(cmd,
+                 "-r/-R '%s' with -M %s: nfdump reads those files inside each -M directory, but a bitarc "
+                 "store has no files to pick; give -M alone (or with -R .) and choose the time with -t",
+                 d, list);
+      return 2;
+    }
+  }
+  qs_free(s);
+  return qs_add_m(s, list);
+}
+
+int qs_default_threads(void) {
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  double load[1];
+  if (n < 2) return 1;
+  if (getloadavg(load, 1) == 1 && load[0] > (double)n - 0.5) return 1;
+  return 2;
+}
+
+int qs_opt_threads(const char *cmd, const char *arg, int *threads) {
+  if (strcmp(arg, "1") && strcmp(arg, "2")) {
+    ba_cli_err(cmd, "--threads wants 1 or 2, not '%s'", arg);
+    return 2;
+  }
+  *threads = arg[0] - '0';
+  return 0;
+}
+
+int qs_opt_tz(const char *cmd, const char *arg, int *local) {
+  if (!strcmp(arg, "local")) *local = 1;
+  else if (!strcasecmp(arg, "utc")) *local = 0;
+  else {
+    ba_cli_err(cmd, "--tz wants utc or local, not '%s'", arg);
+    return 2;
+  }
+  return 0;
+}
+
+int qs_parse_window(const char *cmd, const char *text, uint64_t now_ns, int local, ba_query_window_t *w) {
+  if (ba_query_parse_window(text, now_ns, local, w) < 0) {
+    ba_cli_err(cmd, "bad time window '%s' (want YYYY/MM/dd.hh:mm[:ss][-YYYY/MM/dd.hh:mm[:ss]], +N or -N seconds, or 3h)",
+               text);
+    return 2;
+  }
+  return 0;
 }

@@ -28,6 +28,7 @@ typedef struct module {
   const char *file;  /* BA_GPU_MODULE_NAME, BA_OMP_MODULE_NAME */
   const char *env;   /* variable naming the file */
   const char *entry; /* the exported entry function */
+  const char *pkg;   /* where a packaged install has it ("" if nowhere) */
   pthread_once_t once;
   ba_gpu_backend_t backend;
   int rc;
@@ -83,8 +84,8 @@ static void load(module_t *m) {
     if (k > 0 && (size_t)k < sizeof path && try_path(m, path, 0)) return;
   }
   if (try_path(m, m->file, 1) && m->rc == BA_OK) return;
-  snprintf(m->why, sizeof m->why, "%s module %s not found in %.200s/%s (set %s)", m->what, m->file,
-           dir[0] ? dir : "?", BA_GPU_MODULE_FROM_BINDIR, m->env);
+  snprintf(m->why, sizeof m->why, "%s module %s not found in %.200s/%s (set %s%s%s)", m->what, m->file,
+           dir[0] ? dir : "?", BA_GPU_MODULE_FROM_BINDIR, m->env, m->pkg[0] ? ", or install " : "", m->pkg);
 }
 
 static int get(module_t *m, void (*once_fn)(void), const ba_gpu_backend_t **out, char *why, size_t whycap) {
@@ -99,7 +100,7 @@ static int get(module_t *m, void (*once_fn)(void), const ba_gpu_backend_t **out,
 #endif
 
 #if BA_HAVE_CUDA
-static module_t g_cuda = {"CUDA", BA_GPU_MODULE_NAME, "BITARC_GPU_MODULE", BA_GPU_MODULE_ENTRY,
+static module_t g_cuda = {"CUDA", BA_GPU_MODULE_NAME, "BITARC_GPU_MODULE", BA_GPU_MODULE_ENTRY, "",
                           PTHREAD_ONCE_INIT, {0}, BA_ERR_NODEVICE, ""};
 static void load_cuda(void) { load(&g_cuda); }
 int ba_gpu_cuda_backend(const ba_gpu_backend_t **out, char *why, size_t whycap) {
@@ -115,7 +116,7 @@ int ba_gpu_cuda_backend(const ba_gpu_backend_t **out, char *why, size_t whycap) 
 
 #if BA_HAVE_OMP_DEVICE
 static module_t g_omp = {"OpenMP", BA_OMP_MODULE_NAME, "BITARC_OMP_MODULE", BA_OMP_MODULE_ENTRY,
-                         PTHREAD_ONCE_INIT, {0}, BA_ERR_NODEVICE, ""};
+                         "the package libbitarc0-omp", PTHREAD_ONCE_INIT, {0}, BA_ERR_NODEVICE, ""};
 static void load_omp(void) { load(&g_omp); }
 int ba_gpu_omp_backend(const ba_gpu_backend_t **out, char *why, size_t whycap) {
   return get(&g_omp, load_omp, out, why, whycap);

@@ -76,7 +76,18 @@ static void sampled_header(xdr_t *x, ba_record_t *r, uint32_t *frame_len) {
     r->out_dst_mac = mac48(hp);
     r->in_src_mac = mac48(hp + 6);
   }
-  if (pr.vlan) r->vlan = pr.vlan;
+  if (proto == 1) {
+    /* Q-in-Q: the innermost tag, the customer's VLAN (as sfcapd and
+     * akvorado take it; ba_packet_parse keeps the outer one for packets) */
+    for (uint32_t off = 12; off + 4 <= hl; off += 4) {
+      uint16_t et = ba_load_be16(hp + off);
+      if (et != 0x8100 && et != 0x88a8 && et != 0x9100) break;
+      uint16_t id = ba_load_be16(hp + off + 2) & 0xfff;
+      if (id) r->vlan = id;
+    }
+  } else if (pr.vlan) {
+    r->vlan = pr.vlan;
+  }
   if (!pr.ipver) return;
   memcpy(r->src, pr.src, 16);
   memcpy(r->dst, pr.dst, 16);

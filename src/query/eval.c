@@ -27,9 +27,12 @@ int qaddr_v4_in(const qaddr_t *a, int octet, unsigned v) {
   return (int)((a->oct[octet][v >> 6] >> (v & 63)) & 1);
 }
 
-/* `addr` is the record's 16-byte form; v4 patterns only match IPv4 rows. */
+/* `addr` is the record's 16-byte form; v4 patterns only match IPv4 rows,
+ * v6 patterns IPv4 and IPv6 rows (an IPv4 row's address is ::ffff:a.b.c.d):
+ * a non-IP packet's zero address is no address, not "::". */
 static int qaddr_match_ver(const qaddr_t *a, const uint8_t addr[16], int ipver) {
   if (a->v6) {
+    if (ipver != 4 && ipver != 6) return 0;
     unsigned full = a->plen / 8, rem = a->plen % 8;
     if (memcmp(a->a6, addr, full)) return 0;
     if (rem) {

@@ -298,6 +298,35 @@ static int plan_v4_item(segctx_t *c, const qaddr_t *a, int dst, pb_t *out) {
   return rc;
 }
 
+/* Candidate rows of one IPv6 pattern on one side (the address column then
+ * decides: hashes collide). 3.1 segments index IPv6 addresses (format.md
+ * §7.4): a /48 or longer prefix is its V6NET bitmap, a host also ANDed with
+ * its V6HOST bitmap; shorter prefixes and older segments take every IPv6
+ * row. */
+static int plan_v6_item(segctx_t *c, const qaddr_t *a, int dst, pb_t *hi) {
+  int v6idx = c->info.version_major > 3 || (c->info.version_major == 3 && c->info.version_minor >= 1);
+  if (!v6idx || a->plen < 48) {
+    if (c->ex) sb_add(c->ex, "ipver:6+check");
+    return rows_ipver(c, 6, hi);
+  }
+  pb_t net;
+  BA_FORWARD(pb_index(c, dst ? BA_ATTR_DST_V6NET : BA_ATTR_SRC_V6NET, ba_v6_hash(a->a6, 6), &net));
+  if (a->plen < 128) {
+    if (c->ex) sb_add(c->ex, "v6net+check");
+    *hi = net;
+    return 0;
+  }
+  pb_t host;
+  int rc = pb_index(c, dst ? BA_ATTR_DST_V6HOST : BA_ATTR_SRC_V6HOST, ba_v6_hash(a->a6, 16), &host);
+  if (rc == 0) {
+    rc = pb_and(c, net, host, hi);
+    pb_drop(host);
+  }
+  pb_drop(net);
+  if (rc == 0 && c->ex) sb_add(c->ex, "v6net&v6host+check");
+  return rc;
+}
+
 /* Address node on one side: OR of its items; v6 items are inexact. */
 static int plan_addr_side(segctx_t *c, const qnode_t *n, int dst, pres_t *out) {
   const qaddr_t *items;
@@ -316,8 +345,7 @@ static int plan_addr_side(segctx_t *c, const qnode_t *n, int dst, pres_t *out) {
         hi = pb_all();
         if (c->ex) sb_add(c->ex, "scan");
       } else {
-        if (c->ex) sb_add(c->ex, "ipver:6+check");
-        rc = rows_ipver(c, 6, &hi);
+        rc = plan_v6_item(c, a, dst, &hi);
         if (rc < 0) break;
       }
       it = (pres_t){pb_none(), hi};

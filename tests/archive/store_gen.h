@@ -167,6 +167,10 @@ static inline int rec_zero_outside(const ba_record_t *a, uint32_t mask) {
 /* The linear reference for one attribute value of a record. */
 static inline uint32_t ref_attr(ba_attr_t a, const ba_record_t *r, uint64_t start, uint64_t bin_ns) {
   switch (a) {
+    case BA_ATTR_SRC_V6NET: return r->ipver == 6 ? ba_test_v6_hash(r->src, 6) : UINT32_MAX;
+    case BA_ATTR_DST_V6NET: return r->ipver == 6 ? ba_test_v6_hash(r->dst, 6) : UINT32_MAX;
+    case BA_ATTR_SRC_V6HOST: return r->ipver == 6 ? ba_test_v6_hash(r->src, 16) : UINT32_MAX;
+    case BA_ATTR_DST_V6HOST: return r->ipver == 6 ? ba_test_v6_hash(r->dst, 16) : UINT32_MAX;
     case BA_ATTR_SRC_IP0: case BA_ATTR_SRC_IP1: case BA_ATTR_SRC_IP2: case BA_ATTR_SRC_IP3:
       return r->ipver == 4 ? (ba_addr_get_v4(r->src) >> (8 * (3 - (a - BA_ATTR_SRC_IP0)))) & 0xFF : UINT32_MAX;
     case BA_ATTR_DST_IP0: case BA_ATTR_DST_IP1: case BA_ATTR_DST_IP2: case BA_ATTR_DST_IP3:

@@ -130,7 +130,10 @@ static void check_store_ex(const char *dir, const gen_t *g, ba_codec_t codec, in
           assert_int_equal(nt, 0);
           continue;
         }
-        uint32_t dom = a == BA_ATTR_SRC_PORT || a == BA_ATTR_DST_PORT ? 65536 : a == BA_ATTR_TIME_BIN ? (SLICE_S + BIN_S - 1) / BIN_S : 256;
+        uint32_t dom = a == BA_ATTR_SRC_PORT || a == BA_ATTR_DST_PORT ? 65536
+                       : a >= BA_ATTR_SRC_V6NET                   ? 1u << BA_V6_HASH_BITS
+                       : a == BA_ATTR_TIME_BIN                    ? (SLICE_S + BIN_S - 1) / BIN_S
+                                                                  : 256;
         uint32_t *vals = malloc(dom * sizeof *vals);
         size_t nv = 0;
         assert_int_equal(ba_segment_index_values(seg, (ba_attr_t)a, vals, dom, &nv), BA_OK);

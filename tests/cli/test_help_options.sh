@@ -74,4 +74,22 @@ bad "'bogus'" bench build --codecs wah32,bogus
 bad "'x'" bench range --bins x
 bad "'1,y'" bench range --sizes 1,y
 bad "'nosuch'" bench nosuch
+bad "'abc'" bench build --online --rows abc
+bad "$tmp/none/st: mkdir: No such file or directory" ingest --store "$tmp/none/st" "$SRC/data/cesnet-mixed.pcap"
+if command -v flock >/dev/null; then # a second writer is refused, and told why
+  flock "$tmp/st/.lock" sleep 30 & lpid=$!
+  for _ in $(seq 1 100); do flock -n "$tmp/st/.lock" true || break; sleep 0.05; done
+  bad "another writer holds it" ingest --store "$tmp/st" "$SRC/data/cesnet-mixed.pcap"
+  kill $lpid; wait $lpid 2>/dev/null || true
+fi
+bad "'0'" bench build --online --group 0
+bad "'2x'" bench build --online --repeat 2x
+bad "'bogus'" bench build --online --codecs plwah,bogus
+bad "at most 16" bench range --sizes 1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17
+bad "'3'" query -r "$tmp/st" --threads 3 any
+bad "'mars'" query -r "$tmp/st" --tz mars any
+bad "'mars'" graph -r "$tmp/st" --tz mars
+bad "'2x'" graph -r "$tmp/st" --threads 2x
+bad "'$tmp/st' with -M" graph -r "$tmp/st" -M "$tmp/a:b"
+bad "'yesterday'" graph -r "$tmp/st" -t yesterday
 echo "ok"

@@ -13,7 +13,18 @@ interfaces, AS, masks, dst ToS, direction, next hops, VLANs, MACs, MPLS
 labels, engine type/id, start/end second. KNOWN lists deliberate differences
 as "exporter field reason" lines (doc/decoders.md): a mismatch of a listed
 field on that exporter ("*" = any) is reported as known, not as a failure.
-Exit status 1 if any total or unlisted field differs."""
+Exit status 1 if any total or unlisted field differs.
+
+  nfdump_compare.py --sfcapd NFDUMP.csv BITARC.csv [KNOWN]
+
+reads NFDUMP.csv as written by sfcapd, whose conventions differ from
+nfcapd's and bitarc's in two ways that are not decoding errors: an ICMP
+sample's type is its source port and its code the destination port (bitarc,
+nfcapd and every NetFlow exporter: destination port = type * 256 + code;
+ICMPv6 types sfcapd does not decode at all), and an unknown VLAN (sFlow's
+0xffffffff) is 65535 (bitarc: 0, no VLAN; ids above 4095 do not exist).
+Those fields are brought to bitarc's convention before the comparison; an
+ICMPv6 sample's ports are not compared."""
 import calendar
 import collections
 import sys
@@ -123,9 +134,29 @@ def read_known(path):
     return known
 
 
+def sfcapd_conventions(nf, ba):
+    for recs in nf.values():
+        for r in recs:
+            if r["pr"] == 1:
+                r["sp"], r["dp"] = 0, r["sp"] << 8 | r["dp"]
+            for f in ("svln", "dvln"):
+                if r[f] == 65535:
+                    r[f] = 0
+    for recs in list(nf.values()) + list(ba.values()):
+        for r in recs:
+            if r["pr"] == 58:
+                r["sp"] = r["dp"] = -1
+
+
 def main():
-    nf, ba = read_nfdump(sys.argv[1]), read_bitarc(sys.argv[2])
-    known = read_known(sys.argv[3] if len(sys.argv) > 3 else None)
+    args = sys.argv[1:]
+    sfcapd = args[:1] == ["--sfcapd"]
+    if sfcapd:
+        args = args[1:]
+    nf, ba = read_nfdump(args[0]), read_bitarc(args[1])
+    if sfcapd:
+        sfcapd_conventions(nf, ba)
+    known = read_known(args[2] if len(args) > 2 else None)
     fail = 0
     for ex in sorted(set(nf) | set(ba), key=lambda a: tuple(int(x) for x in a.split(".")) if "." in a else (0,)):
         a, b = nf.get(ex, []), ba.get(ex, [])

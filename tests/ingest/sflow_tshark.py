@@ -85,9 +85,11 @@ def sample_line(s):
             elif "icmp.type" in l4 or "icmpv6.type" in l4:
                 p = "icmp." if "icmp.type" in l4 else "icmpv6."
                 f["dport"] = num(l4[p + "type"]) << 8 | num(l4.get(p + "code"))
-            vl = t.get("vlan")
-            if vl and not f["vlan"]:
-                f["vlan"] = num(find(vl, "vlan.id"))
+            vl = t.get("vlan")  # Q-in-Q: the innermost tag (sfcapd, akvorado)
+            if vl:
+                ids = [num(x) for x in (vl if isinstance(vl, list) else [vl]) for x in [find(x, "vlan.id")] if x]
+                if ids and ids[-1]:
+                    f["vlan"] = ids[-1]
         elif fmt in (3, 4):
             f["flen"] = num(r.get("sflow_245.ip.length"))
             v = "4" if fmt == 3 else "6"

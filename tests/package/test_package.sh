@@ -17,7 +17,7 @@ for t in dpkg-buildpackage dh help2man pkg-config man cc; do
   command -v $t >/dev/null || { echo "FAIL: $t missing (scripts/deps.sh installs it)" >&2; exit 1; }
 done
 tmp=$(mktemp -d)
-pkgs="bitarc libbitarc0 libbitarc-dev python3-bitarc"
+pkgs="bitarc libbitarc0 libbitarc0-omp libbitarc-dev python3-bitarc"
 cleanup() {
   apt-get purge -y -qq -o DPkg::Lock::Timeout=600 $pkgs >/dev/null 2>&1 || true
   rm -rf "$tmp"
@@ -38,9 +38,22 @@ echo "dpkg-buildpackage: $((t1 - t0)) s"
 ls "$tmp"/*.deb
 for p in $pkgs; do ls "$tmp"/${p}_${version}_*.deb >/dev/null || fail "no $p .deb"; done
 
+# The library package needs neither OpenMP nor the C++ runtime: the omp
+# module and what it needs are libbitarc0-omp's.
+lib_deps=$(dpkg-deb -f "$tmp"/libbitarc0_*.deb Depends)
+! grep -E "libgomp|libstdc\+\+" <<<"$lib_deps" >/dev/null || fail "libbitarc0 depends on the omp module's runtime: $lib_deps"
+! dpkg-deb -c "$tmp"/libbitarc0_*.deb | grep libbitarc-omp >/dev/null || fail "libbitarc0 holds the omp module"
 apt-get install -y -qq -o DPkg::Lock::Timeout=600 "$tmp"/bitarc_*.deb "$tmp"/libbitarc0_*.deb \
   "$tmp"/libbitarc-dev_*.deb "$tmp"/python3-bitarc_*.deb >"$tmp/install.log" 2>&1 ||
   { cat "$tmp/install.log"; fail "install"; }
+# without the omp package, --device omp says what to install
+if dpkg-deb -c "$tmp"/libbitarc0-omp_*.deb | grep libbitarc-omp.so >/dev/null; then
+  ! env -u BITARC_OMP_MODULE /usr/bin/bitarc bench build --device omp --rows 1000 >/dev/null 2>"$tmp/omp.err" ||
+    fail "--device omp ran without libbitarc0-omp installed"
+  grep -i "omp" "$tmp/omp.err" >/dev/null || fail "--device omp without its module: '$(cat "$tmp/omp.err")'"
+  apt-get install -y -qq -o DPkg::Lock::Timeout=600 "$tmp"/libbitarc0-omp_*.deb >"$tmp/install.log" 2>&1 ||
+    { cat "$tmp/install.log"; fail "install libbitarc0-omp"; }
+fi
 
 [ "$(/usr/bin/bitarc --version)" = "bitarc $version" ] || fail "bitarc --version: $(/usr/bin/bitarc --version)"
 LC_ALL=C MANPAGER=cat MANWIDTH=80 man bitarc 2>/dev/null | grep "bitarc-expire(1)" >/dev/null || fail "man bitarc"

@@ -56,6 +56,33 @@ wait_bound() {
   for _ in $(seq 1 200); do grep -q " $hex " /proc/net/udp 2>/dev/null && return 0; sleep 0.05; done
   return 1
 }
+# start_pair STORE NFDIR NAME: `bitarc collect` on STORE and nfcapd on NFDIR,
+# each on a free loopback port; sets cpid, cport, npid, nport.
+start_pair() {
+  rm -rf "$1" "$2"; mkdir -p "$2"
+  "$B" collect --store "$1" --listen 127.0.0.1:0 --report-every 0 --sync-every 0 > /dev/null 2> "$1.err" &
+  cpid=$!; pids+=("$cpid")
+  cport=$(collect_port "$1.err")
+  [ -n "$cport" ] || fail "bitarc collect ($3) did not report its port: $(head -3 "$1.err")"
+  nport=$(free_port)
+  nfcapd -w "$2" -p "$nport" -b 127.0.0.1 -t 3600 > /dev/null 2>&1 &
+  npid=$!; pids+=("$npid")
+  wait_bound "$nport" || fail "nfcapd ($3) did not bind"
+}
+# stop_pair STORE: waits for the collector's store to settle, then stops both.
+stop_pair() {
+  settle "$1"
+  kill -TERM "$cpid" "$npid"; wait "$cpid" 2>/dev/null; wait "$npid" 2>/dev/null
+}
+# softflowd_to CAPTURE PORT ARGS...: softflowd reads CAPTURE and exports its
+# flows to 127.0.0.1:PORT (waits until it has sent them all and exited).
+softflowd_to() {
+  local f=$1 P=$2; shift 2
+  softflowd -d -r "$f" -n 127.0.0.1:"$P" "$@" -6 -c "$tmp/sf.$P" -p "$tmp/sf.$P.pid" > /dev/null 2>&1 &
+  local sp=$!
+  for _ in $(seq 1 300); do kill -0 $sp 2>/dev/null || break; softflowctl -c "$tmp/sf.$P" statistics >/dev/null 2>&1; sleep 0.1; done
+  wait $sp 2>/dev/null
+}
 
 # ---------- A: generated flows ----------
 mkdir -p "$tmp/nf"
@@ -302,23 +329,9 @@ if command -v softflowd >/dev/null && command -v softflowctl >/dev/null; then
   files=(ntop__nDPI/tests/cfgs/default/pcap/gnutella.pcap ntop__nDPI/tests/cfgs/default/pcap/fix2.pcap)
   for f in "${files[@]}"; do
     [ -f "$T/$f" ] || { echo "SKIP B: $f missing"; continue; }
-    rm -rf "$tmp/bst" "$tmp/bnf"; mkdir -p "$tmp/bnf"
-    "$B" collect --store "$tmp/bst" --listen 127.0.0.1:0 --report-every 0 --sync-every 0 > /dev/null 2> "$tmp/col.err" &
-    cpid=$!
-    cport=$(collect_port "$tmp/col.err")
-    [ -n "$cport" ] || fail "bitarc collect did not report its port: $(head -3 "$tmp/col.err")"
-    nport=$(free_port)
-    nfcapd -w "$tmp/bnf" -p "$nport" -b 127.0.0.1 -t 3600 > /dev/null 2>&1 &
-    npid=$!
-    wait_bound "$nport" || fail "nfcapd (B) did not bind"
-    for P in $cport $nport; do
-      softflowd -d -r "$T/$f" -n 127.0.0.1:$P -v 9 -6 -c "$tmp/sf.$P" -p "$tmp/sf.$P.pid" > /dev/null 2>&1 &
-      sp=$!
-      for _ in $(seq 1 300); do kill -0 $sp 2>/dev/null || break; softflowctl -c "$tmp/sf.$P" statistics >/dev/null 2>&1; sleep 0.1; done
-      wait $sp 2>/dev/null
-    done
-    settle "$tmp/bst"
-    kill -TERM $cpid $npid; wait $cpid 2>/dev/null; wait $npid 2>/dev/null
+    start_pair "$tmp/bst" "$tmp/bnf" "B"
+    for P in $cport $nport; do softflowd_to "$T/$f" $P -v 9; done
+    stop_pair "$tmp/bst"
     fmt='fmt:%sa %da %sp %dp %pr %flg %pkt %byt %tos %in %out %sas %das %sap %dap %stos %dtos %ipkt %opkt %ibyt %obyt'
     # ICMP: nfcapd drops softflowd's v9 ICMP type/code (prints 0.0), bitarc keeps
     # it; the port columns are compared for the other protocols only.
@@ -355,23 +368,9 @@ F
   # orders count both directions; -s proto groups IPv4 and IPv6 flows
   f=ntop__nDPI/tests/cfgs/default/pcap/gnutella.pcap
   if [ -f "$T/$f" ]; then
-    rm -rf "$tmp/bst" "$tmp/bnf"; mkdir -p "$tmp/bnf"
-    "$B" collect --store "$tmp/bst" --listen 127.0.0.1:0 --report-every 0 --sync-every 0 > /dev/null 2> "$tmp/col.err" &
-    cpid=$!
-    cport=$(collect_port "$tmp/col.err")
-    [ -n "$cport" ] || fail "bitarc collect did not report its port: $(head -3 "$tmp/col.err")"
-    nport=$(free_port)
-    nfcapd -w "$tmp/bnf" -p "$nport" -b 127.0.0.1 -t 3600 > /dev/null 2>&1 &
-    npid=$!
-    wait_bound "$nport" || fail "nfcapd (biflows) did not bind"
-    for P in $cport $nport; do
-      softflowd -d -r "$T/$f" -n 127.0.0.1:$P -v 10 -b -6 -c "$tmp/sf.$P" -p "$tmp/sf.$P.pid" > /dev/null 2>&1 &
-      sp=$!
-      for _ in $(seq 1 300); do kill -0 $sp 2>/dev/null || break; softflowctl -c "$tmp/sf.$P" statistics >/dev/null 2>&1; sleep 0.1; done
-      wait $sp 2>/dev/null
-    done
-    settle "$tmp/bst"
-    kill -TERM $cpid $npid; wait $cpid 2>/dev/null; wait $npid 2>/dev/null
+    start_pair "$tmp/bst" "$tmp/bnf" "biflows"
+    for P in $cport $nport; do softflowd_to "$T/$f" $P -v 10 -b; done
+    stop_pair "$tmp/bst"
     [ "$(nfdump -R "$tmp/bnf" -q -o 'fmt:%opkt' any | awk '{s += $1} END {print s + 0}')" -gt 0 ] || bad "biflows: no reverse packets"
     a=$(nfdump -R "$tmp/bnf" any | grep '^Summary' | sed 's/, avg bps.*//')
     b=$("$B" query -r "$tmp/bst" any | grep '^Summary' | sed 's/, avg bps.*//')
@@ -400,19 +399,9 @@ fi
 # ipfix_allfields.py sends the same datagrams to bitarc collect and nfcapd:
 # next hops, masks, VLANs, four MACs, three MPLS labels, NAT addresses, ports
 # and event, VRFs, flow direction, both ToS and both counter directions.
-rm -rf "$tmp/cst" "$tmp/cnf"; mkdir -p "$tmp/cnf"
-"$B" collect --store "$tmp/cst" --listen 127.0.0.1:0 --report-every 0 --sync-every 0 > /dev/null 2> "$tmp/ccol.err" &
-cpid=$!
-cport=$(collect_port "$tmp/ccol.err")
-[ -n "$cport" ] || fail "bitarc collect did not report its port: $(head -3 "$tmp/ccol.err")"
-nport=$(free_port)
-nfcapd -w "$tmp/cnf" -p "$nport" -b 127.0.0.1 -t 3600 > /dev/null 2>&1 &
-npid=$!
-wait_bound "$nport" || fail "nfcapd (C) did not bind"
-[ -n "$cport" ] || fail "bitarc collect (C) did not report its port"
+start_pair "$tmp/cst" "$tmp/cnf" "C"
 python3 "$(dirname "$0")/ipfix_allfields.py" --flows 3000 --seed 11 "$cport" "$nport" > /dev/null || fail "ipfix_allfields.py"
-settle "$tmp/cst"
-kill -TERM $cpid $npid; wait $cpid 2>/dev/null; wait $npid 2>/dev/null
+stop_pair "$tmp/cst"
 cn() { nfdump -R "$tmp/cnf" "$@" | grep -v '^No matching flows$'; }
 cb() { "$B" query -r "$tmp/cst" "$@"; }
 csame() {

@@ -169,6 +169,11 @@ static const char *const filters[] = {
   "ip in [10.4.0.1, 10.4.0.2, 192.168.0.7]", "dst ip in [10.5.5.0/28 172.16.0.1]",
   "ip in [2001:db8::/32, 10.4.0.0/24]", "ip 2001:db8:0:1::3", "src net 2001:db8::/32",
   "dst net fe80::/10", "net ::/0", "net ::ffff:10.4.0.0/112", "src ip ::ffff:10.4.0.1",
+  /* IPv6 hosts and /48-or-longer prefixes: V6NET/V6HOST candidates, then the column (3.1) */
+  "src ip 2001:db8:1::2", "dst ip fe80::1 and proto tcp", "src net 2001:db8:1::/48",
+  "dst net 2a00:1450:4001::/48 and port 443", "net 2001:db8:0:1::/64", "src net 2001:db8:0:1::/120",
+  "src ip in [2001:db8:1::2 fe80::3 10.4.0.1]", "not dst ip 2a00:1450:4001::1",
+  "src ip 2001:db8:0:1::3 or dst ip 2001:db8:1::4", "src and dst net 2001:db8::/48",
   "port 80", "src port 53", "dst port 443", "port > 1023", "dst port < 1024", "port >= 6000",
   "port <= 22", "src port gt 60000", "port in [1024-2048, 8080]", "dst port in [80 443 53]",
   "portrange 1-1023", "dst portrange 6000-6063", "src and dst port > 1023", "not port 80",

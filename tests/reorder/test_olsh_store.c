@@ -145,6 +145,10 @@ static int64_t attr_value(const ba_record_t *r, ba_attr_t a, uint64_t seg_start,
     case BA_ATTR_TCP_FLAGS: return r->tcp_flags;
     case BA_ATTR_TIME_BIN: return (int64_t)((r->first_ns - seg_start) / ((uint64_t)bin_s * 1000000000ull));
     case BA_ATTR_IPVER: return r->ipver;
+    case BA_ATTR_SRC_V6NET: return r->ipver == 6 ? (int64_t)ba_test_v6_hash(r->src, 6) : -1;
+    case BA_ATTR_DST_V6NET: return r->ipver == 6 ? (int64_t)ba_test_v6_hash(r->dst, 6) : -1;
+    case BA_ATTR_SRC_V6HOST: return r->ipver == 6 ? (int64_t)ba_test_v6_hash(r->src, 16) : -1;
+    case BA_ATTR_DST_V6HOST: return r->ipver == 6 ? (int64_t)ba_test_v6_hash(r->dst, 16) : -1;
     default: return -1;
   }
 }
