@@ -124,9 +124,10 @@ static void check_store_ex(const char *dir, const gen_t *g, ba_codec_t codec, in
       }
       /* Every index bitmap against the linear reference. */
       for (int a = 0; a < BA_ATTR_COUNT; a++) {
-        uint32_t dom = a == BA_ATTR_SRC_PORT || a == BA_ATTR_DST_PORT || a >= BA_ATTR_SRC_V6NET ? 65536
-                       : a == BA_ATTR_TIME_BIN                                            ? (SLICE_S + BIN_S - 1) / BIN_S
-                                                                                          : 256;
+        uint32_t dom = a == BA_ATTR_SRC_PORT || a == BA_ATTR_DST_PORT ? 65536
+                       : a >= BA_ATTR_SRC_V6NET                   ? 1u << BA_V6_HASH_BITS
+                       : a == BA_ATTR_TIME_BIN                    ? (SLICE_S + BIN_S - 1) / BIN_S
+                                                                  : 256;
         uint32_t *vals = malloc(dom * sizeof *vals);
         size_t nv = 0;
         assert_int_equal(ba_segment_index_values(seg, (ba_attr_t)a, vals, dom, &nv), BA_OK);
