@@ -35,13 +35,19 @@ uint8_t *ba_test_read_file(const char *path, size_t *len);
 /* Writes len bytes to path (created or truncated); 0, or -1 on error. */
 int ba_test_write_file(const char *path, const uint8_t *b, size_t len);
 
-/* The IPv6 index attributes' 16-bit hash, written out from doc/format.md §7.4
- * (FNV-1a 32: offset basis 2166136261, prime 16777619; halves XORed), as
- * the reference the library's ba_v6_hash is checked against. */
+/* The IPv6 index attributes' hash, written out from doc/format.md §7.4
+ * (FNV-1a 32: offset basis 2166136261, prime 16777619; then the XOR of its
+ * BA_V6_HASH_BITS-bit pieces from the low end), as the reference the
+ * library's ba_v6_hash is checked against. */
 static inline uint32_t ba_test_v6_hash(const uint8_t *a, unsigned nbytes) {
-  uint64_t h = 2166136261u;
+  uint64_t h = 2166136261u, piece = 1ull << BA_V6_HASH_BITS;
   for (unsigned i = 0; i < nbytes; i++) h = ((h ^ a[i]) * 16777619u) % 4294967296u;
-  return (uint32_t)((h / 65536) ^ (h % 65536));
+  uint32_t v = 0;
+  while (h) {
+    v ^= (uint32_t)(h % piece);
+    h /= piece;
+  }
+  return v;
 }
 
 #endif
