@@ -36,8 +36,9 @@
 #define WRAP_MARK 0xffffffffu
 #define WAKE_BYTES (256u << 10)
 #define WAKE_MS 20
-#define RX_NAP_US 500
+#define RX_NAP_US 1000
 #define RING_MIN ((uint64_t)2 * (RX_MAX + ENT_HDR + 8))
+#define RING_RESET (32ull << 20)
 #define STOP_DRAIN_MS 2000
 #define STOP_WAIT_US 200 /* a drain waiting for queue room naps this long */
 
@@ -148,11 +149,14 @@ static void rx_queue(rx_t *r, struct mmsghdr *msgs, const struct sockaddr_storag
                      int stopping) {
   uint64_t wr = atomic_load_explicit(&r->wr, memory_order_relaxed);
   uint64_t rd = atomic_load_explicit(&r->rd, memory_order_acquire);
-  /* An empty queue past its middle restarts at offset 0, so the memory
-   * touched (the RSS) is about half the bound plus the largest backlog, not
-   * the whole bound. (The skipped tail counts as used until the poller passes
-   * the mark: restarting earlier would leave too little room.) */
-  if (wr == rd && wr % r->cap >= r->cap / 2) {
+  /* An empty queue past RING_RESET (or its middle, if smaller) restarts at
+   * offset 0, so the memory touched (the RSS) is about RING_RESET plus the
+   * largest backlog, not the whole bound: touching fresh pages costs a
+   * page fault and the kernel zeroing them (a sixth of the collector's CPU
+   * in a 10 s burst with the restart at the middle). After a restart the
+   * room is the part before the mark (at least RING_RESET) until the poller
+   * passes the mark, which is the first thing it reads. */
+  if (wr == rd && wr % r->cap >= BA_MIN(r->cap / 2, (uint64_t)RING_RESET)) {
     ba_store_le32(r->ring + wr % r->cap, WRAP_MARK);
     wr += r->cap - wr % r->cap;
   }
@@ -280,9 +284,12 @@ static void *rx_main(void *arg) {
   struct mmsghdr msgs[RX_BATCH];
   struct iovec iov[RX_BATCH];
   struct sockaddr_storage from[RX_BATCH];
+  int idle = 1; /* the last read found the socket empty: wait in poll before reading again */
   while (!atomic_load(&r->c->stop)) {
-    struct pollfd pf = {r->s.fd, POLLIN, 0};
-    if (poll(&pf, 1, 100) <= 0) continue;
+    if (idle) {
+      struct pollfd pf = {r->s.fd, POLLIN, 0};
+      if (poll(&pf, 1, 100) <= 0) continue;
+    }
     for (int i = 0; i < RX_BATCH; i++) {
       iov[i].iov_base = r->rxbuf + (size_t)i * RX_MAX;
       iov[i].iov_len = RX_MAX;
@@ -293,11 +300,13 @@ static void *rx_main(void *arg) {
       msgs[i].msg_hdr.msg_namelen = sizeof(from[i]);
     }
     int n = recvmmsg(r->s.fd, msgs, RX_BATCH, MSG_DONTWAIT, NULL);
-    if (n <= 0) continue;
+    idle = n <= 0;
+    if (idle) continue;
     rx_queue(r, msgs, from, n, wall_ns(), 0);
     if (n < RX_BATCH / 2) {
       /* Few datagrams waiting: let the kernel buffer collect a batch instead of
-       * waking per datagram (the socket buffer holds far more than RX_NAP_US). */
+       * waking per datagram (the socket buffer holds far more than RX_NAP_US);
+       * then read without a poll first (a stream keeps coming). */
       struct timespec nap = {0, RX_NAP_US * 1000L};
       nanosleep(&nap, NULL);
     }
