@@ -159,21 +159,18 @@ static uint64_t pdict_plan(enc_scratch_t *x, const uint64_t *v, size_t n, unsign
     x->cur = 1;
   }
   size_t nd = 0, nc = 0;
-  for (size_t i = 0, j; i < n; i = j) { /* by runs of equal values (a new value starts a run) */
-    uint64_t x0 = v[i];
-    for (j = i + 1; j < n && v[j] == x0; j++) {
-    }
-    size_t h = pd_find(x, x0);
+  for (size_t i = 0; i < n; i++) {
+    size_t h = pd_find(x, v[i]);
     if (x->stamp[h] == x->cur) {
-      x->pcnt[h] += (uint32_t)(j - i);
+      x->pcnt[h]++;
       continue;
     }
     if (nd == PD_MAX) return UINT64_MAX;
     /* All of the first 256 rows distinct (timestamps): give up early. */
     if (i == 255 && nd == 255) return UINT64_MAX;
     x->stamp[h] = x->cur;
-    x->pkey[h] = x0;
-    x->pcnt[h] = (uint32_t)(j - i);
+    x->pkey[h] = v[i];
+    x->pcnt[h] = 1;
     x->ins[nd++] = (uint16_t)h;
   }
   /* Only the 255 most frequent can enter the dictionary: find the count
@@ -221,7 +218,7 @@ static size_t pdict_write(enc_scratch_t *x, const uint64_t *v, size_t n, unsigne
   uint8_t *ixr = x->ix;
   uint64_t emin = UINT64_MAX, emax = 0, ne = 0;
   for (size_t i = 0; i < n; i++) {
-    ixr[i] = i && v[i] == v[i - 1] ? ixr[i - 1] : (uint8_t)x->pcnt[pd_find(x, v[i])];
+    ixr[i] = (uint8_t)x->pcnt[pd_find(x, v[i])];
     if (!ixr[i]) {
       ne++;
       if (v[i] < emin) emin = v[i];
@@ -295,13 +292,23 @@ static size_t encode2_int(enc_scratch_t *x, uint64_t *v, size_t n, unsigned w, i
       zmax = z > zmax ? z : zmax;
     }
   }
+  if (n && mn == mx) {
+    /* One value in every row (IPv4-mapped words, engine ids, ...): FOR at
+     * width 0, the value as the base and scale 1, no bits. What the general
+     * path below chooses for it (every cost 0 or more, FOR first). */
+    memset(out, 0, BA_COL2_FIELD_HDR);
+    out[0] = XF_FOR;
+    ba_store_le64(out + 8, mn);
+    ba_store_le64(out + 16, 1);
+    return BA_COL2_FIELD_HDR;
+  }
   /* The common scale: the gcd of every |v[i] - v0| (0 while all are equal);
    * once it is 1 no later row changes it. */
   for (size_t i = 1; i < n && g != 1; i++) {
     uint64_t d = v[i] >= v0 ? v[i] - v0 : v0 - v[i];
-    if (d && (g == 0 || !exdiv_divides(&eg, d))) {
+    if (g == 0 || !exdiv_divides(&eg, d)) { /* (d = 0 divides; no test for it: unpredictable) */
       g = gcd64(g, d);
-      eg = exdiv_make(g);
+      if (g) eg = exdiv_make(g);
     }
   }
   if (!n) mn = 0;
@@ -317,26 +324,20 @@ static size_t encode2_int(enc_scratch_t *x, uint64_t *v, size_t n, unsigned w, i
   size_t nd = 0;
   int dict_ok = 1;
   memset(used, 0, sizeof used);
-  /* By runs of equal values: one look-up per run (a field that is mostly
-   * one value costs no look-up per row and no counter chained through
-   * memory from row to row). */
-  for (size_t i = 0, j; i < n && dict_ok; i = j) {
-    uint64_t x0 = v[i];
-    for (j = i + 1; j < n && v[j] == x0; j++) {
-    }
-    size_t h = dict_hash(x0);
-    while (used[h] && key[h] != x0) h = (h + 1) & (DICT_SLOTS - 1);
+  for (size_t i = 0; i < n && dict_ok; i++) {
+    size_t h = dict_hash(v[i]);
+    while (used[h] && key[h] != v[i]) h = (h + 1) & (DICT_SLOTS - 1);
     if (used[h]) {
-      cnt[h] += (uint32_t)(j - i);
+      cnt[h]++;
       continue;
     }
-    cnt[h] = (uint32_t)(j - i);
+    cnt[h] = 1;
     if (nd == DICT_MAX) {
       dict_ok = 0;
     } else {
       used[h] = 1;
-      key[h] = x0;
-      dict[nd++] = x0;
+      key[h] = v[i];
+      dict[nd++] = v[i];
     }
   }
   /* Sizes in bits: packed = n * width. Byte planes: LZO has no entropy
