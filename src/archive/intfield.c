@@ -205,8 +205,9 @@ static uint64_t pdict_plan(enc_scratch_t *x, const uint64_t *v, size_t n, unsign
   return best;
 }
 
-/* Writes a PDICT field (plan from pdict_plan) at out; returns its bytes. */
-static size_t pdict_write(enc_scratch_t *x, const uint64_t *v, size_t n, unsigned w, unsigned b, size_t k,
+/* Writes a PDICT field (plan from pdict_plan) at out; returns its bytes.
+ * v is clobbered (the exceptions gathered at its front). */
+static size_t pdict_write(enc_scratch_t *x, uint64_t *v, size_t n, unsigned w, unsigned b, size_t k,
                           uint8_t *out) {
   uint64_t dict[256];
   for (size_t d = 0; d < k; d++) dict[d] = x->cand[d][1];
@@ -217,13 +218,19 @@ static size_t pdict_write(enc_scratch_t *x, const uint64_t *v, size_t n, unsigne
   /* One table look-up per row (x->ix reserved by pdict_plan). */
   uint8_t *ixr = x->ix;
   uint64_t emin = UINT64_MAX, emax = 0, ne = 0;
+  /* Without a branch on "exception" (as random as the values): the
+   * exceptions' values move to the front of v (ne <= i: v[i] is read
+   * first), their range kept with masks. */
   for (size_t i = 0; i < n; i++) {
-    ixr[i] = (uint8_t)x->pcnt[pd_find(x, v[i])];
-    if (!ixr[i]) {
-      ne++;
-      if (v[i] < emin) emin = v[i];
-      if (v[i] > emax) emax = v[i];
-    }
+    uint64_t vi = v[i];
+    uint8_t ix = (uint8_t)x->pcnt[pd_find(x, vi)];
+    uint64_t e = ix == 0, em = 0 - e;
+    ixr[i] = ix;
+    uint64_t lo = vi | ~em, hi = vi & em;
+    emin = lo < emin ? lo : emin;
+    emax = hi > emax ? hi : emax;
+    v[ne] = vi;
+    ne += e;
   }
   if (!ne) emin = emax = 0;
   unsigned eb = bitlen(emax - emin);
@@ -243,8 +250,7 @@ static size_t pdict_write(enc_scratch_t *x, const uint64_t *v, size_t n, unsigne
   for (size_t i = 0; i < n; i++) bitw_put(&bw, ixr[i] ? (uint64_t)ixr[i] - 1 : esc, b);
   bitw_t be = {bitw_end(&bw), 0, 0};
   if (eb)
-    for (size_t i = 0; i < n; i++)
-      if (!ixr[i]) bitw_put(&be, v[i] - emin, eb);
+    for (size_t i = 0; i < ne; i++) bitw_put(&be, v[i] - emin, eb);
   return (size_t)(bitw_end(&be) - out);
 }
 
