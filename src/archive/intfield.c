@@ -122,9 +122,43 @@ static inline uint8_t *bitw_end(bitw_t *w) {
   return w->p;
 }
 
+/* The sorts below take at most SORT_MAX entries (dictionaries and their
+ * candidates): bottom-up merge sorts with a merge step without a branch on
+ * the comparison (a conditional move), inline, where qsort's indirect
+ * comparisons and mispredicted branches cost ~3 % of a group's encoding.
+ * Ascending u64 keys; the order of equal keys is immaterial to callers. */
+#define SORT_MAX 256u
+
 static int cmp_u64(const void *a, const void *b) {
   uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
   return x < y ? -1 : x > y;
+}
+
+static void sort_u64(uint64_t *a, size_t n) {
+  if (n > SORT_MAX) { /* not reached by the callers; kept correct */
+    qsort(a, n, sizeof *a, cmp_u64);
+    return;
+  }
+  uint64_t tmp[SORT_MAX];
+  uint64_t *src = a, *dst = tmp;
+  for (size_t wd = 1; wd < n; wd *= 2) {
+    for (size_t lo = 0; lo < n; lo += 2 * wd) {
+      size_t mid = BA_MIN(lo + wd, n), hi = BA_MIN(lo + 2 * wd, n), i = lo, j = mid, k = lo;
+      while (i < mid && j < hi) {
+        uint64_t x = src[i], y = src[j];
+        int t = y < x;
+        dst[k++] = t ? y : x;
+        j += (size_t)t;
+        i += (size_t)!t;
+      }
+      while (i < mid) dst[k++] = src[i++];
+      while (j < hi) dst[k++] = src[j++];
+    }
+    uint64_t *q = src;
+    src = dst;
+    dst = q;
+  }
+  if (src != a) memcpy(a, src, n * sizeof *a);
 }
 
 
@@ -137,10 +171,41 @@ static inline size_t pd_find(const enc_scratch_t *x, uint64_t v) {
   return h;
 }
 
+/* Sorts (count, value) pairs by count descending, then value ascending (the
+ * values are distinct: a total order). n <= SORT_MAX. */
 static int cmp_cand(const void *a, const void *b) {
   const uint64_t *x = a, *y = b; /* count descending, then value */
   if (x[0] != y[0]) return x[0] > y[0] ? -1 : 1;
   return (x[1] > y[1]) - (x[1] < y[1]);
+}
+
+static void sort_cand(uint64_t (*a)[2], size_t n) {
+  if (n > SORT_MAX) { /* more than 255 values seen over 255 times (row groups of 65,280 rows or more) */
+    qsort(a, n, sizeof a[0], cmp_cand);
+    return;
+  }
+  uint64_t tmp[SORT_MAX][2];
+  uint64_t(*src)[2] = a, (*dst)[2] = tmp;
+  for (size_t wd = 1; wd < n; wd *= 2) {
+    for (size_t lo = 0; lo < n; lo += 2 * wd) {
+      size_t mid = BA_MIN(lo + wd, n), hi = BA_MIN(lo + 2 * wd, n), i = lo, j = mid, k = lo;
+      while (i < mid && j < hi) {
+        uint64_t xc = src[i][0], xv = src[i][1], yc = src[j][0], yv = src[j][1];
+        int t = (yc > xc) | ((yc == xc) & (yv < xv)); /* y goes first */
+        dst[k][0] = t ? yc : xc;
+        dst[k][1] = t ? yv : xv;
+        k++;
+        j += (size_t)t;
+        i += (size_t)!t;
+      }
+      for (; i < mid; i++, k++) dst[k][0] = src[i][0], dst[k][1] = src[i][1];
+      for (; j < hi; j++, k++) dst[k][0] = src[j][0], dst[k][1] = src[j][1];
+    }
+    uint64_t(*q)[2] = src;
+    src = dst;
+    dst = q;
+  }
+  if (src != a) memcpy(a, src, n * sizeof *a);
 }
 
 /* PDICT plan: counts the values (gives up past PD_MAX distinct), sorts
@@ -189,7 +254,7 @@ static uint64_t pdict_plan(enc_scratch_t *x, const uint64_t *v, size_t n, unsign
     nc++;
   }
   if (!nc) return UINT64_MAX;
-  qsort(x->cand, nc, sizeof x->cand[0], cmp_cand);
+  sort_cand(x->cand, nc);
   uint64_t best = UINT64_MAX, covered = 0;
   size_t k = 0;
   for (unsigned b = 1; b <= 8; b++) {
@@ -211,7 +276,7 @@ static size_t pdict_write(enc_scratch_t *x, uint64_t *v, size_t n, unsigned w, u
                           uint8_t *out) {
   uint64_t dict[256];
   for (size_t d = 0; d < k; d++) dict[d] = x->cand[d][1];
-  qsort(dict, k, sizeof *dict, cmp_u64);
+  sort_u64(dict, k); /* k <= 255 */
   /* pcnt now: index + 1 of dictionary values, 0 for the others. */
   for (size_t d = 0; d < PD_MAX && x->stamp[x->ins[d]] == x->cur; d++) x->pcnt[x->ins[d]] = 0;
   for (size_t d = 0; d < k; d++) x->pcnt[pd_find(x, dict[d])] = (uint32_t)d + 1;
@@ -254,21 +319,17 @@ static size_t pdict_write(enc_scratch_t *x, uint64_t *v, size_t n, unsigned w, u
   return (size_t)(bitw_end(&be) - out);
 }
 
-static int cmp_u32_desc(const void *a, const void *b) {
-  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-  return (x < y) - (x > y);
-}
-
 /* PDICT cost in bits from the counts of the nd (<= DICT_MAX) distinct
  * values, exceptions at exc_bits each (an upper bound of what they take). */
 static uint64_t pdict_estimate(const uint64_t *key, const uint8_t *used, const uint32_t *cnt, size_t nd, size_t n,
                                unsigned w, unsigned exc_bits) {
   (void)key;
-  uint32_t c[DICT_MAX];
+  uint64_t c[DICT_MAX]; /* counts, descending: sorted as UINT32_MAX - count ascending */
   size_t k = 0;
   for (size_t h = 0; h < DICT_SLOTS && k < nd; h++)
-    if (used[h]) c[k++] = cnt[h];
-  qsort(c, k, sizeof *c, cmp_u32_desc);
+    if (used[h]) c[k++] = UINT32_MAX - cnt[h];
+  sort_u64(c, k);
+  for (size_t i = 0; i < k; i++) c[i] = UINT32_MAX - c[i];
   uint64_t best = UINT64_MAX, covered = 0;
   size_t j = 0;
   for (unsigned b = 1; b <= 8; b++) {
@@ -419,7 +480,7 @@ static size_t encode2_int(enc_scratch_t *x, uint64_t *v, size_t n, unsigned w, i
     ba_store_le32(p + 4, (uint32_t)nd);
     ba_store_le64(p + 16, 1);
     p += BA_COL2_FIELD_HDR;
-    qsort(dict, nd, sizeof *dict, cmp_u64);
+    sort_u64(dict, nd); /* nd <= DICT_MAX */
     for (size_t d = 0; d < nd; d++) {
       for (unsigned b = 0; b < w; b++) *p++ = (uint8_t)(dict[d] >> (8 * b));
       size_t h = dict_hash(dict[d]);

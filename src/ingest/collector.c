@@ -32,6 +32,10 @@
 
 #define RX_BATCH 32
 #define RX_MAX 65536
+/* Receive buffers are RX_MAX apart plus 65 cache lines: at a power-of-two
+ * stride the start of every buffer (where the datagrams are) maps to the
+ * same cache sets, and the batch's copies evict each other. */
+#define RX_STRIDE (RX_MAX + 65 * 64)
 #define ENT_HDR 28 /* u32 length + 16-byte exporter + u64 receive time (ns since the epoch) */
 #define WRAP_MARK 0xffffffffu
 #define WAKE_BYTES (256u << 10)
@@ -227,7 +231,7 @@ static void rx_drain_udp(rx_t *r, struct mmsghdr *msgs, struct iovec *iov, struc
   uint64_t late_max = 2 * (uint64_t)(r->s.rcvbuf_granted ? r->s.rcvbuf_granted : (1u << 20));
   for (;;) {
     for (int i = 0; i < RX_BATCH; i++) {
-      iov[i].iov_base = r->rxbuf + (size_t)i * RX_MAX;
+      iov[i].iov_base = r->rxbuf + (size_t)i * RX_STRIDE;
       iov[i].iov_len = RX_MAX;
       memset(&msgs[i], 0, sizeof(msgs[i]));
       msgs[i].msg_hdr.msg_iov = &iov[i];
@@ -291,7 +295,7 @@ static void *rx_main(void *arg) {
       if (poll(&pf, 1, 100) <= 0) continue;
     }
     for (int i = 0; i < RX_BATCH; i++) {
-      iov[i].iov_base = r->rxbuf + (size_t)i * RX_MAX;
+      iov[i].iov_base = r->rxbuf + (size_t)i * RX_STRIDE;
       iov[i].iov_len = RX_MAX;
       memset(&msgs[i], 0, sizeof(msgs[i]));
       msgs[i].msg_hdr.msg_iov = &iov[i];
@@ -354,7 +358,7 @@ static int rx_new(ba_collector_t *c, const char *listen, uint64_t cap, rx_t **ou
   r->cap = cap;
   ba_rx_exporters_init(&r->exp);
   r->ring = ba_malloc(cap);
-  r->rxbuf = ba_malloc((size_t)RX_BATCH * RX_MAX);
+  r->rxbuf = ba_malloc((size_t)RX_BATCH * RX_STRIDE);
   if (!r->ring || !r->rxbuf) {
     rx_free(r);
     return BA_ERR_NOMEM;
