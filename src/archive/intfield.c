@@ -496,6 +496,22 @@ static size_t encode2_int(enc_scratch_t *x, uint64_t *v, size_t n, unsigned w, i
     ba_store_le64(p + 8, mn);
     ba_store_le64(p + 16, sc);
     p += BA_COL2_FIELD_HDR;
+    if (!planes) { /* packed as transformed: no pass writing v back */
+      bitw_t bw = {p, 0, 0};
+      if (bits && method == XF_FOR && sc == 1) {
+        for (size_t i = 0; i < n; i++) bitw_put(&bw, v[i] - mn, bits);
+      } else if (bits && method == XF_FOR) {
+        for (size_t i = 0; i < n; i++) bitw_put(&bw, exdiv_div(&esc, v[i] - mn), bits);
+      } else if (bits) {
+        prev = 0;
+        for (size_t i = 0; i < n; i++) {
+          uint64_t k = exdiv_div(&esc, v[i] - mn);
+          bitw_put(&bw, zz((k - prev) & m, w, m), bits);
+          prev = k;
+        }
+      }
+      return (size_t)(bitw_end(&bw) - out);
+    }
     prev = 0;
     for (size_t i = 0; i < n; i++) {
       uint64_t k = exdiv_div(&esc, v[i] - mn);
