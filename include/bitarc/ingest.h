@@ -30,6 +30,8 @@ typedef enum ba_ingest_drop {
   BA_DROP_NOT_EXPORT,           /* flows mode: a packet that is no export datagram (unit: packet) */
   BA_DROP_QUEUE_FULL,           /* collector: receive queue was full (unit: datagram) */
   BA_DROP_STORE,                /* the sink refused a batch (unit: record) */
+  BA_DROP_STOP_TIMEOUT,         /* collector: read from the socket at stop after the drain time ran
+                                 * out (or the queue stayed full until then) (unit: datagram) */
   BA_DROP_COUNT
 } ba_ingest_drop_t;
 /* "unknown-template", "malformed", ...; never NULL. */
@@ -309,6 +311,10 @@ typedef struct ba_collector_opts {
    * shared equally by the sockets. A datagram
    * that finds its queue full is dropped and counted for its exporter. */
   uint64_t queue_bytes;
+  /* At stop, each receive thread reads its socket until it is empty, waiting
+   * for queue room when the queue is full, for at most this long (0 = 2000
+   * ms); what is read after that is counted as stop-timeout drops. */
+  uint32_t stop_drain_ms;
   ba_flow_decoder_opts_t decoder;
 } ba_collector_opts_t;
 void ba_collector_opts_init(ba_collector_opts_t *o);
@@ -326,7 +332,10 @@ typedef struct ba_collector_stats {
   uint64_t queue_peak;          /* most bytes seen queued at once (sampled at each poll) */
   int64_t kernel_drops;         /* socket drops from /proc/net/udp{,6}, all sockets; -1 if unknown */
   uint32_t rcvbuf_granted;      /* smallest receive buffer granted to a socket */
-  ba_ingest_counts_t counts;    /* decoder totals, queue-full drops included */
+  ba_ingest_counts_t counts;    /* decoder totals, queue-full and stop-timeout drops included */
+  uint64_t stop_drained;        /* datagrams read from the sockets after the stop (in `received`) */
+  uint64_t stop_dropped;        /* of those, dropped: the drain time ran out (stop-timeout) */
+  double stop_drain_s;          /* how long the receive threads drained at stop (the longest) */
 } ba_collector_stats_t;
 
 /* One receive socket. */
@@ -368,7 +377,11 @@ int ba_collector_start(const ba_collector_opts_t *opts, ba_collector_t **out, ch
  * records to fn. Call from one thread (the "polling thread"). Returns 0, or
  * the sink's status. */
 int ba_collector_poll(ba_collector_t *c, int timeout_ms, ba_record_sink_fn fn, void *ctx);
-/* Stops receiving, decodes what is queued, finishes the decoder. */
+/* Stops receiving: each receive thread reads its socket until it is empty
+ * (for at most opts.stop_drain_ms; the queue bound still holds: it waits for
+ * room while this thread decodes), then everything queued is decoded and
+ * the decoder finished. Datagrams read after the drain time are counted as
+ * stop-timeout drops. */
 int ba_collector_stop(ba_collector_t *c, ba_record_sink_fn fn, void *ctx);
 /* Totals; call from the polling thread (decoder counts). */
 void ba_collector_get_stats(ba_collector_t *c, ba_collector_stats_t *st);

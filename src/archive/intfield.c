@@ -122,9 +122,43 @@ static inline uint8_t *bitw_end(bitw_t *w) {
   return w->p;
 }
 
+/* The sorts below take at most SORT_MAX entries (dictionaries and their
+ * candidates): bottom-up merge sorts with a merge step without a branch on
+ * the comparison (a conditional move), inline, where qsort's indirect
+ * comparisons and mispredicted branches cost ~3 % of a group's encoding.
+ * Ascending u64 keys; the order of equal keys is immaterial to callers. */
+#define SORT_MAX 256u
+
 static int cmp_u64(const void *a, const void *b) {
   uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
   return x < y ? -1 : x > y;
+}
+
+static void sort_u64(uint64_t *a, size_t n) {
+  if (n > SORT_MAX) { /* not reached by the callers; kept correct */
+    qsort(a, n, sizeof *a, cmp_u64);
+    return;
+  }
+  uint64_t tmp[SORT_MAX];
+  uint64_t *src = a, *dst = tmp;
+  for (size_t wd = 1; wd < n; wd *= 2) {
+    for (size_t lo = 0; lo < n; lo += 2 * wd) {
+      size_t mid = BA_MIN(lo + wd, n), hi = BA_MIN(lo + 2 * wd, n), i = lo, j = mid, k = lo;
+      while (i < mid && j < hi) {
+        uint64_t x = src[i], y = src[j];
+        int t = y < x;
+        dst[k++] = t ? y : x;
+        j += (size_t)t;
+        i += (size_t)!t;
+      }
+      while (i < mid) dst[k++] = src[i++];
+      while (j < hi) dst[k++] = src[j++];
+    }
+    uint64_t *q = src;
+    src = dst;
+    dst = q;
+  }
+  if (src != a) memcpy(a, src, n * sizeof *a);
 }
 
 
@@ -137,10 +171,41 @@ static inline size_t pd_find(const enc_scratch_t *x, uint64_t v) {
   return h;
 }
 
+/* Sorts (count, value) pairs by count descending, then value ascending (the
+ * values are distinct: a total order). n <= SORT_MAX. */
 static int cmp_cand(const void *a, const void *b) {
   const uint64_t *x = a, *y = b; /* count descending, then value */
   if (x[0] != y[0]) return x[0] > y[0] ? -1 : 1;
   return (x[1] > y[1]) - (x[1] < y[1]);
+}
+
+static void sort_cand(uint64_t (*a)[2], size_t n) {
+  if (n > SORT_MAX) { /* more than 255 values seen over 255 times (row groups of 65,280 rows or more) */
+    qsort(a, n, sizeof a[0], cmp_cand);
+    return;
+  }
+  uint64_t tmp[SORT_MAX][2];
+  uint64_t(*src)[2] = a, (*dst)[2] = tmp;
+  for (size_t wd = 1; wd < n; wd *= 2) {
+    for (size_t lo = 0; lo < n; lo += 2 * wd) {
+      size_t mid = BA_MIN(lo + wd, n), hi = BA_MIN(lo + 2 * wd, n), i = lo, j = mid, k = lo;
+      while (i < mid && j < hi) {
+        uint64_t xc = src[i][0], xv = src[i][1], yc = src[j][0], yv = src[j][1];
+        int t = (yc > xc) | ((yc == xc) & (yv < xv)); /* y goes first */
+        dst[k][0] = t ? yc : xc;
+        dst[k][1] = t ? yv : xv;
+        k++;
+        j += (size_t)t;
+        i += (size_t)!t;
+      }
+      for (; i < mid; i++, k++) dst[k][0] = src[i][0], dst[k][1] = src[i][1];
+      for (; j < hi; j++, k++) dst[k][0] = src[j][0], dst[k][1] = src[j][1];
+    }
+    uint64_t(*q)[2] = src;
+    src = dst;
+    dst = q;
+  }
+  if (src != a) memcpy(a, src, n * sizeof *a);
 }
 
 /* PDICT plan: counts the values (gives up past PD_MAX distinct), sorts
@@ -189,7 +254,7 @@ static uint64_t pdict_plan(enc_scratch_t *x, const uint64_t *v, size_t n, unsign
     nc++;
   }
   if (!nc) return UINT64_MAX;
-  qsort(x->cand, nc, sizeof x->cand[0], cmp_cand);
+  sort_cand(x->cand, nc);
   uint64_t best = UINT64_MAX, covered = 0;
   size_t k = 0;
   for (unsigned b = 1; b <= 8; b++) {
@@ -205,25 +270,32 @@ static uint64_t pdict_plan(enc_scratch_t *x, const uint64_t *v, size_t n, unsign
   return best;
 }
 
-/* Writes a PDICT field (plan from pdict_plan) at out; returns its bytes. */
-static size_t pdict_write(enc_scratch_t *x, const uint64_t *v, size_t n, unsigned w, unsigned b, size_t k,
+/* Writes a PDICT field (plan from pdict_plan) at out; returns its bytes.
+ * v is clobbered (the exceptions gathered at its front). */
+static size_t pdict_write(enc_scratch_t *x, uint64_t *v, size_t n, unsigned w, unsigned b, size_t k,
                           uint8_t *out) {
   uint64_t dict[256];
   for (size_t d = 0; d < k; d++) dict[d] = x->cand[d][1];
-  qsort(dict, k, sizeof *dict, cmp_u64);
+  sort_u64(dict, k); /* k <= 255 */
   /* pcnt now: index + 1 of dictionary values, 0 for the others. */
   for (size_t d = 0; d < PD_MAX && x->stamp[x->ins[d]] == x->cur; d++) x->pcnt[x->ins[d]] = 0;
   for (size_t d = 0; d < k; d++) x->pcnt[pd_find(x, dict[d])] = (uint32_t)d + 1;
   /* One table look-up per row (x->ix reserved by pdict_plan). */
   uint8_t *ixr = x->ix;
   uint64_t emin = UINT64_MAX, emax = 0, ne = 0;
+  /* Without a branch on "exception" (as random as the values): the
+   * exceptions' values move to the front of v (ne <= i: v[i] is read
+   * first), their range kept with masks. */
   for (size_t i = 0; i < n; i++) {
-    ixr[i] = (uint8_t)x->pcnt[pd_find(x, v[i])];
-    if (!ixr[i]) {
-      ne++;
-      if (v[i] < emin) emin = v[i];
-      if (v[i] > emax) emax = v[i];
-    }
+    uint64_t vi = v[i];
+    uint8_t ix = (uint8_t)x->pcnt[pd_find(x, vi)];
+    uint64_t e = ix == 0, em = 0 - e;
+    ixr[i] = ix;
+    uint64_t lo = vi | ~em, hi = vi & em;
+    emin = lo < emin ? lo : emin;
+    emax = hi > emax ? hi : emax;
+    v[ne] = vi;
+    ne += e;
   }
   if (!ne) emin = emax = 0;
   unsigned eb = bitlen(emax - emin);
@@ -243,14 +315,8 @@ static size_t pdict_write(enc_scratch_t *x, const uint64_t *v, size_t n, unsigne
   for (size_t i = 0; i < n; i++) bitw_put(&bw, ixr[i] ? (uint64_t)ixr[i] - 1 : esc, b);
   bitw_t be = {bitw_end(&bw), 0, 0};
   if (eb)
-    for (size_t i = 0; i < n; i++)
-      if (!ixr[i]) bitw_put(&be, v[i] - emin, eb);
+    for (size_t i = 0; i < ne; i++) bitw_put(&be, v[i] - emin, eb);
   return (size_t)(bitw_end(&be) - out);
-}
-
-static int cmp_u32_desc(const void *a, const void *b) {
-  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-  return (x < y) - (x > y);
 }
 
 /* PDICT cost in bits from the counts of the nd (<= DICT_MAX) distinct
@@ -258,11 +324,12 @@ static int cmp_u32_desc(const void *a, const void *b) {
 static uint64_t pdict_estimate(const uint64_t *key, const uint8_t *used, const uint32_t *cnt, size_t nd, size_t n,
                                unsigned w, unsigned exc_bits) {
   (void)key;
-  uint32_t c[DICT_MAX];
+  uint64_t c[DICT_MAX]; /* counts, descending: sorted as UINT32_MAX - count ascending */
   size_t k = 0;
   for (size_t h = 0; h < DICT_SLOTS && k < nd; h++)
-    if (used[h]) c[k++] = cnt[h];
-  qsort(c, k, sizeof *c, cmp_u32_desc);
+    if (used[h]) c[k++] = UINT32_MAX - cnt[h];
+  sort_u64(c, k);
+  for (size_t i = 0; i < k; i++) c[i] = UINT32_MAX - c[i];
   uint64_t best = UINT64_MAX, covered = 0;
   size_t j = 0;
   for (unsigned b = 1; b <= 8; b++) {
@@ -291,8 +358,22 @@ static size_t encode2_int(enc_scratch_t *x, uint64_t *v, size_t n, unsigned w, i
       uint64_t z = zz((v[i] - v[i - 1]) & m, w, m);
       zmax = z > zmax ? z : zmax;
     }
+  }
+  if (n && mn == mx) {
+    /* One value in every row (IPv4-mapped words, engine ids, ...): FOR at
+     * width 0, the value as the base and scale 1, no bits. What the general
+     * path below chooses for it (every cost 0 or more, FOR first). */
+    memset(out, 0, BA_COL2_FIELD_HDR);
+    out[0] = XF_FOR;
+    ba_store_le64(out + 8, mn);
+    ba_store_le64(out + 16, 1);
+    return BA_COL2_FIELD_HDR;
+  }
+  /* The common scale: the gcd of every |v[i] - v0| (0 while all are equal);
+   * once it is 1 no later row changes it. */
+  for (size_t i = 1; i < n && g != 1; i++) {
     uint64_t d = v[i] >= v0 ? v[i] - v0 : v0 - v[i];
-    if (g != 1 && (g == 0 || !exdiv_divides(&eg, d))) {
+    if (g == 0 || !exdiv_divides(&eg, d)) { /* (d = 0 divides; no test for it: unpredictable) */
       g = gcd64(g, d);
       if (g) eg = exdiv_make(g);
     }
@@ -399,7 +480,7 @@ static size_t encode2_int(enc_scratch_t *x, uint64_t *v, size_t n, unsigned w, i
     ba_store_le32(p + 4, (uint32_t)nd);
     ba_store_le64(p + 16, 1);
     p += BA_COL2_FIELD_HDR;
-    qsort(dict, nd, sizeof *dict, cmp_u64);
+    sort_u64(dict, nd); /* nd <= DICT_MAX */
     for (size_t d = 0; d < nd; d++) {
       for (unsigned b = 0; b < w; b++) *p++ = (uint8_t)(dict[d] >> (8 * b));
       size_t h = dict_hash(dict[d]);
@@ -415,6 +496,22 @@ static size_t encode2_int(enc_scratch_t *x, uint64_t *v, size_t n, unsigned w, i
     ba_store_le64(p + 8, mn);
     ba_store_le64(p + 16, sc);
     p += BA_COL2_FIELD_HDR;
+    if (!planes) { /* packed as transformed: no pass writing v back */
+      bitw_t bw = {p, 0, 0};
+      if (bits && method == XF_FOR && sc == 1) {
+        for (size_t i = 0; i < n; i++) bitw_put(&bw, v[i] - mn, bits);
+      } else if (bits && method == XF_FOR) {
+        for (size_t i = 0; i < n; i++) bitw_put(&bw, exdiv_div(&esc, v[i] - mn), bits);
+      } else if (bits) {
+        prev = 0;
+        for (size_t i = 0; i < n; i++) {
+          uint64_t k = exdiv_div(&esc, v[i] - mn);
+          bitw_put(&bw, zz((k - prev) & m, w, m), bits);
+          prev = k;
+        }
+      }
+      return (size_t)(bitw_end(&bw) - out);
+    }
     prev = 0;
     for (size_t i = 0; i < n; i++) {
       uint64_t k = exdiv_div(&esc, v[i] - mn);

@@ -26,7 +26,10 @@ static void usage(FILE *f) {
           "held briefly. Receive threads drain the sockets into a bounded queue so a slow\n"
           "disk does not make the kernel drop datagrams; when the queue is full, datagrams\n"
           "are dropped and counted per exporter (queue-full).\n"
-          "Signals: SIGINT/SIGTERM (Ctrl-C) flush and close the store cleanly; SIGHUP\n"
+          "Signals: SIGINT/SIGTERM (Ctrl-C) stop receiving, read what is still waiting in\n"
+          "the sockets (until they are empty, at most --stop-drain), store it, then flush\n"
+          "and close the store cleanly; the report counts what was read at stop and what\n"
+          "was dropped because the drain time ran out (stop-timeout). SIGHUP\n"
           "reopens the --log file (for log rotation), makes finished blocks durable and\n"
           "rewrites the --stats file, and collecting goes on.\n"
           "\n"
@@ -47,6 +50,8 @@ static void usage(FILE *f) {
           "                         clock looks wrong either way)\n"
           "      --queue BYTES      bound of the receive queue, all sockets together (default\n"
           "                         256M)\n"
+          "      --stop-drain D     at SIGINT/SIGTERM, read the sockets until empty for at most\n"
+          "                         D (default 2s; 500ms, 10s, ...)\n"
           "      --status-every D   status line on stderr (or --log) every D: flows/s, queue\n"
           "                         fill, drops (default 10s, 0 = off; --report-every is the\n"
           "                         old name)\n"
@@ -139,7 +144,10 @@ typedef struct copts {
   ba_cli_retention_t ret; /* --max-age, --max-size, --expire-every */
 } copts_t;
 
-enum { O_RCVBUF = 1, O_QUEUE, O_EVERY, O_SYNC, O_DURATION, O_REPORT, O_STATS, O_STATS_EVERY, O_LOG, O_RXT, O_REBASE, O_LIVE };
+enum {
+  O_RCVBUF = 1, O_QUEUE, O_EVERY, O_SYNC, O_DURATION, O_REPORT, O_STATS, O_STATS_EVERY, O_LOG, O_RXT, O_REBASE, O_LIVE,
+  O_STOP_DRAIN
+};
 static const struct option g_lo[] = {{"store", required_argument, 0, 'w'},
                                      {"listen", required_argument, 0, 'l'},
                                      {"rx-threads", required_argument, 0, O_RXT},
@@ -152,6 +160,7 @@ static const struct option g_lo[] = {{"store", required_argument, 0, 'w'},
                                      {"log", required_argument, 0, O_LOG},
                                      {"sync-every", required_argument, 0, O_SYNC},
                                      {"live-every", required_argument, 0, O_LIVE},
+                                     {"stop-drain", required_argument, 0, O_STOP_DRAIN},
                                      {"duration", required_argument, 0, O_DURATION},
                                      {"report", required_argument, 0, O_REPORT},
                                      {"rebase-time", no_argument, 0, O_REBASE},
@@ -197,17 +206,20 @@ static int parse_value(int c, const char *arg, copts_t *o) {
     if (c == O_RCVBUF) o->co.rcvbuf_bytes = (uint32_t)b;
     else o->co.queue_bytes = (uint64_t)b;
     return 0;
-  case O_LIVE: {
+  case O_LIVE:
+  case O_STOP_DRAIN: {
     /* milliseconds matter here: "500ms", "1s", "2" (seconds) */
     char *end = NULL;
     double d = strtod(arg, &end);
     double unit = !strcmp(end, "ms") ? 1e6 : (!strcmp(end, "s") || !*end) ? 1e9 : !strcmp(end, "m") ? 60e9
                   : !strcmp(end, "h") ? 3600e9 : 0;
-    if (end == arg || unit == 0 || !(d >= 0) || d * unit > 3600e9) {
-      ba_cli_err("collect", "--live-every '%s' is not a duration from 0 to 1h (e.g. 500ms, 1s)", arg);
+    if (end == arg || unit == 0 || !(d >= 0) || d * unit > 3600e9 || (c == O_STOP_DRAIN && d * unit < 1e6)) {
+      ba_cli_err("collect", "--%s '%s' is not a duration from %s to 1h (e.g. 500ms, 1s)",
+                 c == O_LIVE ? "live-every" : "stop-drain", arg, c == O_LIVE ? "0" : "1ms");
       return 2;
     }
-    o->live_ns = (uint64_t)(d * unit);
+    if (c == O_LIVE) o->live_ns = (uint64_t)(d * unit);
+    else o->co.stop_drain_ms = (uint32_t)(d * unit / 1e6);
     return 0;
   }
   case O_RXT:
@@ -250,7 +262,7 @@ static int parse_args(int argc, char **argv, copts_t *o) {
       o->co.listens[o->co.nlisten++] = optarg;
       break;
     case O_RCVBUF: case O_QUEUE: case O_RXT: case O_EVERY: case O_SYNC: case O_DURATION: case O_STATS_EVERY:
-    case O_LIVE:
+    case O_LIVE: case O_STOP_DRAIN:
       if (parse_value(c, optarg, o)) return 2;
       break;
     case O_STATS: o->stats = optarg; break;

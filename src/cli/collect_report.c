@@ -69,7 +69,8 @@ void ba_coll_fmt_bytes(char *buf, size_t len, uint64_t v) {
 }
 
 static uint64_t decoder_drops(const ba_ingest_counts_t *c) {
-  return ba_ingest_counts_dropped(c) - c->dropped[BA_DROP_QUEUE_FULL] - c->dropped[BA_DROP_STORE];
+  return ba_ingest_counts_dropped(c) - c->dropped[BA_DROP_QUEUE_FULL] - c->dropped[BA_DROP_STORE] -
+         c->dropped[BA_DROP_STOP_TIMEOUT];
 }
 
 void ba_coll_status_line(FILE *f, const ba_coll_snap_t *s) {
@@ -103,6 +104,10 @@ void ba_coll_report_text(FILE *f, const ba_coll_snap_t *s) {
   fprintf(f, "\n  decoder: ");
   ba_cli_print_counts(f, &s->st.counts);
   fputc('\n', f);
+  if (s->final)
+    fprintf(f, "  stop: read %" PRIu64 " datagrams from the sockets in %.3f s after the signal, %" PRIu64
+            " of them dropped (stop-timeout)\n",
+            s->st.stop_drained, s->st.stop_drain_s, s->st.stop_dropped);
   int any_tcp = 0;
   for (size_t i = 0; i < s->nso; i++) any_tcp |= s->so[i].tcp;
   for (size_t i = 0; (s->nso > 1 || any_tcp) && i < s->nso; i++) {
@@ -183,7 +188,9 @@ void ba_coll_report_json(FILE *f, const ba_coll_snap_t *s) {
     ba_cli_json_string(f, s->ex[i].last_error);
     fputc('}', f);
   }
-  fprintf(f, "],\"live\":{\"blocks\":%" PRIu64 ",\"bytes\":%" PRIu64 "},\"templates\":[", s->live_blocks,
+  fprintf(f, "],\"stop\":{\"drained\":%" PRIu64 ",\"dropped\":%" PRIu64 ",\"seconds\":%.3f}", s->st.stop_drained,
+          s->st.stop_dropped, s->st.stop_drain_s);
+  fprintf(f, ",\"live\":{\"blocks\":%" PRIu64 ",\"bytes\":%" PRIu64 "},\"templates\":[", s->live_blocks,
           s->live_bytes);
   ba_cli_json_templates(f, s->tp, s->ntp);
   fprintf(f, "]}\n");

@@ -7,7 +7,13 @@
  * position with a release store and reads the other's with an acquire load.
  * Entries are [u32 length][16-byte exporter][datagram], 8-byte aligned; an
  * entry never wraps (a WRAP_MARK sends the reader back to offset 0). The
- * mutex and condition variable only wake a sleeping poller. */
+ * mutex and condition variable only wake a sleeping poller.
+ *
+ * Stop (ba_collector_stop): the receive threads read their sockets until
+ * they are empty, waiting for queue room rather than dropping, for at most
+ * the drain time; the stopping thread decodes meanwhile. What is read after
+ * the drain time is counted as stop-timeout drops. */
+#include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
@@ -26,12 +32,19 @@
 
 #define RX_BATCH 32
 #define RX_MAX 65536
+/* Receive buffers are RX_MAX apart plus 65 cache lines: at a power-of-two
+ * stride the start of every buffer (where the datagrams are) maps to the
+ * same cache sets, and the batch's copies evict each other. */
+#define RX_STRIDE (RX_MAX + 65 * 64)
 #define ENT_HDR 28 /* u32 length + 16-byte exporter + u64 receive time (ns since the epoch) */
 #define WRAP_MARK 0xffffffffu
 #define WAKE_BYTES (256u << 10)
 #define WAKE_MS 20
-#define RX_NAP_US 500
+#define RX_NAP_US 1000
 #define RING_MIN ((uint64_t)2 * (RX_MAX + ENT_HDR + 8))
+#define RING_RESET (32ull << 20)
+#define STOP_DRAIN_MS 2000
+#define STOP_WAIT_US 200 /* a drain waiting for queue room naps this long */
 
 typedef struct rx {
   struct ba_collector *c;
@@ -49,6 +62,9 @@ typedef struct rx {
   char pad2[64];
   /* written by the receive thread only */
   _Atomic uint64_t received, received_bytes, dropped, dropped_bytes, peak;
+  _Atomic uint64_t stop_drained, stop_dropped; /* datagrams read after the stop; of those dropped */
+  _Atomic uint64_t stop_ns;                    /* how long this thread drained at stop */
+  _Atomic int done;                            /* the thread has drained and ends */
   ba_rx_exporters_t exp;
   uint8_t *rxbuf;
 } rx_t;
@@ -60,6 +76,8 @@ struct ba_collector {
   int tcp[BA_COLLECTOR_MAX_LISTEN]; /* "tcp:" addresses */
   uint32_t rcvbuf_asked;
   _Atomic int stop;
+  uint64_t drain_ms;          /* the stop drain's time limit */
+  uint64_t drain_deadline_ns; /* CLOCK_MONOTONIC; written before `stop` is set */
   _Atomic int sleeping;
   pthread_mutex_t mu;
   pthread_cond_t cv;
@@ -107,16 +125,42 @@ static uint64_t wall_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec / 1000000 * 1000000;
 }
 
+static uint64_t mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Stop drain: waits (napping) until the queue has room for the datagram or
+ * the deadline passes. 0 when pushed, -1 at the deadline. */
+static int ring_push_wait(rx_t *r, uint64_t *wr, const uint8_t ex[16], uint64_t now, const uint8_t *p, uint32_t len,
+                          uint64_t deadline) {
+  for (;;) {
+    /* publish what is queued so far, so the stopping thread can decode it */
+    atomic_store_explicit(&r->wr, *wr, memory_order_release);
+    struct timespec nap = {0, STOP_WAIT_US * 1000L};
+    nanosleep(&nap, NULL);
+    uint64_t rd = atomic_load_explicit(&r->rd, memory_order_acquire);
+    if (ring_push(r, wr, rd, ex, now, p, len) == 0) return 0;
+    if (mono_ns() >= deadline) return -1;
+  }
+}
+
 /* Queues a batch of received datagrams (received at `now`), counting each
- * for its exporter. */
-static void rx_queue(rx_t *r, struct mmsghdr *msgs, const struct sockaddr_storage *from, int n, uint64_t now) {
+ * for its exporter. stopping: the stop drain (waits for room up to the
+ * deadline; drops then count as stop-timeout). */
+static void rx_queue(rx_t *r, struct mmsghdr *msgs, const struct sockaddr_storage *from, int n, uint64_t now,
+                     int stopping) {
   uint64_t wr = atomic_load_explicit(&r->wr, memory_order_relaxed);
   uint64_t rd = atomic_load_explicit(&r->rd, memory_order_acquire);
-  /* An empty queue past its middle restarts at offset 0, so the memory
-   * touched (the RSS) is about half the bound plus the largest backlog, not
-   * the whole bound. (The skipped tail counts as used until the poller passes
-   * the mark: restarting earlier would leave too little room.) */
-  if (wr == rd && wr % r->cap >= r->cap / 2) {
+  /* An empty queue past RING_RESET (or its middle, if smaller) restarts at
+   * offset 0, so the memory touched (the RSS) is about RING_RESET plus the
+   * largest backlog, not the whole bound: touching fresh pages costs a
+   * page fault and the kernel zeroing them (a sixth of the collector's CPU
+   * in a 10 s burst with the restart at the middle). After a restart the
+   * room is the part before the mark (at least RING_RESET) until the poller
+   * passes the mark, which is the first thing it reads. */
+  if (wr == rd && wr % r->cap >= BA_MIN(r->cap / 2, (uint64_t)RING_RESET)) {
     ba_store_le32(r->ring + wr % r->cap, WRAP_MARK);
     wr += r->cap - wr % r->cap;
   }
@@ -130,13 +174,20 @@ static void rx_queue(rx_t *r, struct mmsghdr *msgs, const struct sockaddr_storag
     ba_rx_add(&e->datagrams, 1);
     ba_rx_add(&e->bytes, len);
     bytes += len;
+    if (stopping) ba_rx_add(&r->stop_drained, 1);
     if (ring_push(r, &wr, rd, ex, now, p, len) != 0) {
       rd = atomic_load_explicit(&r->rd, memory_order_acquire);
-      if (ring_push(r, &wr, rd, ex, now, p, len) != 0) {
-        ba_rx_add(&e->queue_full, 1);
-        drop++;
-        drop_bytes += len;
+      if (ring_push(r, &wr, rd, ex, now, p, len) == 0) continue;
+      if (stopping) {
+        if (mono_ns() < r->c->drain_deadline_ns && ring_push_wait(r, &wr, ex, now, p, len, r->c->drain_deadline_ns) == 0)
+          continue;
+        ba_rx_add(&e->stop_timeout, 1);
+        ba_rx_add(&r->stop_dropped, 1);
+        continue;
       }
+      ba_rx_add(&e->queue_full, 1);
+      drop++;
+      drop_bytes += len;
     }
   }
   atomic_store_explicit(&r->wr, wr, memory_order_release);
@@ -166,7 +217,55 @@ static void tcp_msg(void *ctx, const struct sockaddr_storage *from, const uint8_
   m.msg_hdr.msg_iov = &iov;
   m.msg_hdr.msg_iovlen = 1;
   m.msg_len = len;
-  rx_queue(ctx, &m, from, 1, wall_ns());
+  rx_t *r = ctx;
+  rx_queue(r, &m, from, 1, wall_ns(), atomic_load(&r->c->stop));
+}
+
+/* The stop drain of a UDP socket: reads it until it is empty. Until the
+ * deadline every datagram is queued (waiting for room when the queue is
+ * full); after it, datagrams are read and counted as stop-timeout drops,
+ * up to about what the socket buffer held, so a sender that never stops
+ * cannot keep the collector from stopping. */
+static void rx_drain_udp(rx_t *r, struct mmsghdr *msgs, struct iovec *iov, struct sockaddr_storage *from) {
+  uint64_t deadline = r->c->drain_deadline_ns, late_bytes = 0;
+  uint64_t late_max = 2 * (uint64_t)(r->s.rcvbuf_granted ? r->s.rcvbuf_granted : (1u << 20));
+  for (;;) {
+    for (int i = 0; i < RX_BATCH; i++) {
+      iov[i].iov_base = r->rxbuf + (size_t)i * RX_STRIDE;
+      iov[i].iov_len = RX_MAX;
+      memset(&msgs[i], 0, sizeof(msgs[i]));
+      msgs[i].msg_hdr.msg_iov = &iov[i];
+      msgs[i].msg_hdr.msg_iovlen = 1;
+      msgs[i].msg_hdr.msg_name = &from[i];
+      msgs[i].msg_hdr.msg_namelen = sizeof(from[i]);
+    }
+    int n = recvmmsg(r->s.fd, msgs, RX_BATCH, MSG_DONTWAIT, NULL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return; /* empty (EAGAIN) or an error: nothing more to read */
+    if (mono_ns() < deadline) {
+      rx_queue(r, msgs, from, n, wall_ns(), 1);
+      continue;
+    }
+    if (late_bytes >= late_max) return;
+    for (int i = 0; i < n; i++) { /* too late: read, counted, not stored */
+      uint8_t ex[16];
+      ba_rx_addr16(&from[i], ex);
+      ba_rx_exp_t *e = ba_rx_exporters_get(&r->exp, ex);
+      ba_rx_add(&e->datagrams, 1);
+      ba_rx_add(&e->bytes, msgs[i].msg_len);
+      ba_rx_add(&e->stop_timeout, 1);
+      ba_rx_add(&r->received_bytes, msgs[i].msg_len);
+      late_bytes += msgs[i].msg_len;
+    }
+    ba_rx_add(&r->received, (uint64_t)n);
+    ba_rx_add(&r->stop_drained, (uint64_t)n);
+    ba_rx_add(&r->stop_dropped, (uint64_t)n);
+  }
+}
+
+static void rx_finish(rx_t *r, uint64_t t0) {
+  atomic_store_explicit(&r->stop_ns, mono_ns() - t0, memory_order_relaxed);
+  atomic_store_explicit(&r->done, 1, memory_order_release);
 }
 
 static void *rx_main(void *arg) {
@@ -178,17 +277,25 @@ static void *rx_main(void *arg) {
   setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), -10);
   if (r->tcp) {
     while (!atomic_load(&r->c->stop)) ba_rx_tcp_poll(r->tcp, r->s.fd, 100, tcp_msg, r);
+    /* stop drain: what the connections have sent so far, until the deadline */
+    uint64_t t0 = mono_ns();
+    while (mono_ns() < r->c->drain_deadline_ns && ba_rx_tcp_poll(r->tcp, r->s.fd, 0, tcp_msg, r) > 0) {
+    }
     ba_rx_tcp_close_all(r->tcp);
+    rx_finish(r, t0);
     return NULL;
   }
   struct mmsghdr msgs[RX_BATCH];
   struct iovec iov[RX_BATCH];
   struct sockaddr_storage from[RX_BATCH];
+  int idle = 1; /* the last read found the socket empty: wait in poll before reading again */
   while (!atomic_load(&r->c->stop)) {
-    struct pollfd pf = {r->s.fd, POLLIN, 0};
-    if (poll(&pf, 1, 100) <= 0) continue;
+    if (idle) {
+      struct pollfd pf = {r->s.fd, POLLIN, 0};
+      if (poll(&pf, 1, 100) <= 0) continue;
+    }
     for (int i = 0; i < RX_BATCH; i++) {
-      iov[i].iov_base = r->rxbuf + (size_t)i * RX_MAX;
+      iov[i].iov_base = r->rxbuf + (size_t)i * RX_STRIDE;
       iov[i].iov_len = RX_MAX;
       memset(&msgs[i], 0, sizeof(msgs[i]));
       msgs[i].msg_hdr.msg_iov = &iov[i];
@@ -197,15 +304,20 @@ static void *rx_main(void *arg) {
       msgs[i].msg_hdr.msg_namelen = sizeof(from[i]);
     }
     int n = recvmmsg(r->s.fd, msgs, RX_BATCH, MSG_DONTWAIT, NULL);
-    if (n <= 0) continue;
-    rx_queue(r, msgs, from, n, wall_ns());
+    idle = n <= 0;
+    if (idle) continue;
+    rx_queue(r, msgs, from, n, wall_ns(), 0);
     if (n < RX_BATCH / 2) {
       /* Few datagrams waiting: let the kernel buffer collect a batch instead of
-       * waking per datagram (the socket buffer holds far more than RX_NAP_US). */
+       * waking per datagram (the socket buffer holds far more than RX_NAP_US);
+       * then read without a poll first (a stream keeps coming). */
       struct timespec nap = {0, RX_NAP_US * 1000L};
       nanosleep(&nap, NULL);
     }
   }
+  uint64_t t0 = mono_ns();
+  rx_drain_udp(r, msgs, iov, from);
+  rx_finish(r, t0);
   return NULL;
 }
 
@@ -246,7 +358,7 @@ static int rx_new(ba_collector_t *c, const char *listen, uint64_t cap, rx_t **ou
   r->cap = cap;
   ba_rx_exporters_init(&r->exp);
   r->ring = ba_malloc(cap);
-  r->rxbuf = ba_malloc((size_t)RX_BATCH * RX_MAX);
+  r->rxbuf = ba_malloc((size_t)RX_BATCH * RX_STRIDE);
   if (!r->ring || !r->rxbuf) {
     rx_free(r);
     return BA_ERR_NOMEM;
@@ -366,6 +478,7 @@ int ba_collector_start(const ba_collector_opts_t *opts, ba_collector_t **out, ch
   unsigned k = opts->sockets ? opts->sockets : 1;
   uint64_t qb = opts->queue_bytes ? opts->queue_bytes : BA_COLLECTOR_DEFAULT_QUEUE;
   c->rcvbuf_asked = opts->rcvbuf_bytes ? opts->rcvbuf_bytes : BA_COLLECTOR_DEFAULT_RCVBUF;
+  c->drain_ms = opts->stop_drain_ms ? opts->stop_drain_ms : STOP_DRAIN_MS;
   int rc = parse_all(opts, c, ss, sl, &nl, err, errlen);
   if (rc) goto fail;
   rc = BA_ERR_INVALID;
@@ -450,7 +563,10 @@ int ba_collector_poll(ba_collector_t *c, int timeout_ms, ba_record_sink_fn fn, v
 }
 
 static void join_all(ba_collector_t *c) {
-  atomic_store(&c->stop, 1);
+  if (!atomic_load(&c->stop)) {
+    c->drain_deadline_ns = mono_ns(); /* not stopped by ba_collector_stop: no drain */
+    atomic_store(&c->stop, 1);
+  }
   for (size_t i = 0; i < c->nrx; i++)
     if (c->rx[i]->started) {
       pthread_join(c->rx[i]->th, NULL);
@@ -460,9 +576,30 @@ static void join_all(ba_collector_t *c) {
 
 int ba_collector_stop(ba_collector_t *c, ba_record_sink_fn fn, void *ctx) {
   BA_RETURN_IF(!c, BA_ERR_INVALID);
-  join_all(c);
   int rc = 0;
-  for (size_t i = 0; i < c->nrx && !rc; i++) rc = drain(c, c->rx[i], fn, ctx);
+  if (!atomic_load(&c->stop)) {
+    c->drain_deadline_ns = mono_ns() + c->drain_ms * 1000000ull;
+    atomic_store(&c->stop, 1); /* the receive threads drain their sockets */
+    for (;;) {
+      int done = 1;
+      uint64_t before = queued(c);
+      for (size_t i = 0; i < c->nrx; i++) {
+        done &= !c->rx[i]->started || atomic_load_explicit(&c->rx[i]->done, memory_order_acquire);
+        int r = drain(c, c->rx[i], fn, ctx);
+        if (r && !rc) rc = r, fn = NULL; /* the sink failed: keep emptying the queues, store nothing */
+      }
+      if (done) break;
+      if (!before) {
+        struct timespec nap = {0, STOP_WAIT_US * 1000L};
+        nanosleep(&nap, NULL);
+      }
+    }
+  }
+  join_all(c);
+  for (size_t i = 0; i < c->nrx; i++) {
+    int r = drain(c, c->rx[i], fn, ctx);
+    if (r && !rc) rc = r, fn = NULL;
+  }
   ba_flow_decoder_finish(c->dec);
   return rc;
 }
@@ -545,6 +682,13 @@ void ba_collector_get_stats(ba_collector_t *c, ba_collector_stats_t *st) {
   st->queue_peak = c->peak > st->queue_bytes ? c->peak : st->queue_bytes;
   ba_flow_decoder_counts(c->dec, &st->counts);
   st->counts.dropped[BA_DROP_QUEUE_FULL] += st->queue_dropped;
+  for (size_t i = 0; i < c->nrx; i++) {
+    st->stop_drained += ld(&c->rx[i]->stop_drained);
+    st->stop_dropped += ld(&c->rx[i]->stop_dropped);
+    double s = (double)ld(&c->rx[i]->stop_ns) / 1e9;
+    if (s > st->stop_drain_s) st->stop_drain_s = s;
+  }
+  st->counts.dropped[BA_DROP_STOP_TIMEOUT] += st->stop_dropped;
 }
 
 static int exp_cmp(const void *a, const void *b) {
@@ -558,6 +702,7 @@ static void exp_put_rx(ba_collector_exporter_t *e, const ba_rx_exp_t *x) {
   e->received = ld(&x->datagrams);
   e->received_bytes = ld(&x->bytes);
   e->counts.dropped[BA_DROP_QUEUE_FULL] = ld(&x->queue_full);
+  e->counts.dropped[BA_DROP_STOP_TIMEOUT] = ld(&x->stop_timeout);
 }
 
 size_t ba_collector_exporters(ba_collector_t *c, ba_collector_exporter_t *out, size_t cap) {

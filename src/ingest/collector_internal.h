@@ -91,6 +91,7 @@ typedef struct ba_rx_exp {
   _Atomic uint64_t datagrams; /* received from the socket (queued or dropped) */
   _Atomic uint64_t bytes;
   _Atomic uint64_t queue_full; /* of those, dropped because the queue was full */
+  _Atomic uint64_t stop_timeout; /* of those, read at stop after the drain time: dropped */
 } ba_rx_exp_t;
 
 #define BA_RX_EXP_CHUNK 256

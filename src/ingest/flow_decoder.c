@@ -19,12 +19,14 @@ void ba_flow_decoder_opts_init(ba_flow_decoder_opts_t *o) {
 
 const char *ba_ingest_drop_name(ba_ingest_drop_t r) {
   static const char *const n[BA_DROP_COUNT] = {"unknown-template", "malformed", "truncated", "not-netflow",
-                                               "time-outside",     "not-export", "queue-full", "store"};
+                                               "time-outside",     "not-export", "queue-full", "store",
+                                               "stop-timeout"};
   return (unsigned)r < BA_DROP_COUNT ? n[r] : "?";
 }
 const char *ba_ingest_drop_unit(ba_ingest_drop_t r) {
   static const char *const n[BA_DROP_COUNT] = {"data sets", "sets/datagrams", "datagrams/packets", "datagrams",
-                                               "records",   "packets",        "datagrams",         "records"};
+                                               "records",   "packets",        "datagrams",         "records",
+                                               "datagrams"};
   return (unsigned)r < BA_DROP_COUNT ? n[r] : "?";
 }
 
