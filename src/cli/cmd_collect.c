@@ -489,15 +489,12 @@ int ba_cmd_collect(int argc, char **argv) {
   memset(&r, 0, sizeof(r));
   r.o = &o;
   if (open_log(&r)) return 2;
-  int rc = ba_store_writer_open(o.store, &o.so, &r.cs.w);
-  if (rc) {
-    ba_cli_err("collect", "cannot open store '%s' for writing: %s%s%s", o.store, ba_strerror(rc), r.cs.w ? ": " : "",
-               r.cs.w ? ba_store_writer_errmsg(r.cs.w) : "");
+  if (ba_cli_writer_open("collect", o.store, &o.so, &r.cs.w)) {
     if (r.log != stderr) fclose(r.log);
     return 2;
   }
   char err[256];
-  rc = ba_collector_start(&o.co, &r.coll, err, sizeof(err));
+  int rc = ba_collector_start(&o.co, &r.coll, err, sizeof(err));
   if (rc) {
     ba_cli_err("collect", "%s", err[0] ? err : ba_strerror(rc));
     ba_store_writer_close(r.cs.w);
@@ -515,12 +512,7 @@ int ba_cmd_collect(int argc, char **argv) {
     status_rc = 2;
   }
   live_counts(&r);
-  int crc = ba_store_writer_close(r.cs.w);
-  r.cs.w = NULL;
-  if (crc) {
-    ba_cli_err("collect", "closing store '%s': %s", o.store, ba_strerror(crc));
-    status_rc = 2;
-  }
+  if (ba_cli_writer_close("collect", o.store, &r.cs.w)) status_rc = 2;
   ba_coll_snap_t s;
   uint64_t p0 = 0;
   double p1 = 0;
