@@ -269,6 +269,12 @@ static void test_same_answers(void **state) {
       /* Port bins hold rows of several ports (their reference is in
        * test_store's ref_column); exact port bitmaps are compared here. */
       if (a == BA_ATTR_SRC_PORT_BIN || a == BA_ATTR_DST_PORT_BIN) continue;
+      if (a == BA_ATTR_TIME_BIN) { /* reordered segments: zone maps answer time (format.md §7.2) */
+        size_t nt = 1;
+        assert_int_equal(ba_segment_index_values(B, (ba_attr_t)a, NULL, 0, &nt), BA_OK);
+        assert_int_equal(nt, 0);
+        continue;
+      }
       size_t nv;
       assert_int_equal(ba_segment_index_values(A, (ba_attr_t)a, NULL, 0, &nv), BA_OK);
       uint32_t *vals = malloc((nv ? nv : 1) * sizeof *vals);
