@@ -49,8 +49,8 @@ static void fix_crcs(uint8_t *b, size_t size) {
     if (clen >= 8 && clen <= size - dir - 32) {
       uint8_t *p = b + dir + 32;
       uint32_t n = ba_load_le32(p);
-      for (uint32_t i = 0; i < n && 8 + 24ull * (i + 1) <= clen; i++) {
-        uint8_t *t = p + 8 + 24 * i;
+      for (uint32_t i = 0; i < n && 8 + 32ull * (i + 1) <= clen; i++) {
+        uint8_t *t = p + 8 + 32 * i;
         uint64_t d = ba_load_le64(t + 8);
         if (d > size || 32 > size - d || memcmp(b + d, "BABK", 4)) continue;
         uint32_t dl = ba_load_le32(b + d + 16);

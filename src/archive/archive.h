@@ -30,11 +30,13 @@ enum {
 };
 /* ATTRDIR payload: u32 nattr, u32 0, then per attribute holding bitmaps
  * (ascending): u16 attr, u16 0, u32 nentries, u64 offset of its DIRENT
- * block, u32 payload length (24 * nentries), u32 payload CRC. DIRENT
+ * block, u32 payload length (24 * nentries), u32 payload CRC, u64 bytes of
+ * the attribute's bitmaps (back to back: ba_segment_info needs no DIRENT
+ * block). DIRENT
  * payload (block col = attr, rows = nentries): per bitmap, by value:
  * u32 value, u32 length, u64 offset, u32 CRC, u32 0. */
 #define BA_ATTRDIR_HDR_BYTES 8u
-#define BA_ATTRDIR_ENT_BYTES 24u
+#define BA_ATTRDIR_ENT_BYTES 32u
 #define BA_DIRENT_BYTES 24u
 
 /* Column ids: 0..15 are bit numbers of ba_col_t, 16 is META (kind, ipver;

@@ -764,6 +764,7 @@ int ba_seg_finish(ba_seg_finish_t *f) {
     }
     size_t plen = (j - i) * BA_DIRENT_BYTES;
     uint32_t crc = ba_crc32c(0, tmp, plen);
+    uint64_t bm_bytes = dir[j - 1].off + dir[j - 1].len - dir[i].off; /* back to back (ba_idx_write) */
     uint8_t *e = at + BA_ATTRDIR_HDR_BYTES + nat++ * BA_ATTRDIR_ENT_BYTES;
     ba_store_le16(e, a);
     ba_store_le16(e + 2, 0);
@@ -771,6 +772,7 @@ int ba_seg_finish(ba_seg_finish_t *f) {
     ba_store_le64(e + 8, w.off);
     ba_store_le32(e + 16, (uint32_t)plen);
     ba_store_le32(e + 20, crc);
+    ba_store_le64(e + 24, bm_bytes);
     if ((rc = put_block(&w, BA_BLK_DIRENT, (uint8_t)a, (uint32_t)(j - i), tmp, plen, crc)) < 0) goto done;
   }
   uint64_t dir_off = w.off;

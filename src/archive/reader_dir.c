@@ -33,8 +33,9 @@ void ba_rd_dir_release(ba_segment_t *g) {
 
 /* The attribute table: attributes ascending, reserved fields zero, at least
  * one entry each, length 24 per entry, each DIRENT block inside
- * [index_off, dir_off). Bitmaps end where the first DIRENT block starts.
- * Attributes this reader does not know (a later minor) are skipped. */
+ * [index_off, dir_off), the attributes' bitmap bytes summing to the bytes
+ * before the first DIRENT block. Attributes this reader does not know (a
+ * later minor) are skipped. */
 static int check_attrdir(ba_segment_t *g) {
   uint64_t lo = g->f.index_off, hi = g->f.dir_off, first = hi;
   for (int a = 0; a < BA_ATTR_COUNT; a++) {
@@ -43,10 +44,12 @@ static int check_attrdir(ba_segment_t *g) {
     g->ar_n[a] = 0;
   }
   uint32_t prev = 0;
+  uint64_t bm_sum = 0;
   for (size_t i = 0; i < g->ndir; i++) {
     const uint8_t *q = g->dir + BA_ATTRDIR_HDR_BYTES + i * BA_ATTRDIR_ENT_BYTES;
     uint32_t attr = ba_load_le16(q), cnt = ba_load_le32(q + 4), len = ba_load_le32(q + 16);
-    uint64_t off = ba_load_le64(q + 8);
+    uint64_t off = ba_load_le64(q + 8), bm = ba_load_le64(q + 24);
+    if (bm > hi - lo - bm_sum) return BA_ERR_CORRUPT;
     if (ba_load_le16(q + 2) != 0 || (i > 0 && attr <= prev) || cnt == 0 ||
         (uint64_t)len != (uint64_t)cnt * BA_DIRENT_BYTES || off < lo || off > hi ||
         BA_BLK_HDR_BYTES + (uint64_t)len > hi - off)
@@ -56,8 +59,12 @@ static int check_attrdir(ba_segment_t *g) {
     if (attr < BA_ATTR_COUNT) {
       g->ar_at[attr] = (int32_t)i;
       g->ar_rc[attr] = 1;
+      g->ar_bm_off[attr] = lo + bm_sum;
+      g->ar_bm_len[attr] = bm;
     }
+    bm_sum += bm;
   }
+  BA_RETURN_IF(bm_sum != first - lo, BA_ERR_CORRUPT);
   g->bm_end = first;
   return BA_OK;
 }
@@ -150,7 +157,11 @@ static ba_idx_dirent_t ent_get(const ba_segment_t *g, ba_attr_t attr, const uint
  * (IDXDIR: attribute and pad; DIRENT: the last u32) as it must be, bitmaps
  * inside [index_off, bm_end). One pass, branch-light. */
 static int check_entries(const ba_segment_t *g, ba_attr_t attr, const uint8_t *q, size_t n) {
-  uint64_t lo = g->f.index_off, hi = g->bm_end, prev = 0;
+  uint64_t lo = g->f.index_off, hi = g->bm_end, prev = 0, sum = 0;
+  if (!g->dir_whole) { /* the attribute's own bitmaps, as the table says */
+    lo = g->ar_bm_off[attr];
+    hi = lo + g->ar_bm_len[attr];
+  }
   unsigned tag_at = g->dir_whole ? 0 : 20;
   uint32_t tag = g->dir_whole ? (uint32_t)attr : 0;
   int bad = 0;
@@ -158,7 +169,9 @@ static int check_entries(const ba_segment_t *g, ba_attr_t attr, const uint8_t *q
     uint64_t v = ba_load_le32(q + g->ev), off = ba_load_le64(q + 8), len = ba_load_le32(q + g->el);
     bad |= (ba_load_le32(q + tag_at) != tag) | (off < lo) | (off > hi) | (len > hi - off) | (i > 0 && v <= prev);
     prev = v;
+    sum += len;
   }
+  if (!g->dir_whole && sum != g->ar_bm_len[attr]) bad = 1;
   return bad ? BA_ERR_CORRUPT : BA_OK;
 }
 
@@ -233,6 +246,13 @@ static size_t ent_lower(const ba_segment_t *g, const uint8_t *ent, size_t n, uin
 }
 
 void ba_rd_index_attr_bytes(ba_segment_t *g, uint64_t bytes[BA_ATTR_COUNT]) {
+  memset(bytes, 0, BA_ATTR_COUNT * sizeof *bytes);
+  if (load_dir(g) < 0) return;
+  if (!g->dir_whole) { /* from the attribute table: no DIRENT block read */
+    for (unsigned a = 0; a < BA_ATTR_COUNT; a++)
+      if (g->ar_at[a] >= 0) bytes[a] = g->ar_bm_len[a];
+    return;
+  }
   /* Bitmaps lie back to back in (attribute, value) order (ba_idx_write), so
    * an attribute's bytes run from its first bitmap to the end of its last. */
   for (unsigned a = 0; a < BA_ATTR_COUNT; a++) {

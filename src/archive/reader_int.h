@@ -43,6 +43,7 @@ struct ba_segment {
   uint32_t ar_n[BA_ATTR_COUNT];
   int32_t ar_at[BA_ATTR_COUNT]; /* ATTRDIR entry of the attribute, -1: none */
   uint8_t *ar_buf[BA_ATTR_COUNT]; /* ATTRDIR: the DIRENT block, header first */
+  uint64_t ar_bm_off[BA_ATTR_COUNT], ar_bm_len[BA_ATTR_COUNT]; /* ATTRDIR: the attribute's bitmaps */
   uint8_t *bmbuf; /* scratch for one serialized bitmap */
   size_t bmcap;
   colcache_t cache[BA_NCOLS_MAX];

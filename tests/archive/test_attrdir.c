@@ -95,6 +95,7 @@ static int dir_type(const char *dir) {
       assert_int_equal(ba_load_le32(d + 16), dl);
       assert_int_equal(ba_load_le32(d + 24), ba_load_le32(e + 20));
       assert_int_equal(ba_crc32c(0, d + BA_BLK_HDR_BYTES, dl), ba_load_le32(e + 20));
+      uint64_t bm_bytes = 0;
       for (uint32_t k = 0; k < cnt; k++) {
         const uint8_t *q = d + BA_BLK_HDR_BYTES + k * BA_DIRENT_BYTES;
         if (k) assert_true(ba_load_le32(q) > ba_load_le32(q - BA_DIRENT_BYTES));
@@ -103,7 +104,9 @@ static int dir_type(const char *dir) {
         assert_int_equal(ba_crc32c(0, b + bo, bl), ba_load_le32(q + 16));
         assert_int_equal(ba_load_le32(q + 20), 0);
         if (bo + bl > bm_max) bm_max = bo + bl;
+        bm_bytes += bl;
       }
+      assert_int_equal(ba_load_le64(e + 24), bm_bytes);
       next = off + BA_BLK_HDR_BYTES + dl;
     }
     assert_int_equal(next, ft.dir_off);
@@ -273,6 +276,14 @@ static void damage(uint8_t *b, size_t len, int k, unsigned ai) {
     fix_dirent(b, ft, ai);
     break;
   case 11: ba_store_le32(b + doff + 16, 1u << 20); fix_hdr(b, doff); break; /* DIRENT length lies */
+  case 12: /* an attribute's bitmap bytes in the table one more, CRCs right */
+    ba_store_le64(b + e + 24, ba_load_le64(b + e + 24) + 1);
+    fix_payload(b, ft.dir_off);
+    break;
+  case 13: /* a bitmap 8 bytes longer (into the next attribute's), CRCs right */
+    ba_store_le32(b + doff + BA_BLK_HDR_BYTES + 4, ba_load_le32(b + doff + BA_BLK_HDR_BYTES + 4) + 8);
+    fix_dirent(b, ft, ai);
+    break;
   }
 }
 
@@ -291,6 +302,8 @@ static void test_damage(void **state) {
       {"dirent bitmap offset", 0, BA_ERR_CORRUPT, "DIRENT block at offset"},
       {"dirent order", 0, BA_ERR_CORRUPT, "DIRENT block at offset"},
       {"dirent length", 0, BA_ERR_CORRUPT, "DIRENT block at offset"},
+      {"table bitmap bytes", 1, BA_ERR_CORRUPT, "attribute table block"},
+      {"bitmap length", 0, BA_ERR_CORRUPT, "DIRENT block at offset"},
   };
   char *dir = ba_test_mkdtemp();
   write_v3(dir);
