@@ -186,6 +186,32 @@ static inline __attribute__((always_inline)) int op_groups(int op, const ba_bitm
   gcur_init(&B, b);
   uint64_t g = 0;
   while (g < full && !s->stopped) {
+    if (wk != OPK_NONE && A.unit && B.unit && !A.rem && !B.rem && A.dec && B.dec &&
+        !(wk == OPK_PL && (A.d.s[0] || B.d.s[0]))) {
+      /* Both one word per group, at word g: literal pairs straight from the
+       * words (a literal word is its group's bits); a fill word ends the
+       * batch and goes through the tokens below. */
+      size_t n = BA_MIN(BA_MIN(A.d.nwords - A.d.pos, B.d.nwords - B.d.pos), full - g), j = 0;
+      t.kind = BA_TOK_LIT;
+      t.n = 1;
+      if (wk == OPK_W64) {
+        const uint64_t *wa = (const uint64_t *)A.d.words + A.d.pos, *wb = (const uint64_t *)B.d.words + B.d.pos;
+        for (; j < n && !((wa[j] | wb[j]) >> 63) && !s->stopped; j++) {
+          t.lit = op_eval(op, wa[j], wb[j]) & all;
+          BA_FORWARD(gsink_tok(s, direct, put, G, &t));
+        }
+      } else {
+        const uint32_t *wa = (const uint32_t *)A.d.words + A.d.pos, *wb = (const uint32_t *)B.d.words + B.d.pos;
+        for (; j < n && !((wa[j] | wb[j]) >> 31) && !s->stopped; j++) {
+          t.lit = op_eval(op, wa[j], wb[j]) & all;
+          BA_FORWARD(gsink_tok(s, direct, put, G, &t));
+        }
+      }
+      A.d.pos += j;
+      B.d.pos += j;
+      g += j;
+      if (j) continue;
+    }
     if (!A.rem) BA_FORWARD(gcur_load(&A, dec));
     if (!B.rem) BA_FORWARD(gcur_load(&B, dec));
     uint64_t left = full - g, k;
