@@ -33,8 +33,8 @@ void ba_rd_dir_release(ba_segment_t *g) {
 
 /* The attribute table: attributes ascending, reserved fields zero, at least
  * one entry each, length 24 per entry, each DIRENT block inside
- * [index_off, dir_off), the attributes' bitmap bytes summing to the bytes
- * before the first DIRENT block. Attributes this reader does not know (a
+ * [index_off, dir_off), the attributes' bitmaps back to back from index_off
+ * and ending before the first DIRENT block. Attributes this reader does not know (a
  * later minor) are skipped. */
 static int check_attrdir(ba_segment_t *g) {
   uint64_t lo = g->f.index_off, hi = g->f.dir_off, first = hi;
@@ -64,7 +64,8 @@ static int check_attrdir(ba_segment_t *g) {
     }
     bm_sum += bm;
   }
-  BA_RETURN_IF(bm_sum != first - lo, BA_ERR_CORRUPT);
+  /* <=, not ==: other blocks (zone maps, §7.2) may follow the bitmaps */
+  BA_RETURN_IF(bm_sum > first - lo, BA_ERR_CORRUPT);
   g->bm_end = first;
   return BA_OK;
 }

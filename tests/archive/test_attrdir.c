@@ -276,8 +276,8 @@ static void damage(uint8_t *b, size_t len, int k, unsigned ai) {
     fix_dirent(b, ft, ai);
     break;
   case 11: ba_store_le32(b + doff + 16, 1u << 20); fix_hdr(b, doff); break; /* DIRENT length lies */
-  case 12: /* an attribute's bitmap bytes in the table one more, CRCs right */
-    ba_store_le64(b + e + 24, ba_load_le64(b + e + 24) + 1);
+  case 12: /* an attribute's bitmap bytes in the table past the DIRENT blocks, CRCs right */
+    ba_store_le64(b + e + 24, ft.dir_off - ft.index_off);
     fix_payload(b, ft.dir_off);
     break;
   case 13: /* a bitmap 8 bytes longer (into the next attribute's), CRCs right */
