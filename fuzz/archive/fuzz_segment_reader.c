@@ -42,7 +42,29 @@ static void fix_crcs(uint8_t *b, size_t size) {
   uint8_t *f = b + size - 80;
   uint64_t table = ba_load_le64(f + 24), dir = ba_load_le64(f + 32);
   fix_block(b, size, (size_t)BA_MIN(table, (uint64_t)size));
-  if (dir < size && 40 <= size - dir && !memcmp(b + dir, "BABK", 4)) {
+  if (dir < size && 40 <= size - dir && !memcmp(b + dir, "BABK", 4) && b[dir + 4] == 7) {
+    /* attribute table (format.md §7.3): each DIRENT block's bitmap CRCs,
+     * the block's CRCs, the table's copy of its payload CRC */
+    uint32_t clen = ba_load_le32(b + dir + 16);
+    if (clen >= 8 && clen <= size - dir - 32) {
+      uint8_t *p = b + dir + 32;
+      uint32_t n = ba_load_le32(p);
+      for (uint32_t i = 0; i < n && 8 + 32ull * (i + 1) <= clen; i++) {
+        uint8_t *t = p + 8 + 32 * i;
+        uint64_t d = ba_load_le64(t + 8);
+        if (d > size || 32 > size - d || memcmp(b + d, "BABK", 4)) continue;
+        uint32_t dl = ba_load_le32(b + d + 16);
+        for (uint32_t k = 0; dl <= size - d - 32 && 24ull * (k + 1) <= dl; k++) {
+          uint8_t *e = b + d + 32 + 24 * k;
+          uint64_t o = ba_load_le64(e + 8);
+          uint32_t l = ba_load_le32(e + 4);
+          if (o <= size && l <= size - o) ba_store_le32(e + 16, ba_crc32c(0, b + o, l));
+        }
+        if (fix_block(b, size, (size_t)d)) ba_store_le32(t + 20, ba_load_le32(b + d + 24));
+      }
+    }
+    fix_block(b, size, (size_t)dir);
+  } else if (dir < size && 40 <= size - dir && !memcmp(b + dir, "BABK", 4)) {
     uint32_t clen = ba_load_le32(b + dir + 16);
     if (clen >= 8 && clen <= size - dir - 32) {
       uint8_t *p = b + dir + 32;

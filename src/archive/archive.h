@@ -21,9 +21,23 @@
 
 /* LIVE (journals only, doc/format.md §5): rows of a row group not yet full,
  * written early so live queries see them; superseded by the GROUP block of
- * the same number. ZONE and ZONEDIR: zone maps (§7.2, zone.c). */
-enum { BA_BLK_GROUP = 1, BA_BLK_COLUMN = 2, BA_BLK_IDXDIR = 3, BA_BLK_TABLE = 4, BA_BLK_ZONE = 5, BA_BLK_LIVE = 6,
-       BA_BLK_ZONEDIR = 9 };
+ * the same number. ZONE and ZONEDIR: zone maps (§7.2, zone.c). IDXDIR is
+ * the whole index directory of segments written before §7.3; ATTRDIR (at the
+ * footer's dir_off) and one DIRENT block per attribute replace it. */
+enum {
+  BA_BLK_GROUP = 1, BA_BLK_COLUMN = 2, BA_BLK_IDXDIR = 3, BA_BLK_TABLE = 4, BA_BLK_ZONE = 5, BA_BLK_LIVE = 6,
+  BA_BLK_ATTRDIR = 7, BA_BLK_DIRENT = 8, BA_BLK_ZONEDIR = 9
+};
+/* ATTRDIR payload: u32 nattr, u32 0, then per attribute holding bitmaps
+ * (ascending): u16 attr, u16 0, u32 nentries, u64 offset of its DIRENT
+ * block, u32 payload length (24 * nentries), u32 payload CRC, u64 bytes of
+ * the attribute's bitmaps (back to back: ba_segment_info needs no DIRENT
+ * block). DIRENT
+ * payload (block col = attr, rows = nentries): per bitmap, by value:
+ * u32 value, u32 length, u64 offset, u32 CRC, u32 0. */
+#define BA_ATTRDIR_HDR_BYTES 8u
+#define BA_ATTRDIR_ENT_BYTES 32u
+#define BA_DIRENT_BYTES 24u
 
 /* Column ids: 0..15 are bit numbers of ba_col_t, 16 is META (kind, ipver;
  * always read), 17..28 (3.0) are ba_col_t bits 16..27 (ba_col_bit). */
@@ -163,7 +177,7 @@ int ba_write_full(int fd, const void *buf, size_t n);
 
 /* Finishing a segment from its journal: fd positioned/sized at `end`
  * (everything after the last row group), the row-group table, the finished
- * index. Writes bitmaps, IDXDIR, TABLE, footer, fsyncs, renames
+ * index. Writes bitmaps, DIRENT blocks, ATTRDIR, TABLE, footer, fsyncs, renames
  * dir/name.open -> dir/name, fsyncs dir. */
 typedef struct ba_seg_finish {
   int fd;

@@ -724,11 +724,13 @@ static int wbuf_put(void *ctx, const void *p, size_t n) {
   return BA_OK;
 }
 
-static int put_block(wbuf_t *w, uint8_t type, const uint8_t *payload, size_t len) {
+/* An uncompressed block; col and rows as the block type defines them. */
+static int put_block(wbuf_t *w, uint8_t type, uint8_t col, uint32_t rows, const uint8_t *payload,
+                     size_t len, uint32_t crc) {
   BA_RETURN_IF(len > UINT32_MAX, BA_ERR_OVERFLOW);
-  ba_blk_hdr_t h = {.type = type, .col = 0xFF, .compress = BA_COMPRESS_NONE, .rows = 0,
+  ba_blk_hdr_t h = {.type = type, .col = col, .compress = BA_COMPRESS_NONE, .rows = rows,
                     .raw_len = (uint32_t)len, .comp_len = (uint32_t)len, .group = 0,
-                    .payload_crc = ba_crc32c(0, payload, len)};
+                    .payload_crc = crc};
   uint8_t hb[BA_BLK_HDR_BYTES];
   ba_blk_hdr_encode(&h, hb);
   BA_FORWARD(wbuf_put(w, hb, sizeof hb));
@@ -764,21 +766,48 @@ int ba_seg_finish(ba_seg_finish_t *f) {
   if (rc < 0) goto done;
   if ((rc = ba_idx_write(f->attrs, BA_ATTR_COUNT, index_off, wbuf_put, &w, &dir, &ndir, NULL)) < 0)
     goto done;
-  f->bytes_index = w.off - index_off;
-  uint64_t dir_off = w.off;
-  size_t dlen = ba_idx_dir_size(ndir);
   unsigned nc = f->ncols ? f->ncols : BA_NCOLS2;
   size_t tlen = (size_t)f->ngroups * ba_table_entry_bytes(nc);
-  tmp = ba_malloc(BA_MAX(dlen, tlen) + 1);
+  tmp = ba_malloc(BA_MAX(ndir * BA_DIRENT_BYTES, tlen) + 1);
   if (!tmp) {
     rc = BA_ERR_NOMEM;
     goto done;
   }
-  ba_idx_dir_encode(dir, ndir, tmp);
-  if ((rc = put_block(&w, BA_BLK_IDXDIR, tmp, dlen)) < 0) goto done;
-  uint64_t zone_off = 0; /* zone maps (§7.2), counted as index bytes */
+  /* The index directory by attribute (§7.3): one DIRENT block per attribute
+   * holding bitmaps, then the attribute table at dir_off. */
+  uint8_t at[BA_ATTRDIR_HDR_BYTES + BA_ATTR_COUNT * BA_ATTRDIR_ENT_BYTES];
+  uint32_t nat = 0;
+  for (size_t i = 0, j; i < ndir; i = j) {
+    uint16_t a = dir[i].attr;
+    uint8_t *p = tmp;
+    for (j = i; j < ndir && dir[j].attr == a; j++, p += BA_DIRENT_BYTES) {
+      ba_store_le32(p, dir[j].value);
+      ba_store_le32(p + 4, dir[j].len);
+      ba_store_le64(p + 8, dir[j].off);
+      ba_store_le32(p + 16, dir[j].crc);
+      ba_store_le32(p + 20, 0);
+    }
+    size_t plen = (j - i) * BA_DIRENT_BYTES;
+    uint32_t crc = ba_crc32c(0, tmp, plen);
+    uint64_t bm_bytes = dir[j - 1].off + dir[j - 1].len - dir[i].off; /* back to back (ba_idx_write) */
+    uint8_t *e = at + BA_ATTRDIR_HDR_BYTES + nat++ * BA_ATTRDIR_ENT_BYTES;
+    ba_store_le16(e, a);
+    ba_store_le16(e + 2, 0);
+    ba_store_le32(e + 4, (uint32_t)(j - i));
+    ba_store_le64(e + 8, w.off);
+    ba_store_le32(e + 16, (uint32_t)plen);
+    ba_store_le32(e + 20, crc);
+    ba_store_le64(e + 24, bm_bytes);
+    if ((rc = put_block(&w, BA_BLK_DIRENT, (uint8_t)a, (uint32_t)(j - i), tmp, plen, crc)) < 0) goto done;
+  }
+  uint64_t dir_off = w.off;
+  ba_store_le32(at, nat);
+  ba_store_le32(at + 4, 0);
+  size_t alen = BA_ATTRDIR_HDR_BYTES + (size_t)nat * BA_ATTRDIR_ENT_BYTES;
+  if ((rc = put_block(&w, BA_BLK_ATTRDIR, 0xFF, 0, at, alen, ba_crc32c(0, at, alen))) < 0) goto done;
+  uint64_t zone_off = 0; /* zone maps (§7.2) after the attribute table, counted as index bytes */
   if ((rc = ba_zone_write(f->groups, f->ngroups, w.off, wbuf_put, &w, &zone_off)) < 0) goto done;
-  f->bytes_index += w.off - dir_off;
+  f->bytes_index = w.off - index_off;
   uint64_t table_off = w.off;
   for (uint32_t g = 0; g < f->ngroups; g++) {
     uint8_t *e = tmp + (size_t)g * ba_table_entry_bytes(nc);
@@ -787,7 +816,7 @@ int ba_seg_finish(ba_seg_finish_t *f) {
     ba_store_le32(e + 12, f->groups[g].len);
     for (unsigned c = 0; c < nc; c++) ba_store_le32(e + 16 + 4 * c, f->groups[g].col_off[c]);
   }
-  if ((rc = put_block(&w, BA_BLK_TABLE, tmp, tlen)) < 0) goto done;
+  if ((rc = put_block(&w, BA_BLK_TABLE, 0xFF, 0, tmp, tlen, ba_crc32c(0, tmp, tlen))) < 0) goto done;
   ba_seg_footer_t ft = {.rows = f->rows, .min_first = f->min_first, .max_first = f->max_first,
                         .table_off = table_off, .dir_off = dir_off, .index_off = index_off,
                         .ngroups = f->ngroups, .kinds = f->kinds, .zone_off = zone_off};

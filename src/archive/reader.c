@@ -28,9 +28,7 @@ void ba_rd_serr(ba_store_t *s, const char *fmt, ...) {
 static void seg_release(ba_segment_t *g) {
   ba_free(g->groups);
   g->groups = NULL;
-  ba_free(g->dir);
-  g->dir = NULL;
-  g->ndir = 0;
+  ba_rd_dir_release(g);
   for (int c = 0; c < BA_NCOLS_MAX; c++) {
     ba_free(g->cache[c].raw);
     g->cache[c] = (colcache_t){.group = -1};
@@ -131,102 +129,6 @@ int ba_rd_load_table(ba_segment_t *g) {
   }
   g->table_rc = rc;
   return rc;
-}
-
-/* Reads and CRC-checks the index directory. Its entries are checked per
- * attribute when first used (attr_range), so a query touching three
- * attributes does not parse the tens of thousands of port entries. */
-static int load_dir(ba_segment_t *g) {
-  if (g->dir_rc != 1) return g->dir_rc;
-  ba_blk_hdr_t h;
-  int rc = ba_blk_read(g->fd, g->f.dir_off, g->f.table_off, &h, &g->cbuf, &g->ccap);
-  if (rc == BA_OK && (h.type != BA_BLK_IDXDIR || h.compress != BA_COMPRESS_NONE))
-    rc = BA_ERR_CORRUPT;
-  if (rc == BA_OK && h.comp_len < 8) rc = BA_ERR_TRUNCATED;
-  if (rc == BA_OK) {
-    uint32_t cnt = ba_load_le32(g->cbuf);
-    if (ba_load_le32(g->cbuf + 4) != 0 || cnt > (h.comp_len - 8) / BA_IDX_DIRENT_BYTES ||
-        h.comp_len - 8 != (uint64_t)cnt * BA_IDX_DIRENT_BYTES)
-      rc = BA_ERR_CORRUPT;
-    g->ndir = cnt;
-  }
-  if (rc < 0) {
-    ba_rd_serr(g->store, "%s: index directory at offset %llu: %s", g->name,
-         (unsigned long long)g->f.dir_off, ba_strerror(rc));
-  } else {
-    /* The payload buffer becomes the directory; blocks get a new one. */
-    g->dir = g->cbuf;
-    g->cbuf = NULL;
-    g->ccap = 0;
-    for (int a = 0; a < BA_ATTR_COUNT; a++) g->ar_rc[a] = 1;
-  }
-  g->dir_rc = rc;
-  return rc;
-}
-
-static const uint8_t *dir_ent(const ba_segment_t *g, size_t i) {
-  return g->dir + 8 + i * BA_IDX_DIRENT_BYTES;
-}
-
-static ba_idx_dirent_t dir_get(const ba_segment_t *g, size_t i) {
-  const uint8_t *q = dir_ent(g, i);
-  return (ba_idx_dirent_t){.attr = ba_load_le16(q), .value = ba_load_le32(q + 4),
-                           .off = ba_load_le64(q + 8), .len = ba_load_le32(q + 16),
-                           .crc = ba_load_le32(q + 20)};
-}
-
-/* First entry whose attribute is >= attr (entries are sorted by attribute). */
-static size_t dir_lower(const ba_segment_t *g, unsigned attr) {
-  size_t lo = 0, hi = g->ndir;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (ba_load_le16(dir_ent(g, mid)) < attr) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}
-
-/* The entries [*lo, *hi) of attr, checked as ba_idx_dir_decode checks them
- * (same attribute, values strictly increasing, bitmaps inside the index
- * area), once per attribute. */
-static int attr_range(ba_segment_t *g, ba_attr_t attr, size_t *lo, size_t *hi) {
-  BA_FORWARD(load_dir(g));
-  if (g->ar_rc[attr] == 1) {
-    size_t a = dir_lower(g, attr), b = dir_lower(g, attr + 1u);
-    int rc = BA_OK;
-    if (b < a) rc = BA_ERR_CORRUPT;
-    /* One pass, branch-light: attr and the zero pad as one 32-bit word. */
-    uint64_t lo_off = g->f.index_off, hi_off = g->f.dir_off, prev = 0;
-    int bad = 0;
-    for (size_t i = a; i < b; i++) {
-      const uint8_t *q = dir_ent(g, i);
-      uint64_t v = ba_load_le32(q + 4), off = ba_load_le64(q + 8), len = ba_load_le32(q + 16);
-      bad |= (ba_load_le32(q) != (uint32_t)attr) | (off < lo_off) | (off > hi_off) | (len > hi_off - off) |
-             (i > a && v <= prev);
-      prev = v;
-    }
-    if (bad) rc = BA_ERR_CORRUPT;
-    if (rc < 0)
-      ba_rd_serr(g->store, "%s: index directory at offset %llu: %s entries: %s", g->name,
-           (unsigned long long)g->f.dir_off, ba_attr_name(attr), ba_strerror(rc));
-    g->ar_rc[attr] = rc;
-    g->ar_lo[attr] = (uint32_t)a;
-    g->ar_hi[attr] = (uint32_t)b;
-  }
-  *lo = g->ar_lo[attr];
-  *hi = g->ar_hi[attr];
-  return g->ar_rc[attr];
-}
-
-/* Entry of (attr, value) in [lo, hi), or -1. */
-static long attr_find(const ba_segment_t *g, size_t lo, size_t hi, uint32_t value) {
-  size_t end = hi;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (ba_load_le32(dir_ent(g, mid) + 4) < value) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo < end && ba_load_le32(dir_ent(g, lo) + 4) == value ? (long)lo : -1;
 }
 
 static int seg_cmp(const void *a, const void *b) {
@@ -367,97 +269,11 @@ int ba_segment_info(const ba_segment_t *g, ba_segment_info_t *o) {
   o->bytes_archive = g->f.index_off - BA_SEG_HDR_BYTES;
   o->bytes_index = g->f.table_off - g->f.index_off;
   o->bytes_file = g->fsize;
-  /* Bitmaps lie back to back in (attribute, value) order (ba_idx_write), so
-   * an attribute's bytes run from its first bitmap to the end of its last. */
-  if (load_dir((ba_segment_t *)g) == BA_OK)
-    for (unsigned a = 0; a < BA_ATTR_COUNT; a++) {
-      size_t lo = dir_lower(g, a), hi = dir_lower(g, a + 1);
-      if (lo >= hi) continue;
-      ba_idx_dirent_t first = dir_get(g, lo), last = dir_get(g, hi - 1);
-      uint64_t end = last.off + last.len;
-      o->bytes_index_attr[a] = end > first.off ? end - first.off : 0;
-    }
+  ba_rd_index_attr_bytes((ba_segment_t *)g, o->bytes_index_attr);
   return BA_OK;
 }
 
 uint32_t ba_segment_kinds(const ba_segment_t *g) { return g ? g->f.kinds : 0; }
-
-/* ---------- index ---------- */
-static int read_bitmap(ba_segment_t *g, const ba_idx_dirent_t *e, ba_bitmap_t **out) {
-  if (g->bmcap < (size_t)e->len + 1) {
-    void *p = g->bmbuf;
-    BA_FORWARD(ba_grow(&p, &g->bmcap, (size_t)e->len + 1, 1));
-    g->bmbuf = p;
-  }
-  int rc = ba_pread_full(g->fd, g->bmbuf, e->len, e->off);
-  if (rc == BA_OK)
-    rc = ba_idx_bitmap_load(g->bmbuf, e->len, e->crc, (ba_codec_t)g->h.codec, g->f.rows, out);
-  return rc;
-}
-
-static int empty_bitmap(const ba_segment_t *g, ba_bitmap_t **out) {
-  ba_bitmap_t *bm;
-  BA_FORWARD(ba_bitmap_create((ba_codec_t)g->h.codec, &bm));
-  int rc = ba_bitmap_finish(bm, g->f.rows);
-  if (rc < 0) {
-    ba_bitmap_free(bm);
-    return rc;
-  }
-  *out = bm;
-  return BA_OK;
-}
-
-int ba_segment_index(ba_segment_t *g, ba_attr_t attr, uint32_t value, ba_bitmap_t **out) {
-  BA_RETURN_IF(!g || !out || (unsigned)attr >= BA_ATTR_COUNT, BA_ERR_INVALID);
-  size_t lo, hi;
-  BA_FORWARD(attr_range(g, attr, &lo, &hi));
-  long k = attr_find(g, lo, hi, value);
-  if (k < 0) return empty_bitmap(g, out);
-  ba_idx_dirent_t e = dir_get(g, (size_t)k);
-  int rc = read_bitmap(g, &e, out);
-  if (rc < 0)
-    ba_rd_serr(g->store, "%s: index bitmap %s=%u at offset %llu: %s", g->name, ba_attr_name(attr), value,
-         (unsigned long long)e.off, ba_strerror(rc));
-  return rc;
-}
-
-int ba_segment_index_values(ba_segment_t *g, ba_attr_t attr, uint32_t *values, size_t cap,
-                            size_t *n) {
-  return ba_segment_index_range(g, attr, 0, UINT32_MAX, values, NULL, cap, n);
-}
-
-int ba_segment_index_range(ba_segment_t *g, ba_attr_t attr, uint32_t lo_value, uint32_t hi_value,
-                           uint32_t *values, uint32_t *bytes, size_t cap, size_t *n) {
-  BA_RETURN_IF(!g || !n || (unsigned)attr >= BA_ATTR_COUNT || (cap && !values), BA_ERR_INVALID);
-  size_t lo, hi;
-  BA_FORWARD(attr_range(g, attr, &lo, &hi));
-  if (lo_value > hi_value) {
-    *n = 0;
-    return BA_OK;
-  }
-  /* Values are strictly increasing inside the range (checked). */
-  size_t a = lo, b = hi;
-  while (a < b) {
-    size_t mid = a + (b - a) / 2;
-    if (ba_load_le32(dir_ent(g, mid) + 4) < lo_value) a = mid + 1;
-    else b = mid;
-  }
-  size_t first = a;
-  b = hi;
-  while (a < b) {
-    size_t mid = a + (b - a) / 2;
-    if (ba_load_le32(dir_ent(g, mid) + 4) <= hi_value) a = mid + 1;
-    else b = mid;
-  }
-  size_t k = a - first;
-  for (size_t i = 0; i < k && i < cap; i++) {
-    const uint8_t *q = dir_ent(g, first + i);
-    values[i] = ba_load_le32(q + 4);
-    if (bytes) bytes[i] = ba_load_le32(q + 16);
-  }
-  *n = k;
-  return BA_OK;
-}
 
 void ba_segment_release(ba_segment_t *g) {
   if (g) seg_release(g);
@@ -598,28 +414,7 @@ int ba_segment_verify(ba_segment_t *g, uint64_t *nbad) {
     ba_free(cc.raw);
     ba_free(tmp);
   }
-  rc = load_dir(g);
-  ba_idx_dirent_t *dir = NULL;
-  size_t ndir = 0;
-  /* Every entry at once, as the writer's directory check does. */
-  if (rc == BA_OK)
-    rc = ba_idx_dir_decode(g->dir, 8 + g->ndir * BA_IDX_DIRENT_BYTES, BA_ATTR_COUNT, g->f.index_off,
-                           g->f.dir_off, &dir, &ndir);
-  if (rc < 0) {
-    NOTE(rc, "%s: index directory at offset %llu: %s", g->name, (unsigned long long)g->f.dir_off,
-         ba_strerror(rc));
-  } else {
-    for (size_t i = 0; i < ndir; i++) {
-      ba_bitmap_t *bm = NULL;
-      rc = read_bitmap(g, &dir[i], &bm);
-      ba_bitmap_free(bm);
-      if (rc < 0)
-        NOTE(rc, "%s: index bitmap %s=%u at offset %llu: %s", g->name,
-             ba_attr_name((ba_attr_t)dir[i].attr), dir[i].value,
-             (unsigned long long)dir[i].off, ba_strerror(rc));
-    }
-  }
-  ba_free(dir);
+  ba_rd_verify_index(g, &bad, &first);
   char zmsg[512];
   uint64_t zbad = 0;
   rc = ba_rd_zone_verify(g, &zbad, zmsg, sizeof zmsg);

@@ -29,12 +29,21 @@ struct ba_segment {
   ba_seg_footer_t f;
   int table_rc; /* 1 = not loaded */
   ba_group_ent_t *groups;
-  int dir_rc;
-  uint8_t *dir; /* the index directory's payload, CRC-checked; entries are
-                   parsed where used (load_dir, attr_range) */
-  size_t ndir;
-  int ar_rc[BA_ATTR_COUNT]; /* per attribute: 1 = range not checked yet */
-  uint32_t ar_lo[BA_ATTR_COUNT], ar_hi[BA_ATTR_COUNT];
+  /* Index directory (reader_dir.c): the block at dir_off, CRC-checked; an
+   * attribute's entries are read (ATTRDIR: its DIRENT block) and checked
+   * when first used. */
+  int dir_rc;      /* 1 = not loaded */
+  int dir_whole;   /* the whole directory in one IDXDIR block (before §7.3) */
+  uint8_t *dir;    /* IDXDIR or ATTRDIR payload */
+  size_t ndir;     /* its entries */
+  uint64_t bm_end; /* bitmaps lie in [index_off, bm_end) */
+  unsigned ev, el, ec; /* offsets of value, length, CRC in a 24-byte entry */
+  int ar_rc[BA_ATTR_COUNT]; /* per attribute: 1 = not checked yet */
+  const uint8_t *ar_ent[BA_ATTR_COUNT]; /* first entry (in dir or ar_buf) */
+  uint32_t ar_n[BA_ATTR_COUNT];
+  int32_t ar_at[BA_ATTR_COUNT]; /* ATTRDIR entry of the attribute, -1: none */
+  uint8_t *ar_buf[BA_ATTR_COUNT]; /* ATTRDIR: the DIRENT block, header first */
+  uint64_t ar_bm_off[BA_ATTR_COUNT], ar_bm_len[BA_ATTR_COUNT]; /* ATTRDIR: the attribute's bitmaps */
   uint8_t *bmbuf; /* scratch for one serialized bitmap */
   size_t bmcap;
   colcache_t cache[BA_NCOLS_MAX];
@@ -76,6 +85,13 @@ int ba_rd_load_table(ba_segment_t *g);
 /* Column c of group gi, read (two preads), CRC-checked and decompressed into
  * cc; an absent 3.0 column (all zero) gives len 0. */
 int ba_rd_read_col_block(ba_segment_t *g, uint32_t gi, int c, colcache_t *cc);
+/* reader_dir.c: frees the index directory; the rows of a segment's index
+ * bitmaps and its directory, for ba_segment_info and ba_segment_verify. */
+void ba_rd_dir_release(ba_segment_t *g);
+void ba_rd_index_attr_bytes(ba_segment_t *g, uint64_t bytes[BA_ATTR_COUNT]);
+/* Checks every directory block and bitmap; counts damage in *nbad and sets
+ * the store's message at the first (if *first is BA_OK), which it keeps. */
+void ba_rd_verify_index(ba_segment_t *g, uint64_t *nbad, int *first);
 /* reader_rows.c, shared with reader_sums.c. Loads the columns `need`
  * (column ids) of group gi into g->cache; *bad gets the failed column. */
 int ba_rd_load_cols(ba_segment_t *g, uint32_t gi, uint32_t need, int *bad);

@@ -71,6 +71,7 @@ typedef struct {
   uint64_t rem;  /* groups left in the current token */
   uint64_t lit;
   int kind;
+  int unit; /* one word per group: word i is group i (gcur_skip) */
 } op_gcur_t;
 
 static inline void gcur_init(op_gcur_t *c, const ba_bitmap_t *bm) {
@@ -78,6 +79,12 @@ static inline void gcur_init(op_gcur_t *c, const ba_bitmap_t *bm) {
   c->rem = 0;
   c->lit = 0;
   c->kind = BA_TOK_FILL0;
+  /* A finished bitmap's words cover its ceil(rows / G) groups exactly
+   * (validated, or so encoded) and each word covers at least one group, so
+   * as many words as groups means every word is exactly one group (a literal
+   * or a one-group fill; no PLWAH piggyback): the dense index bitmaps of a
+   * popular address byte, all literals. */
+  c->unit = bm && bm->group && bm->vec.n == (bm->rows + bm->group - 1) / bm->group;
   if (bm) bm->ops->dec_init(&c->d, bm->vec.w, bm->vec.n);
 }
 
@@ -137,6 +144,14 @@ static inline __attribute__((always_inline)) uint64_t gcur_skip_lits(op_gcur_t *
 
 static inline __attribute__((always_inline)) int gcur_skip(op_gcur_t *c, uint64_t k, op_dec_fn dec, int wk) {
   while (k) {
+    if (!c->rem && wk != OPK_NONE && c->unit && c->dec && !(wk == OPK_PL && c->d.s[0])) {
+      /* one word a group: k groups are k words, without reading them (the
+       * position never passes the last word; past it, groups are 0) */
+      size_t left = c->d.nwords - c->d.pos, step = k < left ? (size_t)k : left;
+      c->d.pos += step;
+      k -= step;
+      if (!k) break;
+    }
     if (!c->rem) {
       if (wk != OPK_NONE && k >= 8 && (k -= gcur_skip_lits(c, k, wk)) == 0) break;
       BA_FORWARD(gcur_load(c, dec));
@@ -171,6 +186,32 @@ static inline __attribute__((always_inline)) int op_groups(int op, const ba_bitm
   gcur_init(&B, b);
   uint64_t g = 0;
   while (g < full && !s->stopped) {
+    if (wk != OPK_NONE && A.unit && B.unit && !A.rem && !B.rem && A.dec && B.dec &&
+        !(wk == OPK_PL && (A.d.s[0] || B.d.s[0]))) {
+      /* Both one word per group, at word g: literal pairs straight from the
+       * words (a literal word is its group's bits); a fill word ends the
+       * batch and goes through the tokens below. */
+      size_t n = BA_MIN(BA_MIN(A.d.nwords - A.d.pos, B.d.nwords - B.d.pos), full - g), j = 0;
+      t.kind = BA_TOK_LIT;
+      t.n = 1;
+      if (wk == OPK_W64) {
+        const uint64_t *wa = (const uint64_t *)A.d.words + A.d.pos, *wb = (const uint64_t *)B.d.words + B.d.pos;
+        for (; j < n && !((wa[j] | wb[j]) >> 63) && !s->stopped; j++) {
+          t.lit = op_eval(op, wa[j], wb[j]) & all;
+          BA_FORWARD(gsink_tok(s, direct, put, G, &t));
+        }
+      } else {
+        const uint32_t *wa = (const uint32_t *)A.d.words + A.d.pos, *wb = (const uint32_t *)B.d.words + B.d.pos;
+        for (; j < n && !((wa[j] | wb[j]) >> 31) && !s->stopped; j++) {
+          t.lit = op_eval(op, wa[j], wb[j]) & all;
+          BA_FORWARD(gsink_tok(s, direct, put, G, &t));
+        }
+      }
+      A.d.pos += j;
+      B.d.pos += j;
+      g += j;
+      if (j) continue;
+    }
     if (!A.rem) BA_FORWARD(gcur_load(&A, dec));
     if (!B.rem) BA_FORWARD(gcur_load(&B, dec));
     uint64_t left = full - g, k;
