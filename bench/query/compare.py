@@ -466,8 +466,8 @@ def main():
             b.ch = qb_clickhouse.ClickHouse(a.work)
             b.ch.start()
         else:
-            b.log("clickhouse-server/clickhouse-client not installed (apt-get install clickhouse-server "
-                  "clickhouse-client): ClickHouse columns left out")
+            b.log("clickhouse-server/clickhouse-client not installed (scripts/deps.sh --bench): "
+                  "ClickHouse columns left out")
     datasets, info = [], {}
     try:
         info = machine(a, b.ch)
