@@ -144,6 +144,10 @@ static void check_index(const char *dir) {
       while (j < i && vals[j] != vals[i]) j++;
       if (j == i) want_n++;
     }
+    /* IPv6 attributes came with 3.1 (format.md §7.4): a 3.0 segment has none
+     * (reindex, which keeps its version, may build them) */
+    int v31 = in.version_major > 3 || (in.version_major == 3 && in.version_minor >= 1);
+    if (a >= BA_ATTR_SRC_V6NET && !v31 && n == 0) continue;
     if (n != want_n) fail_msg("%s: %zu values, naive %zu", ba_attr_name((ba_attr_t)a), n, want_n);
     for (size_t k = 0; k < n; k++) {
       if (k) assert_true(got[k] > got[k - 1]);

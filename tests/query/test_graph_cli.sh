@@ -121,7 +121,7 @@ set -e 2>/dev/null; set +e
 PATH=/nonexistent "$B" graph -r "$tmp/fl" --bin 5m 'proto udp' any > "$tmp/np.csv" && cmp -s "$tmp/np.csv" "$tmp/one.csv" ||
   bad "csv without gnuplot"
 
-# damage: a segment whose index directory is damaged is answered by a scan
+# damage: a segment whose index directory (its attribute table) is damaged is answered by a scan
 # (same series, exit 1); a truncated segment is skipped (exit 1); each
 # warning is printed once, not once per interval
 "$B" graph -r "$tmp/fl" --bin 5m 'proto udp' any > "$tmp/clean.csv"
@@ -134,7 +134,7 @@ import struct, sys
 p = sys.argv[1]
 b = bytearray(open(p, "rb").read())
 table_off, dir_off = struct.unpack_from("<QQ", b[-80:], 24)
-b[(dir_off + table_off) // 2] ^= 0x10
+b[dir_off + 32 + 8 + 4] ^= 0x10  # the attribute table's first entry (format.md §7.3)
 open(p, "wb").write(bytes(b))
 PY
   else
