@@ -32,7 +32,7 @@ QUERIES = [
     ("count", ["--count", "proto udp and dst port 53"]),
     ("top 10 (-s)", ["-s", "srcip/bytes", "-n", "10", "dst port 443"]),
     ("aggregate (-A)", ["-o", "csv", "-A", "proto,dstport", "dst net 10.5.5.0/24 and bytes > 1M"]),
-    ("first 100 rows (-n)", ["-o", "csv", "-n", "100", "proto tcp and flags S"]),
+    ("first 100 rows (-c)", ["-o", "csv", "-c", "100", "proto tcp and flags S"]),
 ]
 BITARC = os.environ.get("BITARC", "bitarc")
 
