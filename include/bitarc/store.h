@@ -111,9 +111,10 @@ int ba_store_writer_sync(ba_store_writer_t *w);
  * encoding and one more write of those rows; groups filled within age_ns
  * cost nothing). 0 = every record appended so far. No fsync (see
  * ba_store_writer_sync). Call it from the thread that appends; a collector
- * calls it every few hundred ms, also when no records arrive. Records held
- * by the oLSH reorder buffer (BA_REORDER_OLSH) are not in a group yet and
- * wait for it. */
+ * calls it every few hundred ms, also when no records arrive. With
+ * BA_REORDER_OLSH, a buffer that has held records for age_ns is emptied
+ * first (its records reordered among themselves, as at a slice's end), so
+ * they are seen too: the reordering window is then at most age_ns. */
 int ba_store_writer_flush(ba_store_writer_t *w, uint64_t age_ns);
 /* LIVE blocks ba_store_writer_flush wrote, and their bytes. */
 void ba_store_writer_live_stats(const ba_store_writer_t *w, uint64_t *blocks, uint64_t *bytes);

@@ -289,8 +289,13 @@ int ba_store_writer_append(ba_store_writer_t *w, const ba_record_t *recs, size_t
     size_t want = k - i, take = want;
     uint64_t room = BA_SEG_MAX_ROWS - sl->rows - (sl->olsh ? ba_olsh_buffered(sl->olsh) : 0);
     if (take > room) take = (size_t)room;
-    if (sl->olsh) rc = ba_olsh_push(sl->olsh, recs + i, take, olsh_emit, sl);
-    else rc = slice_add(w, sl, recs + i, take);
+    if (sl->olsh) {
+      rc = ba_olsh_push(sl->olsh, recs + i, take, olsh_emit, sl);
+      if (!ba_olsh_buffered(sl->olsh)) sl->olsh_since = 0;
+      else if (!sl->olsh_since) sl->olsh_since = ba_writer_mono_ns();
+    } else {
+      rc = slice_add(w, sl, recs + i, take);
+    }
     if (rc < 0) {
       if (w->err == 0) ba_writer_set_err(w, rc, "%s: %s", sl->name, ba_strerror(rc));
       return rc;
@@ -373,6 +378,20 @@ int ba_store_writer_close(ba_store_writer_t *w) {
 int ba_store_writer_flush(ba_store_writer_t *w, uint64_t age_ns) {
   BA_RETURN_IF(!w, BA_ERR_INVALID);
   BA_RETURN_IF(w->err < 0, w->err);
+  /* Rows the oLSH buffer has held for age_ns are released (reordered among
+   * themselves, as at a slice's end), so live queries see them too: the
+   * reordering window is then at most the live interval. */
+  uint64_t now = ba_writer_mono_ns();
+  for (size_t i = 0; i < w->nopen; i++) {
+    slice_t *sl = w->open[i];
+    if (!sl->olsh || !sl->olsh_since || sl->failed || now - sl->olsh_since < age_ns) continue;
+    int rc = ba_olsh_flush(sl->olsh, olsh_emit, sl);
+    sl->olsh_since = 0;
+    if (rc < 0) {
+      if (w->err == 0) ba_writer_set_err(w, rc, "%s: %s", sl->name, ba_strerror(rc));
+      return rc;
+    }
+  }
   return ba_writer_live_flush(w, age_ns);
 }
 

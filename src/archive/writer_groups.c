@@ -325,14 +325,14 @@ static inline void or_record(ba_record_t *acc, const ba_record_t *r) {
   for (; i < sizeof *r; i++) a[i] |= b[i];
 }
 
-static uint64_t mono_ns(void) {
+uint64_t ba_writer_mono_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 int ba_writer_group_add(ba_store_writer_t *w, slice_t *sl, job_t *j, const ba_record_t *recs, size_t k) {
-  if (k && j->n == j->live_rows) j->live_since = mono_ns(); /* the first row not in the journal */
+  if (k && j->n == j->live_rows) j->live_since = ba_writer_mono_ns(); /* the first row not in the journal */
   /* The index values are taken here, from the caller's records while they
    * are in cache, one short run per attribute, rather than by the workers
    * from the copies (a strided pass over the whole group per attribute). */
@@ -414,7 +414,7 @@ static int live_write(ba_store_writer_t *w, slice_t *sl) {
 }
 
 int ba_writer_live_flush(ba_store_writer_t *w, uint64_t age_ns) {
-  uint64_t now = mono_ns();
+  uint64_t now = ba_writer_mono_ns();
   int due = 0;
   /* Only the caller's thread changes head, tail and live_since. */
   for (uint64_t k = w->head; k < w->tail && !due; k++) {

@@ -51,6 +51,7 @@ struct slice {
   ba_idx_online_t *idx[BA_ATTR_COUNT];
   job_t *cur;
   ba_olsh_t *olsh;
+  uint64_t olsh_since; /* monotonic ns the oLSH buffer last became non-empty; 0: empty */
   uint64_t last_use;
   /* A group of this slice failed to be built or written: the journal may end
    * in a torn group and misses rows the slice counted, so nothing more is
@@ -121,6 +122,8 @@ int ba_writer_drain(ba_store_writer_t *w);
 /* Writes in-flight groups and LIVE blocks so that rows added at least age_ns
  * ago are in the journals (ba_store_writer_flush). */
 int ba_writer_live_flush(ba_store_writer_t *w, uint64_t age_ns);
+/* CLOCK_MONOTONIC in ns (live ages). */
+uint64_t ba_writer_mono_ns(void);
 /* A worker thread's body; arg: a wstart_t from ba_malloc, freed by it. */
 void *ba_writer_worker_main(void *arg);
 

@@ -19,7 +19,10 @@ trap cleanup EXIT
 fail() { echo "FAIL: $*"; [ -f "$tmp/log" ] && tail -5 "$tmp/log"; exit 1; }
 
 st="$tmp/st"
-"$BITARC" collect --store "$st" --listen 127.0.0.1:0 --log "$tmp/log" --status-every 0 >"$tmp/out" 2>"$tmp/err" &
+# LIVE_COLLECT_ARGS: more collect options (ctest runs it also with
+# --reorder olsh: rows the reordering buffer holds must be seen as well)
+# shellcheck disable=SC2086
+"$BITARC" collect --store "$st" --listen 127.0.0.1:0 --log "$tmp/log" --status-every 0 ${LIVE_COLLECT_ARGS:-} >"$tmp/out" 2>"$tmp/err" &
 cpid=$!
 port=
 for _ in $(seq 100); do
