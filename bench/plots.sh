@@ -38,20 +38,21 @@ set style data histograms; set style histogram clustered gap 1; set style fill s
 set yrange [0:*]; set ylabel 'M flows per CPU-second'
 plot '$data/ingest_collect.dat' using 2:xtic(1) title 'bitarc collect', '' using 3 title 'nfcapd'"
 
-for q in count rows; do
+for q in count rows stats; do
+  case $q in count) what='--count' ;; rows) what='-o csv' ;; stats) what='-s srcip/bytes -n 10' ;; esac
   plot "query_$q" "
-set title '100 M flows, seconds per query ($q; log scale)'
+set title '10 M flows, seconds per query ($what; log scale)' noenhanced
 set style data histograms; set style histogram clustered gap 1; set style fill solid 0.8
 set logscale y; set ylabel 'seconds'; set xtics rotate by -30 font ',8' noenhanced
 set bmargin 9; set key top right
-plot '$data/query_$q.dat' using 2:xtic(1) title 'bitarc', '' using 3 title 'nfdump -R'"
+plot '$data/query_$q.dat' using 2:xtic(1) title 'bitarc', '' using 3 title 'nfdump (fastest file variant)'"
 done
 
 plot store_size "
 set title 'Bytes on disk per flow'
 set style data histograms; set style histogram clustered gap 1; set style fill solid 0.8
 set yrange [0:*]; set ylabel 'bytes per flow'
-plot '$data/store_size.dat' using 2:xtic(1) title 'bitarc (archive + index)', '' using 3 title 'nfcapd -z (no index)'"
+plot '$data/store_size.dat' using 2:xtic(1) title 'bitarc (archive + index)', '' using 3 title 'nfdump LZ4 (no index)', '' using 4 title 'ClickHouse (LZ4)'"
 
 plot olsh "
 set title 'oLSH / arrival order, store size (lower is smaller)'
