@@ -221,6 +221,21 @@ static void tcp_msg(void *ctx, const struct sockaddr_storage *from, const uint8_
   rx_queue(r, &m, from, 1, wall_ns(), atomic_load(&r->c->stop));
 }
 
+/* One non-blocking recvmmsg of up to RX_BATCH datagrams into the thread's
+ * receive buffers: how many, 0 when the socket is empty, or -1 (errno). */
+static int rx_read(rx_t *r, struct mmsghdr *msgs, struct iovec *iov, struct sockaddr_storage *from) {
+  for (int i = 0; i < RX_BATCH; i++) {
+    iov[i].iov_base = r->rxbuf + (size_t)i * RX_STRIDE;
+    iov[i].iov_len = RX_MAX;
+    memset(&msgs[i], 0, sizeof(msgs[i]));
+    msgs[i].msg_hdr.msg_iov = &iov[i];
+    msgs[i].msg_hdr.msg_iovlen = 1;
+    msgs[i].msg_hdr.msg_name = &from[i];
+    msgs[i].msg_hdr.msg_namelen = sizeof(from[i]);
+  }
+  return recvmmsg(r->s.fd, msgs, RX_BATCH, MSG_DONTWAIT, NULL);
+}
+
 /* The stop drain of a UDP socket: reads it until it is empty. Until the
  * deadline every datagram is queued (waiting for room when the queue is
  * full); after it, datagrams are read and counted as stop-timeout drops,
@@ -230,16 +245,7 @@ static void rx_drain_udp(rx_t *r, struct mmsghdr *msgs, struct iovec *iov, struc
   uint64_t deadline = r->c->drain_deadline_ns, late_bytes = 0;
   uint64_t late_max = 2 * (uint64_t)(r->s.rcvbuf_granted ? r->s.rcvbuf_granted : (1u << 20));
   for (;;) {
-    for (int i = 0; i < RX_BATCH; i++) {
-      iov[i].iov_base = r->rxbuf + (size_t)i * RX_STRIDE;
-      iov[i].iov_len = RX_MAX;
-      memset(&msgs[i], 0, sizeof(msgs[i]));
-      msgs[i].msg_hdr.msg_iov = &iov[i];
-      msgs[i].msg_hdr.msg_iovlen = 1;
-      msgs[i].msg_hdr.msg_name = &from[i];
-      msgs[i].msg_hdr.msg_namelen = sizeof(from[i]);
-    }
-    int n = recvmmsg(r->s.fd, msgs, RX_BATCH, MSG_DONTWAIT, NULL);
+    int n = rx_read(r, msgs, iov, from);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return; /* empty (EAGAIN) or an error: nothing more to read */
     if (mono_ns() < deadline) {
@@ -294,16 +300,7 @@ static void *rx_main(void *arg) {
       struct pollfd pf = {r->s.fd, POLLIN, 0};
       if (poll(&pf, 1, 100) <= 0) continue;
     }
-    for (int i = 0; i < RX_BATCH; i++) {
-      iov[i].iov_base = r->rxbuf + (size_t)i * RX_STRIDE;
-      iov[i].iov_len = RX_MAX;
-      memset(&msgs[i], 0, sizeof(msgs[i]));
-      msgs[i].msg_hdr.msg_iov = &iov[i];
-      msgs[i].msg_hdr.msg_iovlen = 1;
-      msgs[i].msg_hdr.msg_name = &from[i];
-      msgs[i].msg_hdr.msg_namelen = sizeof(from[i]);
-    }
-    int n = recvmmsg(r->s.fd, msgs, RX_BATCH, MSG_DONTWAIT, NULL);
+    int n = rx_read(r, msgs, iov, from);
     idle = n <= 0;
     if (idle) continue;
     rx_queue(r, msgs, from, n, wall_ns(), 0);
