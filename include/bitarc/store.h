@@ -71,6 +71,9 @@ typedef struct ba_store_opts {
   ba_reorder_t reorder;       /* default none */
   uint32_t olsh_mem_records;  /* oLSH buffer budget (records); 0 = default */
   int threads;                /* index/compress worker threads; 0 = default */
+  uint64_t max_segment_rows;  /* rows of one segment at most (a slice with more continues in the next
+                                 segment "seg-...-N"): bounds the open slice's index in memory;
+                                 default 2^25 (about 1.2 GB while writing, bench/RESULTS.md) */
 } ba_store_opts_t;
 /* Fills the defaults. */
 void ba_store_opts_init(ba_store_opts_t *o);

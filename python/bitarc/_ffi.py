@@ -89,6 +89,7 @@ typedef struct ba_store_opts {
   ba_reorder_t reorder;
   uint32_t olsh_mem_records;
   int threads;
+  uint64_t max_segment_rows;
 } ba_store_opts_t;
 void ba_store_opts_init(ba_store_opts_t *o);
 typedef struct ba_store_writer ba_store_writer_t;

@@ -52,6 +52,7 @@ static inline unsigned ba_seg_ncols(int major) { return major >= 3 ? BA_NCOLS3 :
 /* A slice holding this many rows is closed and continued in another segment
  * (row ids stay 32-bit for the batch builder). */
 #define BA_SEG_MAX_ROWS (1ull << 31)
+#define BA_SEG_DEFAULT_ROWS (1ull << 25) /* ba_store_opts.max_segment_rows */
 
 /* GROUP payload and TABLE entry sizes for a segment of nc columns. */
 static inline uint32_t ba_group_payload_bytes(unsigned nc) { return 24u + 4u * nc; }

@@ -75,6 +75,7 @@ static int upgrade_one(const char *dir, int dirfd, ba_segment_t *seg, const char
   ba_store_opts_init(&o);
   o.codec = in.codec;
   o.block_rows = in.block_rows;
+  o.max_segment_rows = BA_SEG_MAX_ROWS; /* one segment in, one out: it is renamed over the old one */
   o.time_bin_seconds = in.time_bin_seconds;
   o.slice_seconds = (uint32_t)((in.end_ns - in.start_ns) / 1000000000ull);
   o.threads = threads;

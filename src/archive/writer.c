@@ -66,6 +66,7 @@ void ba_store_opts_init(ba_store_opts_t *o) {
   o->time_bin_seconds = 60;
   o->reorder = BA_REORDER_NONE;
   o->threads = 2;
+  o->max_segment_rows = BA_SEG_DEFAULT_ROWS;
 }
 
 /* ---------- slices ---------- */
@@ -285,9 +286,11 @@ int ba_store_writer_append(ba_store_writer_t *w, const ba_record_t *recs, size_t
       return rc;
     }
     sl->last_use = ++w->use_clock;
-    /* Keep every segment below BA_SEG_MAX_ROWS rows. */
+    /* Keep every segment within max_segment_rows (the open slice's index
+     * stays in memory until its segment is finished). */
     size_t want = k - i, take = want;
-    uint64_t room = BA_SEG_MAX_ROWS - sl->rows - (sl->olsh ? ba_olsh_buffered(sl->olsh) : 0);
+    uint64_t held = sl->rows + (sl->olsh ? ba_olsh_buffered(sl->olsh) : 0);
+    uint64_t room = w->o.max_segment_rows > held ? w->o.max_segment_rows - held : 0;
     if (take > room) take = (size_t)room;
     if (sl->olsh) {
       rc = ba_olsh_push(sl->olsh, recs + i, take, olsh_emit, sl);
@@ -420,6 +423,7 @@ static int check_opts(const ba_store_opts_t *o) {
                BA_ERR_INVALID);
   BA_RETURN_IF(o->reorder != BA_REORDER_NONE && o->reorder != BA_REORDER_OLSH, BA_ERR_INVALID);
   BA_RETURN_IF(o->threads < 0 || o->threads > MAX_WORKERS, BA_ERR_INVALID);
+  BA_RETURN_IF(o->max_segment_rows < o->block_rows || o->max_segment_rows > BA_SEG_MAX_ROWS, BA_ERR_INVALID);
 #if !BA_HAVE_OLSH
   /* src/reorder/olsh.c not built yet. */
   BA_RETURN_IF(o->reorder == BA_REORDER_OLSH, BA_ERR_UNSUPPORTED);
@@ -438,6 +442,7 @@ int ba_store_writer_open(const char *dir, const ba_store_opts_t *opts, ba_store_
   if (opts) o = *opts;
   else ba_store_opts_init(&o);
   if (o.threads == 0) o.threads = 2;
+  if (o.max_segment_rows == 0) o.max_segment_rows = BA_SEG_DEFAULT_ROWS;
   BA_FORWARD(check_opts(&o));
   ba_store_writer_t *w = ba_calloc(1, sizeof *w);
   BA_RETURN_IF(!w, BA_ERR_NOMEM);

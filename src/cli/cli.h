@@ -31,14 +31,15 @@ struct ba_flow_template_info;
 /* Store options both commands accept (getopt_long codes and table entries). */
 enum {
   BA_CLI_OPT_CODEC = 1000, BA_CLI_OPT_COMPRESS, BA_CLI_OPT_SLICE, BA_CLI_OPT_REORDER, BA_CLI_OPT_THREADS,
-  BA_CLI_OPT_BLOCK_ROWS, BA_CLI_OPT_TIME_BIN, BA_CLI_OPT_OLSH_MEM
+  BA_CLI_OPT_BLOCK_ROWS, BA_CLI_OPT_TIME_BIN, BA_CLI_OPT_OLSH_MEM, BA_CLI_OPT_SEGMENT_ROWS
 };
 #define BA_CLI_STORE_LONGOPTS                                                                            \
   {"codec", required_argument, 0, BA_CLI_OPT_CODEC}, {"compress", required_argument, 0, BA_CLI_OPT_COMPRESS}, \
   {"slice", required_argument, 0, BA_CLI_OPT_SLICE}, {"reorder", required_argument, 0, BA_CLI_OPT_REORDER},   \
   {"threads", required_argument, 0, BA_CLI_OPT_THREADS},                                                   \
   {"block-rows", required_argument, 0, BA_CLI_OPT_BLOCK_ROWS},                                             \
-  {"time-bin", required_argument, 0, BA_CLI_OPT_TIME_BIN}, {"olsh-mem", required_argument, 0, BA_CLI_OPT_OLSH_MEM}
+  {"time-bin", required_argument, 0, BA_CLI_OPT_TIME_BIN}, {"olsh-mem", required_argument, 0, BA_CLI_OPT_OLSH_MEM}, \
+  {"segment-rows", required_argument, 0, BA_CLI_OPT_SEGMENT_ROWS}
 #define BA_CLI_STORE_HELP                                                                                \
   "store options:\n"                                                                                     \
   "  --codec NAME        index codec: wah32, wah64, plwah, compax, masc (default: store's)\n"              \
@@ -48,7 +49,9 @@ enum {
   "  --olsh-mem N        oLSH buffer budget in records (default: store's)\n"                              \
   "  --threads N         index/compression threads (default 2)\n"                                         \
   "  --block-rows N      rows per column block (default 4000)\n"                                         \
-  "  --time-bin DUR      start-time index bin width (default 60 s)\n"
+  "  --time-bin DUR      start-time index bin width (default 60 s)\n"                                     \
+  "  --segment-rows N    rows per segment at most (default 33554432): a busier slice continues\n"         \
+  "                      in the next segment, which bounds the open slice's index in memory\n"
 /* Applies one of the store options; 0, or 2 after an error naming cmd. */
 int ba_cli_store_opt(const char *cmd, int opt, const char *arg, struct ba_store_opts *o);
 /* Opens the store writer of --store DIR; on failure prints why, naming cmd

@@ -128,6 +128,12 @@ int ba_cli_store_opt(const char *cmd, int opt, const char *arg, struct ba_store_
       return 2;
     }
     return 0;
+  case BA_CLI_OPT_SEGMENT_ROWS: {
+    uint64_t rows;
+    if (ba_cli_opt_u64(cmd, "segment-rows", arg, 4000, (uint64_t)1 << 31, &rows)) return 2;
+    o->max_segment_rows = rows;
+    return 0;
+  }
   case BA_CLI_OPT_THREADS:
   case BA_CLI_OPT_BLOCK_ROWS:
   case BA_CLI_OPT_OLSH_MEM: {

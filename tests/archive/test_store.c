@@ -256,6 +256,44 @@ static void test_roundtrip_codecs(void **state) {
 }
 
 /* Store dir and files are private. */
+/* --segment-rows: a slice with more rows than max_segment_rows continues in
+ * segments "-1", "-2", ... of the same slice, each within the bound, and the
+ * store still holds every record, index included. */
+static void test_segment_rows(void **state) {
+  (void)state;
+  gen_t g;
+  gen_records(&g, 20000, 11, t0(), (uint64_t)SLICE_S * 1000000000ull / 2, 1); /* one slice */
+  char *dir = ba_test_mkdtemp();
+  ba_store_opts_t o;
+  ba_store_opts_init(&o);
+  o.slice_seconds = SLICE_S;
+  o.time_bin_seconds = BIN_S;
+  o.max_segment_rows = 8000;
+  write_store(dir, &g, &o, 777);
+  ba_store_t *s;
+  assert_int_equal(ba_store_open(dir, &s), BA_OK);
+  size_t n = ba_store_segment_count(s);
+  assert_int_equal(n, 3);
+  uint64_t total = 0;
+  for (size_t i = 0; i < n; i++) {
+    ba_segment_t *seg;
+    ba_segment_info_t in;
+    assert_int_equal(ba_store_segment(s, i, &seg), BA_OK);
+    assert_int_equal(ba_segment_info(seg, &in), BA_OK);
+    assert_true(in.rows <= 8000);
+    total += in.rows;
+  }
+  assert_int_equal(total, g.n);
+  ba_store_close(s);
+  check_store(dir, &g, o.codec, 0);
+  o.max_segment_rows = 100; /* below one block: refused */
+  ba_store_writer_t *w = NULL;
+  assert_int_equal(ba_store_writer_open(dir, &o, &w), BA_ERR_INVALID);
+  ba_test_rmtree(dir);
+  free(dir);
+  gen_free(&g);
+}
+
 static void test_modes_and_names(void **state) {
   (void)state;
   gen_t g;
@@ -577,7 +615,7 @@ static void test_bad_opts(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_batch_builder),   cmocka_unit_test(test_roundtrip_codecs),
-      cmocka_unit_test(test_modes_and_names), cmocka_unit_test(test_read_rows),
+      cmocka_unit_test(test_modes_and_names), cmocka_unit_test(test_read_rows), cmocka_unit_test(test_segment_rows),
       cmocka_unit_test(test_crash_recovery),  cmocka_unit_test(test_reindex),
       cmocka_unit_test(test_olsh),            cmocka_unit_test(test_bad_opts),
   };
