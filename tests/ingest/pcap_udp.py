@@ -1,23 +1,11 @@
 #!/usr/bin/env python3
-"""The UDP payloads of captures (classic pcap, Ethernet, VLAN tags, IPv4 or
-IPv6), replayed as the datagrams an exporter sent:
-
-  pcap_udp.py send PORT PCAP...   sends each payload to 127.0.0.1:PORT from
-                                  127.0.0.2, in capture order
-  pcap_udp.py pcap OUT PCAP...    writes them to OUT as datagrams from
-                                  127.0.0.2 (what `send` puts on the wire), so
-                                  a decoder reading OUT sees the same exporter
-                                  address as a collector fed by `send`"""
-import os
-import socket
+"""pcap_udp.py OUT PCAP...: the UDP payloads of captures (classic pcap,
+Ethernet, VLAN tags, IPv4 or IPv6), in capture order, written to OUT in
+udp_sink.py's format (a 2-byte big-endian length, then the datagram), so
+that vendor_corpus.py file2udp / file2pcap replay them as udp_sink.py's
+recordings are."""
 import struct
 import sys
-import time
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from vendor_corpus import frame  # noqa: E402
-
-SRC = "127.0.0.2"
 
 
 def payloads(path):
@@ -48,31 +36,10 @@ def payloads(path):
             yield p[i + 8:]
 
 
-def send(port, files):
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    s.bind((SRC, 0))
-    for f in files:
-        for pl in payloads(f):
-            s.sendto(pl, ("127.0.0.1", port))
-            time.sleep(0.002)
-
-
-def write_pcap(out, files):
-    t0 = 1767225600  # 2026-01-01 00:00:00 UTC
-    with open(out, "wb") as f:
-        f.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
-        k = 0
-        for fn in files:
-            for pl in payloads(fn):
-                p = frame(SRC, pl)
-                f.write(struct.pack("<IIII", t0 + k // 1000, (k % 1000) * 1000, len(p), len(p)) + p)
-                k += 1
-
-
 if __name__ == "__main__":
-    if len(sys.argv) < 4 or sys.argv[1] not in ("send", "pcap"):
+    if len(sys.argv) < 3:
         sys.exit(__doc__)
-    if sys.argv[1] == "send":
-        send(int(sys.argv[2]), sys.argv[3:])
-    else:
-        write_pcap(sys.argv[2], sys.argv[3:])
+    with open(sys.argv[1], "wb") as out:
+        for f in sys.argv[2:]:
+            for pl in payloads(f):
+                out.write(len(pl).to_bytes(2, "big") + pl)
