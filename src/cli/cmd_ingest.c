@@ -300,6 +300,153 @@ static const char *as_name(ba_ingest_as_t a) {
   return a == BA_INGEST_FLOWS ? "flows" : a == BA_INGEST_PACKETS ? "packets" : "auto";
 }
 
+/* One run's results, for the reports. */
+typedef struct ing_run {
+  char **paths;
+  size_t nf, nsrc;
+  ba_capture_result_t *res;
+  int *frc;
+  ba_ingest_counts_t tot;
+  ba_flow_source_t *src;
+  ba_store_writer_stats_t ws;
+  double secs;
+  int dry;
+  const char *store;
+} ing_run_t;
+
+/* Reads file i of r into the store; its error, if any, is printed and
+ * raises *status. Returns 1 when no further file can be read. */
+static int ingest_file(ing_t *g, ing_run_t *r, size_t i, ba_ingest_as_t as, ba_flow_decoder_t *dec, int *status) {
+  const char *path = r->paths[i];
+  ba_capture_result_t *res = &r->res[i];
+  ba_capture_opts_t o;
+  memset(&o, 0, sizeof(o));
+  o.as = as;
+  o.flows = dec;
+  o.progress = progress;
+  o.progress_ctx = g;
+  g->file = path;
+  g->fileno = i + 1;
+  g->file_size = 0;
+  FILE *fp = fopen(path, "rb");
+  if (!fp) {
+    r->frc[i] = BA_ERR_IO;
+    snprintf(res->errmsg, sizeof(res->errmsg), "cannot open: %s", strerror(errno));
+    *status = 2;
+    if (g->progress) fputc('\n', stderr);
+    ba_cli_err("ingest", "%s: %s", path, res->errmsg);
+    return 0;
+  }
+  fseek(fp, 0, SEEK_END);
+  g->file_size = (uint64_t)ftell(fp);
+  rewind(fp);
+  int rc = r->frc[i] = ba_capture_ingest(NULL, fp, &o, sink, g, res);
+  ba_ingest_counts_add(&r->tot, &res->counts);
+  if (!rc) return 0;
+  if (g->progress) fputc('\n', stderr);
+  if (rc == BA_ERR_TRUNCATED || rc == BA_ERR_CORRUPT) {
+    ba_cli_err("ingest", "%s: damaged at packet %" PRIu64 " (file offset %" PRIu64 "): %s; the %" PRIu64
+               " packets before it were read", path, res->error_packet, res->error_offset, res->errmsg,
+               res->counts.packets);
+    if (*status < 1) *status = 1;
+    return 0;
+  }
+  *status = 2;
+  if (rc == BA_ERR_UNSUPPORTED) {
+    /* libpcap could not be loaded: no capture can be read */
+    ba_cli_err("ingest", "%s: %s", path, res->errmsg);
+    return 1;
+  }
+  if (rc == BA_ERR_NOT_OURS || rc == BA_ERR_IO) {
+    ba_cli_err("ingest", "%s: not a pcap/pcapng capture: %s", path, res->errmsg);
+    return 0;
+  }
+  /* the store refused records: stop */
+  ba_cli_err("ingest", "%s: store: %s%s%s", path, ba_strerror(rc), g->w ? ": " : "",
+             g->w ? ba_store_writer_errmsg(g->w) : "");
+  return 1;
+}
+
+static void report_text(const ing_t *g, const ing_run_t *r) {
+  fprintf(stderr, "bitarc ingest: %zu file%s, %" PRIu64 " packets read, %" PRIu64 " records %s (%" PRIu64
+          " packets, %" PRIu64 " flows) in %.2f s",
+          r->nf, r->nf == 1 ? "" : "s", r->tot.packets, g->stored, r->dry ? "decoded" : "stored", g->packets,
+          g->flows, r->secs);
+  if (r->secs > 0) fprintf(stderr, ", %.0f records/s", (double)g->stored / r->secs);
+  fputc('\n', stderr);
+  for (size_t i = 0; i < r->nf; i++) {
+    const ba_capture_result_t *res = &r->res[i];
+    fprintf(stderr, "  %s: ", r->paths[i]);
+    if (r->frc[i] == BA_ERR_IO || r->frc[i] == BA_ERR_NOT_OURS) {
+      fprintf(stderr, "not read: %s\n", res->errmsg);
+      continue;
+    }
+    fprintf(stderr, "%s, linktype %d, %" PRIu64 " packets -> ", as_name(res->as), res->linktype,
+            res->counts.packets);
+    ba_cli_print_counts(stderr, &res->counts);
+    if (r->frc[i]) fprintf(stderr, "; damaged at packet %" PRIu64 ": %s", res->error_packet, res->errmsg);
+    fputc('\n', stderr);
+  }
+  for (size_t i = 0; i < r->nsrc; i++) {
+    const ba_flow_source_t *src = &r->src[i];
+    char a[64];
+    ba_addr_format(src->addr, a, sizeof(a));
+    fprintf(stderr, "  exporter %s: ", a);
+    ba_cli_print_counts(stderr, &src->counts);
+    if (src->clock_suspicious)
+      fprintf(stderr, "; its clock looks wrong (export - receive %" PRId64 " s)", src->export_skew_s);
+    if (src->last_error[0]) fprintf(stderr, "; last drop: %s", src->last_error);
+    fputc('\n', stderr);
+  }
+  if (r->ws.records_dropped)
+    fprintf(stderr, "  store %s dropped %" PRIu64 " records (see bitarc stat)\n", r->store, r->ws.records_dropped);
+  if (ba_ingest_counts_dropped(&r->tot)) {
+    fprintf(stderr, "  totals: ");
+    ba_cli_print_counts(stderr, &r->tot);
+    fputc('\n', stderr);
+  }
+}
+
+static void report_json(FILE *f, const ing_t *g, const ing_run_t *r, const ba_flow_decoder_t *dec) {
+  fprintf(f, "{\"files\":[");
+  for (size_t i = 0; i < r->nf; i++) {
+    const ba_capture_result_t *res = &r->res[i];
+    fprintf(f, "%s{\"file\":", i ? "," : "");
+    ba_cli_json_string(f, r->paths[i]);
+    fprintf(f, ",\"as\":\"%s\",\"linktype\":%d,\"status\":", as_name(res->as), res->linktype);
+    /* BA_ERR_NOT_OURS's text speaks of bitarc files; here the file is no capture */
+    ba_cli_json_string(f, r->frc[i] == BA_ERR_NOT_OURS ? "not a pcap/pcapng capture"
+                          : r->frc[i]                  ? ba_strerror(r->frc[i])
+                                                       : "ok");
+    fprintf(f, ",\"error\":");
+    ba_cli_json_string(f, res->errmsg);
+    fprintf(f, ",\"error_packet\":%" PRIu64 ",\"error_offset\":%" PRIu64 ",\"counts\":", res->error_packet,
+            res->error_offset);
+    ba_cli_json_counts(f, &res->counts);
+    fputc('}', f);
+  }
+  fprintf(f, "],\"exporters\":[");
+  for (size_t i = 0; i < r->nsrc; i++) {
+    const ba_flow_source_t *src = &r->src[i];
+    char a[64];
+    ba_addr_format(src->addr, a, sizeof(a));
+    fprintf(f, "%s{\"exporter\":\"%s\",\"counts\":", i ? "," : "", a);
+    ba_cli_json_counts(f, &src->counts);
+    fprintf(f, ",\"clock_suspicious\":%s,\"export_skew_s\":%" PRId64 ",\"samplers\":%u,\"ifnames\":%u,"
+            "\"last_error\":", src->clock_suspicious ? "true" : "false", src->export_skew_s, src->samplers,
+            src->ifnames);
+    ba_cli_json_string(f, src->last_error);
+    fputc('}', f);
+  }
+  fprintf(f, "],\"templates\":[");
+  json_templates(f, dec);
+  fprintf(f, "],\"totals\":");
+  ba_cli_json_counts(f, &r->tot);
+  fprintf(f, ",\"stored\":%" PRIu64 ",\"stored_packets\":%" PRIu64 ",\"stored_flows\":%" PRIu64
+          ",\"store_dropped\":%" PRIu64 ",\"seconds\":%.3f,\"dry_run\":%s}\n",
+          g->stored, g->packets, g->flows, r->ws.records_dropped, r->secs, r->dry ? "true" : "false");
+}
+
 int ba_cmd_ingest(int argc, char **argv) {
   static const struct option lo[] = {{"store", required_argument, 0, 'w'},
                                      {"as", required_argument, 0, 'a'},
@@ -350,7 +497,6 @@ int ba_cmd_ingest(int argc, char **argv) {
   memset(&g, 0, sizeof(g));
   g.progress = !quiet && isatty(2);
   g.nfiles = (size_t)(argc - optind);
-  int rc;
   if (!dry) {
     if (ba_cli_writer_open("ingest", store, &so, &g.w)) return 2;
     if (!quiet && ba_store_writer_recovered(g.w))
@@ -358,160 +504,44 @@ int ba_cmd_ingest(int argc, char **argv) {
               ba_store_writer_recovered(g.w), store);
   }
   ba_flow_decoder_t *dec = NULL;
-  rc = ba_flow_decoder_create(NULL, &dec);
+  int rc = ba_flow_decoder_create(NULL, &dec);
   if (rc) {
     ba_cli_err("ingest", "%s", ba_strerror(rc));
     ba_store_writer_close(g.w);
     return 2;
   }
+  ing_run_t r;
+  memset(&r, 0, sizeof(r));
+  r.paths = argv + optind;
+  r.nf = g.nfiles;
+  r.dry = dry;
+  r.store = store;
+  r.res = calloc(r.nf, sizeof(*r.res));
+  r.frc = calloc(r.nf, sizeof(*r.frc));
   int status = 0;
-  size_t nf = g.nfiles;
-  ba_capture_result_t *res = calloc(nf, sizeof(*res));
-  int *frc = calloc(nf, sizeof(*frc));
-  ba_ingest_counts_t tot;
-  memset(&tot, 0, sizeof(tot));
   uint64_t t0 = now_ns();
-  int stop = 0;
-  for (size_t i = 0; i < nf && res && frc; i++) {
-    const char *path = argv[optind + (int)i];
-    ba_capture_opts_t o;
-    memset(&o, 0, sizeof(o));
-    o.as = as;
-    o.flows = dec;
-    o.progress = progress;
-    o.progress_ctx = &g;
-    g.file = path;
-    g.fileno = i + 1;
-    g.file_size = 0;
-    FILE *fp = fopen(path, "rb");
-    if (!fp) {
-      frc[i] = BA_ERR_IO;
-      snprintf(res[i].errmsg, sizeof(res[i].errmsg), "cannot open: %s", strerror(errno));
-      status = 2;
-      if (g.progress) fputc('\n', stderr);
-      ba_cli_err("ingest", "%s: %s", path, res[i].errmsg);
-      continue;
-    }
-    fseek(fp, 0, SEEK_END);
-    g.file_size = (uint64_t)ftell(fp);
-    rewind(fp);
-    frc[i] = ba_capture_ingest(NULL, fp, &o, sink, &g, &res[i]);
-    ba_ingest_counts_add(&tot, &res[i].counts);
-    if (frc[i]) {
-      if (g.progress) fputc('\n', stderr);
-      if (frc[i] == BA_ERR_TRUNCATED || frc[i] == BA_ERR_CORRUPT) {
-        ba_cli_err("ingest", "%s: damaged at packet %" PRIu64 " (file offset %" PRIu64 "): %s; the %" PRIu64
-                   " packets before it were read", path, res[i].error_packet, res[i].error_offset,
-                   res[i].errmsg, res[i].counts.packets);
-        if (status < 1) status = 1;
-      } else if (frc[i] == BA_ERR_UNSUPPORTED) {
-        /* libpcap could not be loaded: no capture can be read */
-        ba_cli_err("ingest", "%s: %s", path, res[i].errmsg);
-        status = 2;
-        stop = 1;
-      } else if (frc[i] == BA_ERR_NOT_OURS || frc[i] == BA_ERR_IO) {
-        ba_cli_err("ingest", "%s: not a pcap/pcapng capture: %s", path, res[i].errmsg);
-        status = 2;
-      } else {
-        /* the store refused records: stop */
-        ba_cli_err("ingest", "%s: store: %s%s%s", path, ba_strerror(frc[i]), g.w ? ": " : "",
-                   g.w ? ba_store_writer_errmsg(g.w) : "");
-        status = 2;
-        stop = 1;
-      }
-    }
-    if (stop) break;
-  }
+  for (size_t i = 0; i < r.nf && r.res && r.frc; i++)
+    if (ingest_file(&g, &r, i, as, dec, &status)) break;
   if (g.progress) fprintf(stderr, "\r%*s\r", 78, "");
   ba_flow_decoder_finish(dec);
   /* held data sets whose template never came show up only now */
   ba_ingest_counts_t fc;
   ba_flow_decoder_counts(dec, &fc);
-  tot.dropped[BA_DROP_UNKNOWN_TEMPLATE] = fc.dropped[BA_DROP_UNKNOWN_TEMPLATE];
-  ba_store_writer_stats_t ws;
-  memset(&ws, 0, sizeof(ws));
+  r.tot.dropped[BA_DROP_UNKNOWN_TEMPLATE] = fc.dropped[BA_DROP_UNKNOWN_TEMPLATE];
   if (g.w) {
-    ba_store_writer_get_stats(g.w, &ws);
+    ba_store_writer_get_stats(g.w, &r.ws);
     if (ba_cli_writer_close("ingest", store, &g.w)) status = 2;
   }
-  double secs = (double)(now_ns() - t0) / 1e9;
-  size_t nsrc = ba_flow_decoder_sources(dec, NULL, 0);
-  ba_flow_source_t *src = nsrc ? calloc(nsrc, sizeof(*src)) : NULL;
-  if (src) ba_flow_decoder_sources(dec, src, nsrc);
-  if (!quiet && !json && res && frc) {
-    fprintf(stderr, "bitarc ingest: %zu file%s, %" PRIu64 " packets read, %" PRIu64 " records %s (%" PRIu64
-            " packets, %" PRIu64 " flows) in %.2f s",
-            nf, nf == 1 ? "" : "s", tot.packets, g.stored, dry ? "decoded" : "stored", g.packets, g.flows, secs);
-    if (secs > 0) fprintf(stderr, ", %.0f records/s", (double)g.stored / secs);
-    fputc('\n', stderr);
-    for (size_t i = 0; i < nf; i++) {
-      fprintf(stderr, "  %s: ", argv[optind + (int)i]);
-      if (frc[i] == BA_ERR_IO || frc[i] == BA_ERR_NOT_OURS) {
-        fprintf(stderr, "not read: %s\n", res[i].errmsg);
-        continue;
-      }
-      fprintf(stderr, "%s, linktype %d, %" PRIu64 " packets -> ", as_name(res[i].as), res[i].linktype,
-              res[i].counts.packets);
-      ba_cli_print_counts(stderr, &res[i].counts);
-      if (frc[i]) fprintf(stderr, "; damaged at packet %" PRIu64 ": %s", res[i].error_packet, res[i].errmsg);
-      fputc('\n', stderr);
-    }
-    for (size_t i = 0; i < nsrc; i++) {
-      char a[64];
-      ba_addr_format(src[i].addr, a, sizeof(a));
-      fprintf(stderr, "  exporter %s: ", a);
-      ba_cli_print_counts(stderr, &src[i].counts);
-      if (src[i].clock_suspicious) fprintf(stderr, "; its clock looks wrong (export - receive %" PRId64 " s)",
-                                           src[i].export_skew_s);
-      if (src[i].last_error[0]) fprintf(stderr, "; last drop: %s", src[i].last_error);
-      fputc('\n', stderr);
-    }
-    if (ws.records_dropped)
-      fprintf(stderr, "  store %s dropped %" PRIu64 " records (see bitarc stat)\n", store, ws.records_dropped);
-    if (ba_ingest_counts_dropped(&tot)) {
-      fprintf(stderr, "  totals: ");
-      ba_cli_print_counts(stderr, &tot);
-      fputc('\n', stderr);
-    }
-  }
-  if (json && res && frc) {
-    FILE *f = stdout;
-    fprintf(f, "{\"files\":[");
-    for (size_t i = 0; i < nf; i++) {
-      fprintf(f, "%s{\"file\":", i ? "," : "");
-      ba_cli_json_string(f, argv[optind + (int)i]);
-      fprintf(f, ",\"as\":\"%s\",\"linktype\":%d,\"status\":", as_name(res[i].as), res[i].linktype);
-      ba_cli_json_string(f, frc[i] ? ba_strerror(frc[i]) : "ok");
-      fprintf(f, ",\"error\":");
-      ba_cli_json_string(f, res[i].errmsg);
-      fprintf(f, ",\"error_packet\":%" PRIu64 ",\"error_offset\":%" PRIu64 ",\"counts\":", res[i].error_packet,
-              res[i].error_offset);
-      ba_cli_json_counts(f, &res[i].counts);
-      fputc('}', f);
-    }
-    fprintf(f, "],\"exporters\":[");
-    for (size_t i = 0; i < nsrc; i++) {
-      char a[64];
-      ba_addr_format(src[i].addr, a, sizeof(a));
-      fprintf(f, "%s{\"exporter\":\"%s\",\"counts\":", i ? "," : "", a);
-      ba_cli_json_counts(f, &src[i].counts);
-      fprintf(f, ",\"clock_suspicious\":%s,\"export_skew_s\":%" PRId64 ",\"samplers\":%u,\"ifnames\":%u,"
-              "\"last_error\":", src[i].clock_suspicious ? "true" : "false", src[i].export_skew_s,
-              src[i].samplers, src[i].ifnames);
-      ba_cli_json_string(f, src[i].last_error);
-      fputc('}', f);
-    }
-    fprintf(f, "],\"templates\":[");
-    json_templates(f, dec);
-    fprintf(f, "],\"totals\":");
-    ba_cli_json_counts(f, &tot);
-    fprintf(f, ",\"stored\":%" PRIu64 ",\"stored_packets\":%" PRIu64 ",\"stored_flows\":%" PRIu64
-            ",\"store_dropped\":%" PRIu64 ",\"seconds\":%.3f,\"dry_run\":%s}\n",
-            g.stored, g.packets, g.flows, ws.records_dropped, secs, dry ? "true" : "false");
-  }
-  free(src);
-  free(res);
-  free(frc);
+  r.secs = (double)(now_ns() - t0) / 1e9;
+  r.nsrc = ba_flow_decoder_sources(dec, NULL, 0);
+  r.src = r.nsrc ? calloc(r.nsrc, sizeof(*r.src)) : NULL;
+  if (r.src) ba_flow_decoder_sources(dec, r.src, r.nsrc);
+  else r.nsrc = 0;
+  if (!quiet && !json && r.res && r.frc) report_text(&g, &r);
+  if (json && r.res && r.frc) report_json(stdout, &g, &r, dec);
+  free(r.src);
+  free(r.res);
+  free(r.frc);
   ba_flow_decoder_free(dec);
   return status;
 }

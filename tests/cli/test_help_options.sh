@@ -49,6 +49,10 @@ bad() { # bad "text the error must contain" command args...
 }
 bad "nosuch" nosuch
 bad "$tmp/missing.pcap" ingest --store "$tmp/st2" "$tmp/missing.pcap"
+echo "not a capture" >"$tmp/notes.txt"
+bad "$tmp/notes.txt: not a pcap/pcapng capture" ingest --dry-run "$tmp/notes.txt"
+set +e; "$B" ingest --dry-run --report json "$tmp/notes.txt" >"$tmp/json" 2>/dev/null; set -e
+grep -qF '"status":"not a pcap/pcapng capture"' "$tmp/json" || fail "ingest --report json: status of a non-capture: $(head -c 300 "$tmp/json")"
 bad "'bogus'" ingest --store "$tmp/st2" --codec bogus "$SRC/data/cesnet-mixed.pcap"
 bad "'lots'" ingest --store "$tmp/st2" --threads lots "$SRC/data/cesnet-mixed.pcap"
 bad "'5y'" ingest --store "$tmp/st2" --slice 5y "$SRC/data/cesnet-mixed.pcap"
