@@ -119,156 +119,191 @@ static void build_usage(void) {
          "  bitarc bench build --device gpu --rows 20000000 --png fig5-gpu.png\n");
 }
 
-static int bench_build(int argc, char **argv) {
+typedef struct build_opts {
+  ba_device_t dev;
+  uint64_t cards[MAXL];
+  ba_codec_t codecs[MAXL];
+  size_t ncards, ncodecs, rows, maxb;
+  const char *png;
+  unsigned repeat;
+} build_opts_t;
+
+/* 0 to run, 1 after --help, 2 on a bad argument (named). */
+static int build_args(int argc, char **argv, build_opts_t *o) {
   static const struct option opts[] = {{"device", 1, 0, 'd'}, {"codecs", 1, 0, 'c'}, {"cards", 1, 0, 'k'},
                                        {"rows", 1, 0, 'n'},   {"max-batch", 1, 0, 'b'}, {"repeat", 1, 0, 'r'},
                                        {"png", 1, 0, 'p'},    {"help", 0, 0, 'h'},    {0, 0, 0, 0}};
-  ba_device_t dev = BA_DEVICE_OMP;
-  uint64_t cards[MAXL] = {256, 1024, 4096, 16384, 65536};
-  size_t ncards = 5, ncodecs = 3, rows = 4000000, maxb = 0;
-  ba_codec_t codecs[MAXL] = {BA_CODEC_WAH32, BA_CODEC_PLWAH, BA_CODEC_MASC};
-  const char *png = NULL;
-  unsigned repeat = 1;
+  *o = (build_opts_t){.dev = BA_DEVICE_OMP,
+                      .cards = {256, 1024, 4096, 16384, 65536},
+                      .codecs = {BA_CODEC_WAH32, BA_CODEC_PLWAH, BA_CODEC_MASC},
+                      .ncards = 5,
+                      .ncodecs = 3,
+                      .rows = 4000000,
+                      .repeat = 1};
   uint64_t u;
   int c;
   optind = 1;
   while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
     switch (c) {
     case 'd':
-      if (ba_cli_device_name("bench", optarg, &dev)) return 2;
+      if (ba_cli_device_name("bench", optarg, &o->dev)) return 2;
       break;
     case 'c':
-      if (parse_codecs(optarg, codecs, &ncodecs)) return 2;
+      if (parse_codecs(optarg, o->codecs, &o->ncodecs)) return 2;
       break;
     case 'k':
-      if (parse_numbers("cards", optarg, cards, &ncards)) return 2;
+      if (parse_numbers("cards", optarg, o->cards, &o->ncards)) return 2;
       break;
     case 'n':
       if (ba_cli_opt_u64("bench", "rows", optarg, 1, (uint64_t)1 << 32, &u)) return 2;
-      rows = (size_t)u;
+      o->rows = (size_t)u;
       break;
     case 'b':
       if (ba_cli_opt_u64("bench", "max-batch", optarg, 1, UINT32_MAX, &u)) return 2;
-      maxb = (size_t)u;
+      o->maxb = (size_t)u;
       break;
     case 'r':
       if (ba_cli_opt_u64("bench", "repeat", optarg, 1, 1000, &u)) return 2;
-      repeat = (unsigned)u;
+      o->repeat = (unsigned)u;
       break;
-    case 'p': png = optarg; break;
-    case 'h': build_usage(); return 0;
+    case 'p': o->png = optarg; break;
+    case 'h': build_usage(); return 1;
     default: build_usage(); return 2;
     }
   }
-  if (rows == 0 || repeat == 0) {
-    ba_cli_err("bench", "--rows and --repeat must be positive");
-    return 2;
-  }
-  ba_gpu_t *g = NULL, *cpu = NULL;
-  char why[BA_GPU_ERRMSG_LEN];
-  if (ba_gpu_open(dev, &g, why, sizeof why) || ba_gpu_open(BA_DEVICE_CPU, &cpu, NULL, 0)) {
-    ba_cli_err("bench", "device %s: %s", ba_device_name(dev), why);
-    ba_gpu_close(g);
-    return 2;
-  }
-  if (maxb && ba_gpu_set_max_batch(g, maxb)) {
-    ba_cli_err("bench", "--max-batch %zu: %s", maxb, ba_gpu_errmsg(g));
-    return 2;
-  }
-  uint32_t *v = malloc(rows * sizeof *v);
-  if (!v) {
-    ba_cli_err("bench", "out of memory for %zu rows", rows);
-    return 1;
-  }
-  print_cmdline(argc, argv);
-  printf("# Mrows/s, uniform values, %zu rows per batch, best of %u\n", rows, repeat);
-  printf("%-8s %12s", "card", "cpu-wah32");
-  for (size_t k = 0; k < ncodecs; k++) {
-    char h[32];
-    snprintf(h, sizeof h, "%s-%s", ba_device_name(dev), ba_codec_name(codecs[k]));
-    printf(" %14s", h);
-  }
-  printf("\n");
-  char dat[] = "/tmp/bitarc-bench-XXXXXX";
-  int fd = mkstemp(dat);
-  FILE *df = fd >= 0 ? fdopen(fd, "w") : NULL;
-  ba_gpu_times_t last[MAXL];
-  memset(last, 0, sizeof last);
+  return 0;
+}
+
+/* Fig. 5: Mrows/s per cardinality, the CPU online builder beside each codec
+ * on the device, printed and written to df; last gets each codec's step
+ * times at the last cardinality. */
+static int build_rates(const build_opts_t *o, ba_gpu_t *g, ba_gpu_t *cpu, uint32_t *v, FILE *df,
+                       ba_gpu_times_t *last) {
   int rc = 0;
-  for (size_t ci = 0; ci < ncards && rc == 0; ci++) {
+  for (size_t ci = 0; ci < o->ncards && rc == 0; ci++) {
     uint64_t seed = 6000 + ci;
-    for (size_t i = 0; i < rows; i++) v[i] = (uint32_t)(rng_next(&seed) % cards[ci]);
+    for (size_t i = 0; i < o->rows; i++) v[i] = (uint32_t)(rng_next(&seed) % o->cards[ci]);
     double res[MAXL + 1];
-    for (size_t k = 0; k <= ncodecs && rc == 0; k++) {
+    for (size_t k = 0; k <= o->ncodecs && rc == 0; k++) {
       ba_gpu_t *d = k == 0 ? cpu : g;
-      ba_codec_t co = k == 0 ? BA_CODEC_WAH32 : codecs[k - 1];
+      ba_codec_t co = k == 0 ? BA_CODEC_WAH32 : o->codecs[k - 1];
       double best = 1e300;
-      for (unsigned r = 0; r < repeat && rc == 0; r++) {
+      for (unsigned r = 0; r < o->repeat && rc == 0; r++) {
         ba_gpu_index_t *ix = NULL;
         double t0 = now_ms();
-        rc = ba_gpu_build_index(d, co, v, rows, cards[ci], &ix);
+        rc = ba_gpu_build_index(d, co, v, o->rows, o->cards[ci], &ix);
         double t = now_ms() - t0;
         if (rc) ba_cli_err("bench", "build %s on %s: %s", ba_codec_name(co), ba_device_name(ba_gpu_device(d)), ba_gpu_errmsg(d));
         ba_gpu_index_free(ix);
         if (t < best) best = t;
         if (k > 0) last[k - 1] = *ba_gpu_last_times(d);
       }
-      res[k] = (double)rows / best / 1e3;
+      res[k] = (double)o->rows / best / 1e3;
     }
     if (rc) break;
-    printf("%-8llu %12.2f", (unsigned long long)cards[ci], res[0]);
-    if (df) fprintf(df, "%llu %.3f", (unsigned long long)cards[ci], res[0]);
-    for (size_t k = 0; k < ncodecs; k++) {
+    printf("%-8llu %12.2f", (unsigned long long)o->cards[ci], res[0]);
+    if (df) fprintf(df, "%llu %.3f", (unsigned long long)o->cards[ci], res[0]);
+    for (size_t k = 0; k < o->ncodecs; k++) {
       printf(" %14.2f", res[k + 1]);
       if (df) fprintf(df, " %.3f", res[k + 1]);
     }
     printf("\n");
     if (df) fprintf(df, "\n");
   }
-  /* Fig. 6: time per step at the last cardinality */
-  printf("\n# ms per step on %s at cardinality %llu (IMC'13 Fig. 6)\n%-10s", ba_device_name(dev),
-         (unsigned long long)cards[ncards - 1], "step");
-  for (size_t k = 0; k < ncodecs; k++) printf(" %10s", ba_codec_name(codecs[k]));
+  return rc;
+}
+
+/* Fig. 6: time per step at the last cardinality, printed and written to df6. */
+static void build_steps(const build_opts_t *o, const ba_gpu_times_t *last, FILE *df6) {
+  printf("\n# ms per step on %s at cardinality %llu (IMC'13 Fig. 6)\n%-10s", ba_device_name(o->dev),
+         (unsigned long long)o->cards[o->ncards - 1], "step");
+  for (size_t k = 0; k < o->ncodecs; k++) printf(" %10s", ba_codec_name(o->codecs[k]));
   printf("\n");
-  char dat6[] = "/tmp/bitarc-bench6-XXXXXX";
-  int fd6 = mkstemp(dat6);
-  FILE *df6 = fd6 >= 0 ? fdopen(fd6, "w") : NULL;
   for (unsigned s = 0; s <= BA_GPU_STEP_JOIN; s++) {
     printf("%-10s", ba_gpu_step_name(s));
     if (df6) fprintf(df6, "%s", ba_gpu_step_name(s));
-    for (size_t k = 0; k < ncodecs; k++) {
+    for (size_t k = 0; k < o->ncodecs; k++) {
       printf(" %10.2f", last[k].ms[s]);
       if (df6) fprintf(df6, " %.3f", last[k].ms[s]);
     }
     printf("\n");
     if (df6) fprintf(df6, "\n");
   }
+}
+
+/* Both figures to o->png and o->png's "-steps.png" sibling. */
+static int build_plot(const build_opts_t *o, const char *dat, const char *dat6) {
+  char script[4096];
+  int n = snprintf(script, sizeof script,
+                   "set terminal png size 900,560\nset output '%s'\nset logscale x 2\nset key outside\n"
+                   "set title 'Index creation throughput, %zu uniform rows (IMC13 Fig. 5)'\n"
+                   "set xlabel 'cardinality'\nset ylabel 'million rows / s'\nset yrange [0:*]\n"
+                   "plot '%s' using 1:2 with linespoints title 'cpu wah32 (online)'",
+                   o->png, o->rows, dat);
+  for (size_t k = 0; k < o->ncodecs && n < (int)sizeof script; k++)
+    n += snprintf(script + n, sizeof script - (size_t)n, ", '' using 1:%zu with linespoints title '%s %s'", k + 3,
+                  ba_device_name(o->dev), ba_codec_name(o->codecs[k]));
+  char png6[1024];
+  size_t pl = strlen(o->png);
+  snprintf(png6, sizeof png6, "%.*s-steps.png", (int)(pl > 4 ? pl - 4 : pl), o->png);
+  n += snprintf(script + n, sizeof script - (size_t)n,
+                "\nset output '%s'\nunset logscale x\nset style data histograms\nset style histogram clustered\n"
+                "set style fill solid 0.8\nset xtics rotate by -30\nset title 'Time per step, %s, cardinality %llu "
+                "(IMC13 Fig. 6)'\nset xlabel ''\nset ylabel 'ms'\nplot '%s' using 2:xtic(1) title '%s'",
+                png6, ba_device_name(o->dev), (unsigned long long)o->cards[o->ncards - 1], dat6,
+                ba_codec_name(o->codecs[0]));
+  for (size_t k = 1; k < o->ncodecs && n < (int)sizeof script; k++)
+    n += snprintf(script + n, sizeof script - (size_t)n, ", '' using %zu title '%s'", k + 2, ba_codec_name(o->codecs[k]));
+  snprintf(script + n, sizeof script - (size_t)n, "\n");
+  int rc = plot("bench", script);
+  if (!rc) printf("# wrote %s and %s\n", o->png, png6);
+  return rc;
+}
+
+static int bench_build(int argc, char **argv) {
+  build_opts_t o;
+  int a = build_args(argc, argv, &o);
+  if (a) return a == 1 ? 0 : 2;
+  ba_gpu_t *g = NULL, *cpu = NULL;
+  char why[BA_GPU_ERRMSG_LEN];
+  if (ba_gpu_open(o.dev, &g, why, sizeof why) || ba_gpu_open(BA_DEVICE_CPU, &cpu, NULL, 0)) {
+    ba_cli_err("bench", "device %s: %s", ba_device_name(o.dev), why);
+    ba_gpu_close(g);
+    return 2;
+  }
+  uint32_t *v = NULL;
+  int rc = 0;
+  if (o.maxb && ba_gpu_set_max_batch(g, o.maxb)) {
+    ba_cli_err("bench", "--max-batch %zu: %s", o.maxb, ba_gpu_errmsg(g));
+    rc = 2;
+  } else if (!(v = malloc(o.rows * sizeof *v))) {
+    ba_cli_err("bench", "out of memory for %zu rows", o.rows);
+    rc = 1;
+  }
+  if (rc) {
+    ba_gpu_close(g);
+    ba_gpu_close(cpu);
+    return rc;
+  }
+  print_cmdline(argc, argv);
+  printf("# Mrows/s, uniform values, %zu rows per batch, best of %u\n", o.rows, o.repeat);
+  printf("%-8s %12s", "card", "cpu-wah32");
+  for (size_t k = 0; k < o.ncodecs; k++) {
+    char h[32];
+    snprintf(h, sizeof h, "%s-%s", ba_device_name(o.dev), ba_codec_name(o.codecs[k]));
+    printf(" %14s", h);
+  }
+  printf("\n");
+  char dat[] = "/tmp/bitarc-bench-XXXXXX", dat6[] = "/tmp/bitarc-bench6-XXXXXX";
+  int fd = mkstemp(dat), fd6 = mkstemp(dat6);
+  FILE *df = fd >= 0 ? fdopen(fd, "w") : NULL, *df6 = fd6 >= 0 ? fdopen(fd6, "w") : NULL;
+  ba_gpu_times_t last[MAXL];
+  memset(last, 0, sizeof last);
+  rc = build_rates(&o, g, cpu, v, df, last);
+  build_steps(&o, last, df6);
   if (df) fclose(df);
   if (df6) fclose(df6);
-  if (rc == 0 && png && df && df6) {
-    char script[4096];
-    int o = snprintf(script, sizeof script,
-                     "set terminal png size 900,560\nset output '%s'\nset logscale x 2\nset key outside\n"
-                     "set title 'Index creation throughput, %zu uniform rows (IMC13 Fig. 5)'\n"
-                     "set xlabel 'cardinality'\nset ylabel 'million rows / s'\nset yrange [0:*]\n"
-                     "plot '%s' using 1:2 with linespoints title 'cpu wah32 (online)'",
-                     png, rows, dat);
-    for (size_t k = 0; k < ncodecs && o < (int)sizeof script; k++)
-      o += snprintf(script + o, sizeof script - (size_t)o, ", '' using 1:%zu with linespoints title '%s %s'", k + 3,
-                    ba_device_name(dev), ba_codec_name(codecs[k]));
-    char png6[1024];
-    snprintf(png6, sizeof png6, "%.*s-steps.png", (int)(strlen(png) > 4 ? strlen(png) - 4 : strlen(png)), png);
-    o += snprintf(script + o, sizeof script - (size_t)o,
-                  "\nset output '%s'\nunset logscale x\nset style data histograms\nset style histogram clustered\n"
-                  "set style fill solid 0.8\nset xtics rotate by -30\nset title 'Time per step, %s, cardinality %llu "
-                  "(IMC13 Fig. 6)'\nset xlabel ''\nset ylabel 'ms'\nplot '%s' using 2:xtic(1) title '%s'",
-                  png6, ba_device_name(dev), (unsigned long long)cards[ncards - 1], dat6, ba_codec_name(codecs[0]));
-    for (size_t k = 1; k < ncodecs && o < (int)sizeof script; k++)
-      o += snprintf(script + o, sizeof script - (size_t)o, ", '' using %zu title '%s'", k + 2, ba_codec_name(codecs[k]));
-    snprintf(script + o, sizeof script - (size_t)o, "\n");
-    rc = plot("bench", script);
-    if (!rc) printf("# wrote %s and %s\n", png, png6);
-  }
+  if (rc == 0 && o.png && df && df6) rc = build_plot(&o, dat, dat6);
   remove(dat);
   remove(dat6);
   free(v);
@@ -295,112 +330,144 @@ static void range_usage(void) {
          "  bitarc bench range --device omp --png range.png\n");
 }
 
-static int bench_range(int argc, char **argv) {
+typedef struct range_opts {
+  ba_device_t dev;
+  size_t rows, nsizes;
+  uint64_t bins, sizes[MAXL];
+  unsigned repeat;
+  const char *png;
+} range_opts_t;
+
+/* 0 to run, 1 after --help, 2 on a bad argument (named). */
+static int range_args(int argc, char **argv, range_opts_t *o) {
   static const struct option opts[] = {{"device", 1, 0, 'd'}, {"rows", 1, 0, 'n'}, {"bins", 1, 0, 'k'},
                                        {"sizes", 1, 0, 's'},  {"repeat", 1, 0, 'r'}, {"png", 1, 0, 'p'},
                                        {"help", 0, 0, 'h'},   {0, 0, 0, 0}};
-  ba_device_t dev = BA_DEVICE_OMP;
-  size_t rows = 4000000;
-  uint64_t bins = 128, sizes[MAXL] = {4, 8, 16, 32, 64};
-  size_t nsizes = 5;
-  unsigned repeat = 3;
-  const char *png = NULL;
+  *o = (range_opts_t){
+      .dev = BA_DEVICE_OMP, .rows = 4000000, .bins = 128, .sizes = {4, 8, 16, 32, 64}, .nsizes = 5, .repeat = 3};
   uint64_t u;
   int c;
   optind = 1;
   while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
     switch (c) {
     case 'd':
-      if (ba_cli_device_name("bench", optarg, &dev)) return 2;
+      if (ba_cli_device_name("bench", optarg, &o->dev)) return 2;
       break;
     case 'n':
       if (ba_cli_opt_u64("bench", "rows", optarg, 1, (uint64_t)1 << 32, &u)) return 2;
-      rows = (size_t)u;
+      o->rows = (size_t)u;
       break;
     case 'k':
-      if (ba_cli_opt_u64("bench", "bins", optarg, 1, 65536, &bins)) return 2;
+      if (ba_cli_opt_u64("bench", "bins", optarg, 1, 65536, &o->bins)) return 2;
       break;
     case 's':
-      if (parse_numbers("sizes", optarg, sizes, &nsizes)) return 2;
+      if (parse_numbers("sizes", optarg, o->sizes, &o->nsizes)) return 2;
       break;
     case 'r':
       if (ba_cli_opt_u64("bench", "repeat", optarg, 1, 1000, &u)) return 2;
-      repeat = (unsigned)u;
+      o->repeat = (unsigned)u;
       break;
-    case 'p': png = optarg; break;
-    case 'h': range_usage(); return 0;
+    case 'p': o->png = optarg; break;
+    case 'h': range_usage(); return 1;
     default: range_usage(); return 2;
     }
   }
-  if (rows == 0 || bins == 0 || repeat == 0 || bins > 65536) {
-    ba_cli_err("bench", "--rows, --repeat must be positive and --bins in 1..65536");
-    return 2;
-  }
-  for (size_t i = 0; i < nsizes; i++)
-    if (sizes[i] > bins) {
-      ba_cli_err("bench", "--sizes: %llu is more than the %llu bins", (unsigned long long)sizes[i],
-                 (unsigned long long)bins);
+  for (size_t i = 0; i < o->nsizes; i++)
+    if (o->sizes[i] > o->bins) {
+      ba_cli_err("bench", "--sizes: %llu is more than the %llu bins", (unsigned long long)o->sizes[i],
+                 (unsigned long long)o->bins);
       return 2;
     }
+  return 0;
+}
+
+static const char *const g_range_cols[] = {"cpu-iter", "cpu-reduce", "coa", "roa", "hybrid", "ideal"};
+
+/* Best time of each of the six ways to OR the first m bins into res; every
+ * result is checked equal to the first. */
+static int range_point(const range_opts_t *o, ba_gpu_t *g, ba_gpu_t *cpu, ba_bitmap_t **bm, size_t m,
+                       double res[6]) {
+  int rc = 0;
+  ba_bitmap_t *ref = NULL;
+  for (size_t k = 0; k < 6 && rc == 0; k++) {
+    double best = 1e300;
+    for (unsigned r = 0; r < o->repeat && rc == 0; r++) {
+      ba_bitmap_t *out = NULL;
+      double t0 = now_ms();
+      if (k == 0)
+        rc = ba_gpu_range(cpu, BA_OP_OR, (const ba_bitmap_t *const *)bm, m, BA_GPU_RANGE_AUTO, &out);
+      else if (k == 1)
+        rc = ba_bitmap_or_many((const ba_bitmap_t *const *)bm, m, BA_CODEC_WAH64, &out);
+      else
+        rc = ba_gpu_range(g, BA_OP_OR, (const ba_bitmap_t *const *)bm, m, (ba_gpu_range_alg_t)(k - 1), &out);
+      double t = now_ms() - t0;
+      if (t < best) best = t;
+      if (rc == 0 && !ref) {
+        ref = out;
+        out = NULL;
+      } else if (rc == 0 && ba_bitmap_equal(ref, out) != 1) {
+        ba_cli_err("bench", "range %s, m = %zu: result differs from the CPU's", g_range_cols[k], m);
+        rc = 1;
+      }
+      ba_bitmap_free(out);
+    }
+    res[k] = best;
+  }
+  ba_bitmap_free(ref);
+  return rc;
+}
+
+static int range_plot(const range_opts_t *o, const char *dat) {
+  char script[2048];
+  snprintf(script, sizeof script,
+           "set terminal png size 900,560\nset output '%s'\nset logscale x 2\nset key outside\n"
+           "set title 'Range query (OR of m wah64 bins), %zu rows, device %s'\n"
+           "set xlabel 'query size m (bins)'\nset ylabel 'ms per query'\nset yrange [0:*]\n"
+           "plot '%s' u 1:2 w lp t 'cpu iterative', '' u 1:3 w lp t 'cpu reduction', '' u 1:4 w lp t 'COA',"
+           " '' u 1:5 w lp t 'ROA', '' u 1:6 w lp t 'hybrid', '' u 1:7 w lp t 'ideal hybrid'\n",
+           o->png, o->rows, ba_device_name(o->dev), dat);
+  int rc = plot("bench", script);
+  if (!rc) printf("# wrote %s\n", o->png);
+  return rc;
+}
+
+static int bench_range(int argc, char **argv) {
+  range_opts_t o;
+  int a = range_args(argc, argv, &o);
+  if (a) return a == 1 ? 0 : 2;
   ba_gpu_t *g = NULL, *cpu = NULL;
   char why[BA_GPU_ERRMSG_LEN];
-  if (ba_gpu_open(dev, &g, why, sizeof why) || ba_gpu_open(BA_DEVICE_CPU, &cpu, NULL, 0)) {
-    ba_cli_err("bench", "device %s: %s", ba_device_name(dev), why);
+  if (ba_gpu_open(o.dev, &g, why, sizeof why) || ba_gpu_open(BA_DEVICE_CPU, &cpu, NULL, 0)) {
+    ba_cli_err("bench", "device %s: %s", ba_device_name(o.dev), why);
     ba_gpu_close(g);
     return 2;
   }
-  uint32_t *v = malloc(rows * sizeof *v);
+  uint32_t *v = malloc(o.rows * sizeof *v);
   uint64_t seed = 6100;
-  for (size_t i = 0; v && i < rows; i++) v[i] = (uint32_t)(rng_next(&seed) % bins);
+  for (size_t i = 0; v && i < o.rows; i++) v[i] = (uint32_t)(rng_next(&seed) % o.bins);
   ba_gpu_index_t *ix = NULL;
-  int rc = v ? ba_gpu_build_index(g, BA_CODEC_WAH64, v, rows, bins, &ix) : BA_ERR_NOMEM;
-  ba_bitmap_t **bm = ix ? calloc(ix->nkeys, sizeof *bm) : NULL;
-  for (size_t i = 0; rc == 0 && i < ix->nkeys; i++) rc = ba_gpu_index_bitmap(ix, i, &bm[i]);
-  if (rc || !bm) {
-    ba_cli_err("bench", "building the wah64 bins: %s", ba_gpu_errmsg(g));
-    return 1;
+  int rc = v ? ba_gpu_build_index(g, BA_CODEC_WAH64, v, o.rows, o.bins, &ix) : BA_ERR_NOMEM;
+  size_t nkeys = rc == 0 ? ix->nkeys : 0;
+  ba_bitmap_t **bm = rc == 0 ? calloc(nkeys ? nkeys : 1, sizeof *bm) : NULL;
+  if (rc == 0 && !bm) rc = BA_ERR_NOMEM;
+  for (size_t i = 0; rc == 0 && i < nkeys; i++) rc = ba_gpu_index_bitmap(ix, i, &bm[i]);
+  if (rc) ba_cli_err("bench", "building the wah64 bins: %s", rc == BA_ERR_NOMEM ? ba_strerror(rc) : ba_gpu_errmsg(g));
+  if (rc == 0) {
+    print_cmdline(argc, argv);
+    printf("# ms per query (best of %u), OR of m of %llu wah64 bins, %zu uniform rows\n", o.repeat,
+           (unsigned long long)o.bins, o.rows);
+    printf("%-6s", "m");
+    for (size_t k = 0; k < 6; k++) printf(" %11s", g_range_cols[k]);
+    printf("\n");
   }
-  print_cmdline(argc, argv);
-  printf("# ms per query (best of %u), OR of m of %llu wah64 bins, %zu uniform rows\n", repeat,
-         (unsigned long long)bins, rows);
-  static const char *const cols[] = {"cpu-iter", "cpu-reduce", "coa", "roa", "hybrid", "ideal"};
-  printf("%-6s", "m");
-  for (size_t k = 0; k < 6; k++) printf(" %11s", cols[k]);
-  printf("\n");
   char dat[] = "/tmp/bitarc-range-XXXXXX";
-  int fd = mkstemp(dat);
+  int fd = rc == 0 ? mkstemp(dat) : -1;
   FILE *df = fd >= 0 ? fdopen(fd, "w") : NULL;
-  for (size_t si = 0; si < nsizes && rc == 0; si++) {
-    size_t m = (size_t)sizes[si];
-    if (m > ix->nkeys) m = ix->nkeys;
+  for (size_t si = 0; si < o.nsizes && rc == 0; si++) {
+    size_t m = (size_t)o.sizes[si];
+    if (m > nkeys) m = nkeys;
     double res[6];
-    ba_bitmap_t *ref = NULL;
-    for (size_t k = 0; k < 6 && rc == 0; k++) {
-      double best = 1e300;
-      for (unsigned r = 0; r < repeat && rc == 0; r++) {
-        ba_bitmap_t *out = NULL;
-        double t0 = now_ms();
-        if (k == 0)
-          rc = ba_gpu_range(cpu, BA_OP_OR, (const ba_bitmap_t *const *)bm, m, BA_GPU_RANGE_AUTO, &out);
-        else if (k == 1)
-          rc = ba_bitmap_or_many((const ba_bitmap_t *const *)bm, m, BA_CODEC_WAH64, &out);
-        else
-          rc = ba_gpu_range(g, BA_OP_OR, (const ba_bitmap_t *const *)bm, m, (ba_gpu_range_alg_t)(k - 1), &out);
-        double t = now_ms() - t0;
-        if (t < best) best = t;
-        if (rc == 0 && !ref) {
-          ref = out;
-          out = NULL;
-        } else if (rc == 0 && ba_bitmap_equal(ref, out) != 1) {
-          ba_cli_err("bench", "range %s, m = %zu: result differs from the CPU's", cols[k], m);
-          rc = 1;
-        }
-        ba_bitmap_free(out);
-      }
-      res[k] = best;
-    }
-    ba_bitmap_free(ref);
-    if (rc) break;
+    if ((rc = range_point(&o, g, cpu, bm, m, res))) break;
     printf("%-6zu", m);
     if (df) fprintf(df, "%zu", m);
     for (size_t k = 0; k < 6; k++) {
@@ -411,20 +478,9 @@ static int bench_range(int argc, char **argv) {
     if (df) fprintf(df, "\n");
   }
   if (df) fclose(df);
-  if (rc == 0 && png) {
-    char script[2048];
-    snprintf(script, sizeof script,
-             "set terminal png size 900,560\nset output '%s'\nset logscale x 2\nset key outside\n"
-             "set title 'Range query (OR of m wah64 bins), %zu rows, device %s'\n"
-             "set xlabel 'query size m (bins)'\nset ylabel 'ms per query'\nset yrange [0:*]\n"
-             "plot '%s' u 1:2 w lp t 'cpu iterative', '' u 1:3 w lp t 'cpu reduction', '' u 1:4 w lp t 'COA',"
-             " '' u 1:5 w lp t 'ROA', '' u 1:6 w lp t 'hybrid', '' u 1:7 w lp t 'ideal hybrid'\n",
-             png, rows, ba_device_name(dev), dat);
-    rc = plot("bench", script);
-    if (!rc) printf("# wrote %s\n", png);
-  }
-  remove(dat);
-  for (size_t i = 0; i < ix->nkeys; i++) ba_bitmap_free(bm[i]);
+  if (rc == 0 && o.png) rc = range_plot(&o, dat);
+  if (fd >= 0) remove(dat);
+  for (size_t i = 0; bm && i < nkeys; i++) ba_bitmap_free(bm[i]);
   free(bm);
   ba_gpu_index_free(ix);
   free(v);
