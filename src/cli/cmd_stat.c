@@ -66,6 +66,91 @@ static void collector_report(const char *dir, int json) {
   free(buf);
 }
 
+/* What the segments add up to. */
+typedef struct stat_tot {
+  size_t n, bad;
+  uint64_t rows, archive, index, file, attr[BA_ATTR_COUNT], colb[32], tmin, tmax;
+  unsigned ncols;
+} stat_tot_t;
+
+/* Segment i's line (or JSON object), added to t. */
+static void stat_segment(ba_store_t *s, size_t i, int json, stat_tot_t *t) {
+  ba_segment_t *seg;
+  ba_segment_info_t in;
+  const char *name = ba_store_segment_name(s, i);
+  if (ba_store_segment(s, i, &seg) < 0 || ba_segment_info(seg, &in) < 0) {
+    t->bad++;
+    if (json) {
+      printf("%s\n    {\"name\": ", i ? "," : "");
+      ba_cli_json_string(stdout, name);
+      printf(", \"damaged\": true}");
+    } else {
+      printf("%-34s DAMAGED: %s\n", name, ba_store_errmsg(s));
+    }
+    return;
+  }
+  char ts[40];
+  fmt_time(in.start_ns, ts, sizeof ts);
+  t->rows += in.rows;
+  t->archive += in.bytes_archive;
+  t->index += in.bytes_index;
+  t->file += in.bytes_file;
+  for (int a = 0; a < BA_ATTR_COUNT; a++) t->attr[a] += in.bytes_index_attr[a];
+  uint64_t cb[32];
+  unsigned nc = 0;
+  if (ba_segment_column_bytes(seg, cb, &nc) == BA_OK) {
+    for (unsigned k = 0; k < nc; k++) t->colb[k] += cb[k];
+    if (nc > t->ncols) t->ncols = nc;
+  }
+  if (in.min_first_ns < t->tmin) t->tmin = in.min_first_ns;
+  if (in.max_first_ns > t->tmax) t->tmax = in.max_first_ns;
+  if (json) {
+    printf("%s\n    {\"name\": ", i ? "," : "");
+    ba_cli_json_string(stdout, in.name);
+    printf(", \"start\": \"%s\", \"records\": %" PRIu64
+           ", \"blocks\": %u, \"codec\": \"%s\", \"compress\": \"%s\", \"reorder\": %s, "
+           "\"bytes_archive\": %" PRIu64 ", \"bytes_index\": %" PRIu64 ", \"bytes_file\": %" PRIu64 "}",
+           ts, in.rows, in.nblocks, ba_codec_name(in.codec), ba_compress_name(in.compress),
+           in.reorder ? "true" : "false", in.bytes_archive, in.bytes_index, in.bytes_file);
+  } else {
+    printf("%-34s %-20s %12" PRIu64 " %8s %6s %10.2f\n", in.name, ts, in.rows, ba_codec_name(in.codec),
+           ba_compress_name(in.compress), in.rows ? (double)in.bytes_file / (double)in.rows : 0.0);
+  }
+}
+
+/* The totals after the segments, then the collector's last report. */
+static void stat_totals(const char *dir, const stat_tot_t *t, int json) {
+  double r = t->rows ? (double)t->rows : 1.0;
+  char t1[40] = "-", t2[40] = "-";
+  if (t->rows) {
+    fmt_time(t->tmin, t1, sizeof t1);
+    fmt_time(t->tmax, t2, sizeof t2);
+  }
+  if (json) {
+    printf("\n  ],\n  \"segment_count\": %zu,\n  \"damaged_segments\": %zu,\n  \"records\": %" PRIu64
+           ",\n  \"first\": \"%s\",\n  \"last\": \"%s\",\n  \"bytes_archive\": %" PRIu64
+           ",\n  \"bytes_index\": %" PRIu64 ",\n  \"bytes_file\": %" PRIu64
+           ",\n  \"bytes_per_record\": {\"archive\": %.3f, \"index\": %.3f",
+           t->n, t->bad, t->rows, t1, t2, t->archive, t->index, t->file, t->archive / r, t->index / r);
+    for (int a = 0; a < BA_ATTR_COUNT; a++) printf(", \"%s\": %.3f", ba_attr_name((ba_attr_t)a), t->attr[a] / r);
+    printf("},\n  \"archive_bytes_per_record\": {");
+    for (unsigned k = 0; k < t->ncols; k++)
+      printf("%s\"%s\": %.3f", k ? ", " : "", ba_segment_column_name(k), t->colb[k] / r);
+    printf("},\n  \"collector\": ");
+    collector_report(dir, 1);
+    printf("\n}\n");
+    return;
+  }
+  printf("\nsegments %zu (damaged %zu), records %" PRIu64 ", first %s, last %s\n", t->n, t->bad, t->rows, t1, t2);
+  printf("bytes per record: archive %.2f, index %.2f, file %.2f\n", t->archive / r, t->index / r, t->file / r);
+  printf("index bytes per record by attribute:\n");
+  for (int a = 0; a < BA_ATTR_COUNT; a++) printf("  %-13s %8.3f\n", ba_attr_name((ba_attr_t)a), t->attr[a] / r);
+  printf("archive bytes per record by column (columns absent everywhere omitted):\n");
+  for (unsigned k = 0; k < t->ncols; k++)
+    if (t->colb[k]) printf("  %-13s %8.3f\n", ba_segment_column_name(k), t->colb[k] / r);
+  collector_report(dir, 0);
+}
+
 int ba_cmd_stat(int argc, char **argv) {
   const char *dir = NULL, *fmt = "text";
   static const struct option opts[] = {{"store", required_argument, 0, 's'},
@@ -104,77 +189,19 @@ int ba_cmd_stat(int argc, char **argv) {
     ba_cli_err("stat", "cannot open store '%s': %s", dir, ba_strerror(rc));
     return 2;
   }
-  size_t n = ba_store_segment_count(s), bad = 0;
-  uint64_t rows = 0, archive = 0, index = 0, file = 0, attr[BA_ATTR_COUNT] = {0}, colb[32] = {0};
-  unsigned ncols = 0;
-  uint64_t tmin = UINT64_MAX, tmax = 0;
-  if (json) printf("{\n  \"store\": \"%s\",\n  \"segments\": [", dir);
-  else printf("%-34s %-20s %12s %8s %6s %10s\n", "segment", "slice start", "records", "codec", "comp", "B/rec");
-  for (size_t i = 0; i < n; i++) {
-    ba_segment_t *seg;
-    ba_segment_info_t in;
-    const char *name = ba_store_segment_name(s, i);
-    if (ba_store_segment(s, i, &seg) < 0 || ba_segment_info(seg, &in) < 0) {
-      bad++;
-      if (json) printf("%s\n    {\"name\": \"%s\", \"damaged\": true}", i ? "," : "", name);
-      else printf("%-34s DAMAGED: %s\n", name, ba_store_errmsg(s));
-      continue;
-    }
-    char ts[40];
-    fmt_time(in.start_ns, ts, sizeof ts);
-    rows += in.rows;
-    archive += in.bytes_archive;
-    index += in.bytes_index;
-    file += in.bytes_file;
-    for (int a = 0; a < BA_ATTR_COUNT; a++) attr[a] += in.bytes_index_attr[a];
-    uint64_t cb[32];
-    unsigned nc = 0;
-    if (ba_segment_column_bytes(seg, cb, &nc) == BA_OK) {
-      for (unsigned k = 0; k < nc; k++) colb[k] += cb[k];
-      if (nc > ncols) ncols = nc;
-    }
-    if (in.min_first_ns < tmin) tmin = in.min_first_ns;
-    if (in.max_first_ns > tmax) tmax = in.max_first_ns;
-    if (json)
-      printf("%s\n    {\"name\": \"%s\", \"start\": \"%s\", \"records\": %" PRIu64
-             ", \"blocks\": %u, \"codec\": \"%s\", \"compress\": \"%s\", \"reorder\": %s, "
-             "\"bytes_archive\": %" PRIu64 ", \"bytes_index\": %" PRIu64 ", \"bytes_file\": %" PRIu64 "}",
-             i ? "," : "", in.name, ts, in.rows, in.nblocks, ba_codec_name(in.codec),
-             ba_compress_name(in.compress), in.reorder ? "true" : "false", in.bytes_archive,
-             in.bytes_index, in.bytes_file);
-    else
-      printf("%-34s %-20s %12" PRIu64 " %8s %6s %10.2f\n", in.name, ts, in.rows,
-             ba_codec_name(in.codec), ba_compress_name(in.compress),
-             in.rows ? (double)in.bytes_file / (double)in.rows : 0.0);
-  }
-  double r = rows ? (double)rows : 1.0;
-  char t1[40] = "-", t2[40] = "-";
-  if (rows) {
-    fmt_time(tmin, t1, sizeof t1);
-    fmt_time(tmax, t2, sizeof t2);
-  }
+  stat_tot_t t;
+  memset(&t, 0, sizeof(t));
+  t.tmin = UINT64_MAX;
+  t.n = ba_store_segment_count(s);
   if (json) {
-    printf("\n  ],\n  \"segment_count\": %zu,\n  \"damaged_segments\": %zu,\n  \"records\": %" PRIu64
-           ",\n  \"first\": \"%s\",\n  \"last\": \"%s\",\n  \"bytes_archive\": %" PRIu64
-           ",\n  \"bytes_index\": %" PRIu64 ",\n  \"bytes_file\": %" PRIu64
-           ",\n  \"bytes_per_record\": {\"archive\": %.3f, \"index\": %.3f",
-           n, bad, rows, t1, t2, archive, index, file, archive / r, index / r);
-    for (int a = 0; a < BA_ATTR_COUNT; a++) printf(", \"%s\": %.3f", ba_attr_name((ba_attr_t)a), attr[a] / r);
-    printf("},\n  \"archive_bytes_per_record\": {");
-    for (unsigned k = 0; k < ncols; k++) printf("%s\"%s\": %.3f", k ? ", " : "", ba_segment_column_name(k), colb[k] / r);
-    printf("},\n  \"collector\": ");
-    collector_report(dir, 1);
-    printf("\n}\n");
+    printf("{\n  \"store\": ");
+    ba_cli_json_string(stdout, dir);
+    printf(",\n  \"segments\": [");
   } else {
-    printf("\nsegments %zu (damaged %zu), records %" PRIu64 ", first %s, last %s\n", n, bad, rows, t1, t2);
-    printf("bytes per record: archive %.2f, index %.2f, file %.2f\n", archive / r, index / r, file / r);
-    printf("index bytes per record by attribute:\n");
-    for (int a = 0; a < BA_ATTR_COUNT; a++) printf("  %-13s %8.3f\n", ba_attr_name((ba_attr_t)a), attr[a] / r);
-    printf("archive bytes per record by column (columns absent everywhere omitted):\n");
-    for (unsigned k = 0; k < ncols; k++)
-      if (colb[k]) printf("  %-13s %8.3f\n", ba_segment_column_name(k), colb[k] / r);
-    collector_report(dir, 0);
+    printf("%-34s %-20s %12s %8s %6s %10s\n", "segment", "slice start", "records", "codec", "comp", "B/rec");
   }
+  for (size_t i = 0; i < t.n; i++) stat_segment(s, i, json, &t);
+  stat_totals(dir, &t, json);
   ba_store_close(s);
-  return bad ? 1 : 0;
+  return t.bad ? 1 : 0;
 }

@@ -58,6 +58,9 @@ bad "'lots'" ingest --store "$tmp/st2" --threads lots "$SRC/data/cesnet-mixed.pc
 bad "'5y'" ingest --store "$tmp/st2" --slice 5y "$SRC/data/cesnet-mixed.pcap"
 bad "--store" ingest "$SRC/data/cesnet-mixed.pcap"
 bad "$tmp/none" stat --store "$tmp/none"
+# a store path with a quote and a backslash stays valid JSON
+mkdir "$tmp/q\"b\\s" && cp -r "$tmp/st/." "$tmp/q\"b\\s/"
+"$B" stat --store "$tmp/q\"b\\s" -o json | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["store"].endswith("q\"b\\s"), d["store"]' || fail "stat -o json of an odd store path"
 bad "'xml'" stat --store "$tmp/st" -o xml
 bad "'extra'" stat --store "$tmp/st" extra
 bad "--store" stat
