@@ -276,6 +276,83 @@ void qp_prefix4(qaddr_t *a, uint32_t v4, unsigned len) {
  * IPv6: inet_pton text with optional /len. `allow_len` permits /len.
  * *end gets the offset after the address; *plain whether every octet is one value,
  * *v4 the plain value, *has_len whether /len was given. */
+/* An IPv6 address (or prefix with allow_len) in s[at, j): the word of hex
+ * digits, ':' and '.' that starts at at. */
+static int scan_addr6(parser_t *p, size_t at, size_t j, qaddr_t *out, size_t *end, int allow_len, int *has_len) {
+  const char *s = p->s;
+  size_t n = p->n;
+  char buf[64];
+  if (j - at >= sizeof(buf)) return qp_fail_at(p, at, "bad IPv6 address '%s'", s + at, j - at);
+  memcpy(buf, s + at, j - at);
+  buf[j - at] = 0;
+  uint8_t a6[16];
+  if (inet_pton(AF_INET6, buf, a6) != 1) return qp_fail_at(p, at, "bad IPv6 address '%s'", buf, strlen(buf));
+  unsigned plen = 128;
+  if (j < n && s[j] == '/') {
+    if (!allow_len) return qp_fail_at(p, j, "prefix length not allowed here '%s'", s + j, 1);
+    size_t k = j + 1;
+    uint64_t v = 0;
+    while (k < n && isdigit((unsigned char)s[k]) && v <= 128) v = v * 10 + (uint64_t)(s[k++] - '0');
+    if (k == j + 1 || v > 128) return qp_fail_at(p, j, "bad IPv6 prefix length '%s'", s + j, k - j);
+    plen = (unsigned)v;
+    j = k;
+    *has_len = 1;
+  }
+  if (j < n && is_wordch((unsigned char)s[j]) && s[j] != ',')
+    return qp_fail_at(p, at, "bad IPv6 address '%s'", s + at, j - at + 1);
+  /* Mask the host bits so equal prefixes compare equal. */
+  for (unsigned b = plen; b < 128; b++) a6[b / 8] &= (uint8_t)~(0x80u >> (b % 8));
+  static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+  if (plen >= 96 && !memcmp(a6, mapped, 12)) {
+    /* IPv4-mapped: the record form of IPv4; use the v4 pattern. */
+    qp_prefix4(out, ba_addr_get_v4(a6), plen - 96);
+  } else {
+    out->v6 = 1;
+    out->plen = (uint8_t)plen;
+    memcpy(out->a6, a6, 16);
+  }
+  *end = j;
+  return 0;
+}
+
+/* IPv4 octet number noct at *i: a number, a range lo-hi, or a ','-list of
+ * them, into out->oct[noct]; the first item's value goes into *v4 and any
+ * range or list clears *plain. */
+static int scan_octet(parser_t *p, size_t *i, int noct, qaddr_t *out, uint32_t *v4, int *plain) {
+  const char *s = p->s;
+  size_t n = p->n;
+  int items = 0;
+  for (;;) {
+    size_t k = *i;
+    uint32_t lo = 0, hi;
+    while (k < n && isdigit((unsigned char)s[k]) && lo < 1000) lo = lo * 10 + (uint32_t)(s[k++] - '0');
+    if (lo > 255) return qp_fail_at(p, *i, "IPv4 octet out of range '%s'", s + *i, k - *i);
+    hi = lo;
+    if (k < n && s[k] == '-') {
+      size_t m = k + 1;
+      hi = 0;
+      while (m < n && isdigit((unsigned char)s[m]) && hi < 1000) hi = hi * 10 + (uint32_t)(s[m++] - '0');
+      if (m == k + 1 || hi > 255 || hi < lo) return qp_fail_at(p, *i, "bad octet range '%s'", s + *i, m - *i);
+      k = m;
+      *plain = 0;
+    }
+    oct_set(out->oct[noct], lo, hi);
+    if (!items) *v4 |= lo << (24 - 8 * noct);
+    items++;
+    *i = k;
+    if (!(*i < n && s[*i] == ',' && *i + 1 < n && isdigit((unsigned char)s[*i + 1]))) return 0;
+    /* In the last octet a ',' followed by an item and then '.', ':' or '/'
+     * separates list elements instead. */
+    if (noct == 3) {
+      size_t m = *i + 1;
+      while (m < n && (isdigit((unsigned char)s[m]) || s[m] == '-')) m++;
+      if (m < n && (s[m] == '.' || s[m] == ':' || s[m] == '/' || isalpha((unsigned char)s[m]))) return 0;
+    }
+    (*i)++;
+    *plain = 0;
+  }
+}
+
 int qp_scan_addr(parser_t *p, size_t at, qaddr_t *out, size_t *end, int allow_len,
                      int *has_len) {
   const char *s = p->s;
@@ -289,82 +366,17 @@ int qp_scan_addr(parser_t *p, size_t at, qaddr_t *out, size_t *end, int allow_le
     if (s[j] == ':') colon = 1;
     j++;
   }
-  if (colon) {
-    char buf[64];
-    if (j - at >= sizeof(buf)) return qp_fail_at(p, at, "bad IPv6 address '%s'", s + at, j - at);
-    memcpy(buf, s + at, j - at);
-    buf[j - at] = 0;
-    uint8_t a6[16];
-    if (inet_pton(AF_INET6, buf, a6) != 1) return qp_fail_at(p, at, "bad IPv6 address '%s'", buf, strlen(buf));
-    unsigned plen = 128;
-    if (j < n && s[j] == '/') {
-      if (!allow_len) return qp_fail_at(p, j, "prefix length not allowed here '%s'", s + j, 1);
-      size_t k = j + 1;
-      uint64_t v = 0;
-      while (k < n && isdigit((unsigned char)s[k]) && v <= 128) v = v * 10 + (uint64_t)(s[k++] - '0');
-      if (k == j + 1 || v > 128) return qp_fail_at(p, j, "bad IPv6 prefix length '%s'", s + j, k - j);
-      plen = (unsigned)v;
-      j = k;
-      *has_len = 1;
-    }
-    if (j < n && is_wordch((unsigned char)s[j]) && s[j] != ',')
-      return qp_fail_at(p, at, "bad IPv6 address '%s'", s + at, j - at + 1);
-    /* Mask the host bits so equal prefixes compare equal. */
-    for (unsigned b = plen; b < 128; b++) a6[b / 8] &= (uint8_t)~(0x80u >> (b % 8));
-    static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-    if (plen >= 96 && !memcmp(a6, mapped, 12)) {
-      /* IPv4-mapped: the record form of IPv4; use the v4 pattern. */
-      qp_prefix4(out, ba_addr_get_v4(a6), plen - 96);
-    } else {
-      out->v6 = 1;
-      out->plen = (uint8_t)plen;
-      memcpy(out->a6, a6, 16);
-    }
-    *end = j;
-    return 0;
-  }
+  if (colon) return scan_addr6(p, at, j, out, end, allow_len, has_len);
   int noct = 0, plain = 1;
   uint32_t v4 = 0;
-  for (;;) {
-    if (i >= n) break;
+  while (i < n) {
     if (s[i] == '*' || s[i] == 'x' || s[i] == 'X') {
       oct_set(out->oct[noct], 0, 255);
       plain = 0;
       i++;
     } else if (isdigit((unsigned char)s[i])) {
-      int items = 0;
-      for (;;) {
-        size_t k = i;
-        uint32_t lo = 0, hi;
-        while (k < n && isdigit((unsigned char)s[k]) && lo < 1000) lo = lo * 10 + (uint32_t)(s[k++] - '0');
-        if (lo > 255) return qp_fail_at(p, i, "IPv4 octet out of range '%s'", s + i, k - i);
-        hi = lo;
-        if (k < n && s[k] == '-') {
-          size_t m = k + 1;
-          hi = 0;
-          while (m < n && isdigit((unsigned char)s[m]) && hi < 1000) hi = hi * 10 + (uint32_t)(s[m++] - '0');
-          if (m == k + 1 || hi > 255 || hi < lo) return qp_fail_at(p, i, "bad octet range '%s'", s + i, m - i);
-          k = m;
-          plain = 0;
-        }
-        oct_set(out->oct[noct], lo, hi);
-        if (!items) v4 |= lo << (24 - 8 * noct);
-        items++;
-        i = k;
-        if (i < n && s[i] == ',' && i + 1 < n && isdigit((unsigned char)s[i + 1])) {
-          /* In the last octet a ',' followed by an item and then '.', ':' or '/'
-           * separates list elements instead. */
-          if (noct == 3) {
-            size_t m = i + 1;
-            while (m < n && (isdigit((unsigned char)s[m]) || s[m] == '-')) m++;
-            if (m < n && (s[m] == '.' || s[m] == ':' || s[m] == '/' || isalpha((unsigned char)s[m]))) break;
-          }
-          i++;
-          plain = 0;
-          continue;
-        }
-        break;
-      }
+      int rc = scan_octet(p, &i, noct, out, &v4, &plain);
+      if (rc) return rc;
     } else {
       break;
     }
