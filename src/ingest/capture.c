@@ -108,6 +108,77 @@ static uint64_t ts_of(const struct pcap_pkthdr *h) {
   return (uint64_t)h->ts.tv_sec * 1000000000ull + (uint64_t)h->ts.tv_usec;
 }
 
+/* Opens the capture (fp, or path when fp is NULL) into *pc; res gets the
+ * file's size, or the reason it cannot be read (fp is closed then). */
+static int cap_open(const ba_pcap_api_t *pcap, const char *path, FILE *fp, ba_capture_result_t *res, pcap_t **pc) {
+  char eb[PCAP_ERRBUF_SIZE];
+  eb[0] = 0;
+  struct stat st;
+  if (fp) {
+    if (fstat(fileno(fp), &st) == 0 && S_ISREG(st.st_mode)) res->file_bytes = (uint64_t)st.st_size;
+  } else if (stat(path, &st) == 0) {
+    res->file_bytes = (uint64_t)st.st_size;
+  }
+  *pc = fp ? pcap->fopen_offline_with_tstamp_precision(fp, PCAP_TSTAMP_PRECISION_NANO, eb)
+           : pcap->open_offline_with_tstamp_precision(path, PCAP_TSTAMP_PRECISION_NANO, eb);
+  if (*pc) return BA_OK;
+  int e = errno;
+  snprintf(res->errmsg, sizeof(res->errmsg), "%s", eb);
+  if (fp) fclose(fp);
+  if (strstr(eb, "unknown file format") || strstr(eb, "bad dump file format") || strstr(eb, "not a"))
+    return BA_ERR_NOT_OURS;
+  if (strstr(eb, "truncated")) return BA_ERR_TRUNCATED;
+  return (e == ENOENT || e == EACCES || e == EISDIR) && !fp ? BA_ERR_IO : BA_ERR_CORRUPT;
+}
+
+/* --as auto: the first packets are read and held (*held, *nheld; the caller
+ * frees them), flows are chosen when most of them are export datagrams, and
+ * the held packets are delivered. *r is libpcap's last answer (1: more to
+ * read, -2: end of file, else a read error); *pos the file offset. */
+static int cap_detect(cap_state_t *s, const ba_pcap_api_t *pcap, pcap_t *pc, FILE *pf, held_pkt_t **held,
+                      size_t *nheld, uint64_t *pos, int *r) {
+  struct pcap_pkthdr *h;
+  const u_char *data;
+  size_t held_bytes = 0, nexport = 0;
+  held_pkt_t *hp = *held = ba_calloc(DETECT_MAX_PACKETS, sizeof(*hp));
+  if (!hp) return BA_ERR_NOMEM;
+  while (*nheld < DETECT_MAX_PACKETS && held_bytes < DETECT_MAX_BYTES) {
+    *r = pcap->next_ex(pc, &h, &data);
+    if (*r != 1) break;
+    *pos = pf ? (uint64_t)ftell(pf) : *pos;
+    held_pkt_t *k = &hp[*nheld];
+    k->h = *h;
+    k->ts_ns = ts_of(h);
+    k->data = ba_malloc(h->caplen ? h->caplen : 1);
+    if (!k->data) return BA_ERR_NOMEM;
+    memcpy(k->data, data, h->caplen);
+    held_bytes += h->caplen;
+    ba_record_t pr;
+    size_t uo;
+    ba_packet_parse(s->dlt, data, h->caplen, h->len, 0, &pr, &uo);
+    if (pr.ipver && is_export(&pr, data, h->caplen, uo, 0)) nexport++;
+    (*nheld)++;
+  }
+  s->as = nexport > 0 && nexport * 2 > *nheld ? BA_INGEST_FLOWS : BA_INGEST_PACKETS;
+  int rc = BA_OK;
+  for (size_t i = 0; i < *nheld && !rc; i++) rc = cap_packet(s, &hp[i].h, hp[i].data, hp[i].ts_ns);
+  return rc;
+}
+
+/* What the flow decoder counted since before, into res->counts. */
+static void cap_flow_counts(const ba_capture_opts_t *opts, const ba_ingest_counts_t *before,
+                            ba_capture_result_t *res) {
+  ba_ingest_counts_t after, delta;
+  ba_flow_decoder_counts(opts->flows, &after);
+  memset(&delta, 0, sizeof(delta));
+  /* after - before, field by field */
+  const uint64_t *a = (const uint64_t *)&after, *b = (const uint64_t *)before;
+  uint64_t *dd = (uint64_t *)&delta;
+  for (size_t i = 0; i < sizeof(delta) / sizeof(uint64_t); i++) dd[i] = a[i] - b[i];
+  delta.packets = 0;
+  ba_ingest_counts_add(&res->counts, &delta);
+}
+
 int ba_capture_ingest(const char *path, FILE *fp, const ba_capture_opts_t *opts, ba_record_sink_fn fn,
                       void *ctx, ba_capture_result_t *res) {
   ba_capture_result_t dummy;
@@ -124,31 +195,16 @@ int ba_capture_ingest(const char *path, FILE *fp, const ba_capture_opts_t *opts,
     if (fp) fclose(fp);
     return BA_ERR_UNSUPPORTED;
   }
-  char eb[PCAP_ERRBUF_SIZE];
-  eb[0] = 0;
-  struct stat st;
-  if (fp) {
-    if (fstat(fileno(fp), &st) == 0 && S_ISREG(st.st_mode)) res->file_bytes = (uint64_t)st.st_size;
-  } else if (stat(path, &st) == 0) {
-    res->file_bytes = (uint64_t)st.st_size;
-  }
-  pcap_t *pc = fp ? pcap->fopen_offline_with_tstamp_precision(fp, PCAP_TSTAMP_PRECISION_NANO, eb)
-                  : pcap->open_offline_with_tstamp_precision(path, PCAP_TSTAMP_PRECISION_NANO, eb);
-  if (!pc) {
-    int e = errno;
-    snprintf(res->errmsg, sizeof(res->errmsg), "%s", eb);
-    if (fp) fclose(fp);
-    if (strstr(eb, "unknown file format") || strstr(eb, "bad dump file format") || strstr(eb, "not a"))
-      return BA_ERR_NOT_OURS;
-    if (strstr(eb, "truncated")) return BA_ERR_TRUNCATED;
-    return (e == ENOENT || e == EACCES || e == EISDIR) && !fp ? BA_ERR_IO : BA_ERR_CORRUPT;
-  }
+  pcap_t *pc;
+  int rc = cap_open(pcap, path, fp, res, &pc);
+  if (rc) return rc;
   cap_state_t *s = ba_calloc(1, sizeof(*s));
   uint8_t *arena = ba_malloc(CAP_ARENA);
   held_pkt_t *held = NULL;
   size_t nheld = 0;
-  int rc = BA_OK;
   uint64_t pos = 0;
+  ba_ingest_counts_t before;
+  memset(&before, 0, sizeof(before));
   if (!s || !arena) {
     rc = BA_ERR_NOMEM;
     goto done;
@@ -160,54 +216,15 @@ int ba_capture_ingest(const char *path, FILE *fp, const ba_capture_opts_t *opts,
   s->ctx = ctx;
   s->as = opts->as;
   res->linktype = s->dlt;
-  ba_ingest_counts_t before;
-  memset(&before, 0, sizeof(before));
   if (opts->flows) ba_flow_decoder_counts(opts->flows, &before);
-
   FILE *pf = pcap->file(pc);
   pos = pf ? (uint64_t)ftell(pf) : 0;
-  struct pcap_pkthdr *h;
-  const u_char *data;
-  int r;
-  int eof = 0;
-  if (s->as == BA_INGEST_AUTO) {
-    /* Look at the first packets: flows when most of them are export datagrams. */
-    size_t held_bytes = 0, nexport = 0;
-    held = ba_calloc(DETECT_MAX_PACKETS, sizeof(*held));
-    if (!held) {
-      rc = BA_ERR_NOMEM;
-      goto done;
-    }
-    while (nheld < DETECT_MAX_PACKETS && held_bytes < DETECT_MAX_BYTES) {
-      r = pcap->next_ex(pc, &h, &data);
-      if (r != 1) {
-        if (r == -2) eof = 1;
-        break;
-      }
-      pos = pf ? (uint64_t)ftell(pf) : pos;
-      held[nheld].h = *h;
-      held[nheld].ts_ns = ts_of(h);
-      held[nheld].data = ba_malloc(h->caplen ? h->caplen : 1);
-      if (!held[nheld].data) {
-        rc = BA_ERR_NOMEM;
-        goto done;
-      }
-      memcpy(held[nheld].data, data, h->caplen);
-      held_bytes += h->caplen;
-      ba_record_t pr;
-      size_t uo;
-      ba_packet_parse(s->dlt, data, h->caplen, h->len, 0, &pr, &uo);
-      if (pr.ipver && is_export(&pr, data, h->caplen, uo, 0)) nexport++;
-      nheld++;
-    }
-    s->as = nexport > 0 && nexport * 2 > nheld ? BA_INGEST_FLOWS : BA_INGEST_PACKETS;
-    for (size_t i = 0; i < nheld && !rc; i++) rc = cap_packet(s, &held[i].h, held[i].data, held[i].ts_ns);
-    if (rc) goto done;
-    if (eof) goto finish;
-    if (r != 1) goto readerr;
-  }
+  int r = 1;
+  if (s->as == BA_INGEST_AUTO && (rc = cap_detect(s, pcap, pc, pf, &held, &nheld, &pos, &r))) goto done;
   res->as = s->as;
-  for (;;) {
+  while (r == 1) {
+    struct pcap_pkthdr *h;
+    const u_char *data;
     r = pcap->next_ex(pc, &h, &data);
     if (r != 1) break;
     rc = cap_packet(s, h, data, ts_of(h));
@@ -215,33 +232,21 @@ int ba_capture_ingest(const char *path, FILE *fp, const ba_capture_opts_t *opts,
     if (pf) pos = (uint64_t)ftell(pf);
     if (opts->progress && (s->c.packets & 0xffff) == 0) opts->progress(opts->progress_ctx, pos);
   }
-  if (r == -2) goto finish;
-readerr:
-  /* A damaged record: everything before it was delivered. */
-  res->error_packet = s->c.packets + 1;
-  res->error_offset = pos;
-  snprintf(res->errmsg, sizeof(res->errmsg), "%s", pcap->geterr(pc));
-  rc = strstr(res->errmsg, "truncated") ? BA_ERR_TRUNCATED : BA_ERR_CORRUPT;
-  if (rc == BA_ERR_TRUNCATED) s->c.dropped[BA_DROP_TRUNCATED]++;
-finish: {
+  if (r != -2) {
+    /* A damaged record: everything before it was delivered. */
+    res->error_packet = s->c.packets + 1;
+    res->error_offset = pos;
+    snprintf(res->errmsg, sizeof(res->errmsg), "%s", pcap->geterr(pc));
+    rc = strstr(res->errmsg, "truncated") ? BA_ERR_TRUNCATED : BA_ERR_CORRUPT;
+    if (rc == BA_ERR_TRUNCATED) s->c.dropped[BA_DROP_TRUNCATED]++;
+  }
   int frc = cap_flush(s);
   if (!rc) rc = frc;
-}
 done:
   if (s) {
     res->as = s->as;
     res->counts = s->c;
-    if (opts->flows && s->as == BA_INGEST_FLOWS) {
-      ba_ingest_counts_t after, delta;
-      ba_flow_decoder_counts(opts->flows, &after);
-      memset(&delta, 0, sizeof(delta));
-      /* after - before, field by field */
-      const uint64_t *a = (const uint64_t *)&after, *b = (const uint64_t *)&before;
-      uint64_t *dd = (uint64_t *)&delta;
-      for (size_t i = 0; i < sizeof(delta) / sizeof(uint64_t); i++) dd[i] = a[i] - b[i];
-      delta.packets = 0;
-      ba_ingest_counts_add(&res->counts, &delta);
-    }
+    if (opts->flows && s->as == BA_INGEST_FLOWS) cap_flow_counts(opts, &before, res);
     if (opts->progress) opts->progress(opts->progress_ctx, pos);
   }
   if (held) {
