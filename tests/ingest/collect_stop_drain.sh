@@ -46,6 +46,20 @@ stopped() {
   fail "process $1 did not stop"
 }
 
+# paused_burst NAME SIGNAL FLOWGEN-ARGS...: stops the collector, sends flowgen's burst
+# into its socket (logged in NAME.sent), then SIGNAL and SIGCONT; waits for it to exit
+paused_burst() {
+  local name=$1 sig=$2
+  shift 2
+  kill -STOP "$cpid"
+  stopped "$cpid"
+  "$FLOWGEN" --port "$port" "$@" >"$tmp/$name.sent"
+  kill -"$sig" "$cpid"
+  kill -CONT "$cpid"
+  wait "$cpid" || fail "collect exited with $? after SIG$sig: $(cat "$tmp/$name.err")"
+  cpid=
+}
+
 # check NAME SENT_FILE FLOWS_PER_DG MODE: the store and the report against what flowgen sent.
 # MODE all: every flow stored, nothing dropped; MODE sum: stored = flows of the datagrams not
 # dropped (queue-full or stop-timeout), and received = sent.
@@ -91,13 +105,7 @@ for round in 1 2 3; do
   # (truesize) against twice the granted size: granted / 4096 datagrams fit with room.
   dg=$((granted / 4096)); [ "$dg" -gt 16000 ] && dg=16000
   [ "$dg" -ge 200 ] || fail "receive buffer of $granted bytes too small for the test"
-  kill -STOP "$cpid"
-  stopped "$cpid"
-  "$FLOWGEN" --port "$port" --rate $((dg * 40 * 1000)) --seconds 0.001 --seed "$round" >"$tmp/paused$round.sent"
-  kill -TERM "$cpid"
-  kill -CONT "$cpid"
-  wait "$cpid" || fail "collect exited with $? after SIGTERM: $(cat "$tmp/paused$round.err")"
-  cpid=
+  paused_burst "paused$round" TERM --rate $((dg * 40 * 1000)) --seconds 0.001 --seed "$round"
   echo "burst into a stopped collector, then SIGTERM (round $round):"
   check "paused$round" "$tmp/paused$round.sent" 40 all
   rm -rf "$tmp/paused$round"
@@ -117,13 +125,7 @@ check burst "$tmp/burst.sent" 30 all
 # Before SIGTERM is seen the queue may overflow (queue-full, counted); after it, the
 # drain waits for the decoder instead of dropping: no stop-timeout within 30 s.
 start small --queue 512K --stop-drain 30s
-kill -STOP "$cpid"
-stopped "$cpid"
-"$FLOWGEN" --v5 --port "$port" --rate 60000000 --seconds 0.001 --seed 5 >"$tmp/small.sent"
-kill -INT "$cpid"
-kill -CONT "$cpid"
-wait "$cpid" || fail "collect exited with $? after SIGINT: $(cat "$tmp/small.err")"
-cpid=
+paused_burst small INT --v5 --rate 60000000 --seconds 0.001 --seed 5
 echo "queue of 512 KiB, burst of 2000 datagrams (2.9 MiB), SIGINT:"
 check small "$tmp/small.sent" 30 sum
 python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert r["counts"]["dropped"]["stop-timeout"] == 0, r["stop"]' \
@@ -131,13 +133,7 @@ python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert r["counts"][
 
 # --- 4: a drain time too short: what is left is read, counted as stop-timeout ----------
 start short --queue 512K --stop-drain 1ms
-kill -STOP "$cpid"
-stopped "$cpid"
-"$FLOWGEN" --v5 --port "$port" --rate 60000000 --seconds 0.001 --seed 6 >"$tmp/short.sent"
-kill -TERM "$cpid"
-kill -CONT "$cpid"
-wait "$cpid" || fail "collect exited with $? after SIGTERM: $(cat "$tmp/short.err")"
-cpid=
+paused_burst short TERM --v5 --rate 60000000 --seconds 0.001 --seed 6
 echo "queue of 512 KiB, --stop-drain 1ms:"
 check short "$tmp/short.sent" 30 sum
 echo "stop drain ok"
