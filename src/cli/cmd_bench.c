@@ -119,6 +119,18 @@ static void build_usage(void) {
          "  bitarc bench build --device gpu --rows 20000000 --png fig5-gpu.png\n");
 }
 
+/* The device under test and the CPU beside it; the error is printed. */
+static int open_devices(ba_device_t dev, ba_gpu_t **g, ba_gpu_t **cpu) {
+  char why[BA_GPU_ERRMSG_LEN];
+  if (ba_gpu_open(dev, g, why, sizeof why) || ba_gpu_open(BA_DEVICE_CPU, cpu, NULL, 0)) {
+    ba_cli_err("bench", "device %s: %s", ba_device_name(dev), why);
+    ba_gpu_close(*g);
+    *g = NULL;
+    return 2;
+  }
+  return 0;
+}
+
 typedef struct build_opts {
   ba_device_t dev;
   uint64_t cards[MAXL];
@@ -265,12 +277,7 @@ static int bench_build(int argc, char **argv) {
   int a = build_args(argc, argv, &o);
   if (a) return a == 1 ? 0 : 2;
   ba_gpu_t *g = NULL, *cpu = NULL;
-  char why[BA_GPU_ERRMSG_LEN];
-  if (ba_gpu_open(o.dev, &g, why, sizeof why) || ba_gpu_open(BA_DEVICE_CPU, &cpu, NULL, 0)) {
-    ba_cli_err("bench", "device %s: %s", ba_device_name(o.dev), why);
-    ba_gpu_close(g);
-    return 2;
-  }
+  if (open_devices(o.dev, &g, &cpu)) return 2;
   uint32_t *v = NULL;
   int rc = 0;
   if (o.maxb && ba_gpu_set_max_batch(g, o.maxb)) {
@@ -436,12 +443,7 @@ static int bench_range(int argc, char **argv) {
   int a = range_args(argc, argv, &o);
   if (a) return a == 1 ? 0 : 2;
   ba_gpu_t *g = NULL, *cpu = NULL;
-  char why[BA_GPU_ERRMSG_LEN];
-  if (ba_gpu_open(o.dev, &g, why, sizeof why) || ba_gpu_open(BA_DEVICE_CPU, &cpu, NULL, 0)) {
-    ba_cli_err("bench", "device %s: %s", ba_device_name(o.dev), why);
-    ba_gpu_close(g);
-    return 2;
-  }
+  if (open_devices(o.dev, &g, &cpu)) return 2;
   uint32_t *v = malloc(o.rows * sizeof *v);
   uint64_t seed = 6100;
   for (size_t i = 0; v && i < o.rows; i++) v[i] = (uint32_t)(rng_next(&seed) % o.bins);
