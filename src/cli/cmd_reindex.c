@@ -74,7 +74,7 @@ int ba_cmd_reindex(int argc, char **argv) {
       ba_cli_err("reindex", "upgrade of '%s': %s (%zu segments upgraded before)", dir, err[0] ? err : ba_strerror(rc), n);
       return 1;
     }
-    fprintf(stderr, "bitarc reindex: %zu segments upgraded to format 3.0\n", n);
+    fprintf(stderr, "bitarc reindex: %zu segments upgraded to format 3.2\n", n);
     return 0;
   }
   if (upgrade && codec_name) {
