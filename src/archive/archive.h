@@ -27,7 +27,7 @@
 #define BA_IDXZ_LEVEL 1
 typedef struct ba_idxz {
   void *cctx;   /* ZSTD_CCtx, made when first needed (decompression: one per thread) */
-  uint8_t *buf;      /* one packed or unpacked record */
+  uint8_t *buf; /* one packed or unpacked record */
   size_t cap;
 } ba_idxz_t;
 void ba_idxz_free(ba_idxz_t *z);

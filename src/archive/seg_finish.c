@@ -1,7 +1,8 @@
-/* Finishing a segment (doc/format.md §2, §4, §7.2, §7.3): after the last
- * row group of a journal, the index bitmaps (rare ports folded into bins),
- * (3.2: zstd-compressed where it pays, §7.8), one DIRENT block per attribute and the ATTRDIR table, the zone maps, the
- * group table and the footer; then fsync and the rename from .open to
+/* Finishing a segment (doc/format.md §2, §4, §7.2, §7.3, §7.8): after the
+ * last row group of a journal, the index bitmaps (rare ports folded into
+ * bins; in 3.2 zstd-compressed where that pays), one DIRENT block per
+ * attribute and the ATTRDIR table, the zone maps, the group table and the
+ * footer; then fsync and the rename from .open to
  * .bitarc. The writer, crash recovery, reindex and upgrade all end here, so
  * their segments are byte for byte alike. */
 #include <errno.h>
