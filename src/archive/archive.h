@@ -26,8 +26,8 @@
 #define BA_BM_FLAG_ZSTD 1u
 #define BA_IDXZ_LEVEL 1
 typedef struct ba_idxz {
-  void *cctx;   /* ZSTD_CCtx, made when first needed (decompression: one per thread) */
-  uint8_t *buf; /* one packed or unpacked record */
+  void *cctx;   /* ZSTD_CCtx, made when first needed (decompression: one per thread, idxz.c) */
+  uint8_t *buf; /* one packed record */
   size_t cap;
 } ba_idxz_t;
 void ba_idxz_free(ba_idxz_t *z);
@@ -38,9 +38,10 @@ uint64_t ba_idxz_max_raw(ba_codec_t codec, uint64_t rows);
 int ba_idxz_pack(void *ctx, const uint8_t *rec, size_t len, const uint8_t **out, size_t *olen);
 /* Checks crc (of the stored bytes) and decodes a raw or (when allow: a 3.2
  * segment) compressed record, as ba_idx_bitmap_load; a bad frame is
- * BA_ERR_CORRUPT. */
-int ba_idxz_load(ba_idxz_t *z, const uint8_t *p, size_t len, uint32_t crc, int allow, ba_codec_t codec,
-                 uint64_t rows, ba_bitmap_t **out);
+ * BA_ERR_CORRUPT. A compressed record's bytes 16..19 are overwritten (the
+ * frame is decoded in place). */
+int ba_idxz_load(ba_idxz_t *z, uint8_t *p, size_t len, uint32_t crc, int allow, ba_codec_t codec, uint64_t rows,
+                 ba_bitmap_t **out);
 
 /* LIVE (journals only, doc/format.md §5): rows of a row group not yet full,
  * written early so live queries see them; superseded by the GROUP block of
