@@ -13,11 +13,35 @@
 #define BA_SEG_END_MAGIC "BASEGEND"
 #define BA_BLK_MAGIC "BABK"
 #define BA_SEG_MAJOR 3
-#define BA_SEG_MINOR 1 /* 3.1: IPv6 attributes (format.md §7.4) */
+#define BA_SEG_MINOR 2 /* 3.1: IPv6 attributes (format.md §7.4); 3.2: compressed bitmaps (§7.8) */
 #define BA_SEG_HDR_BYTES 64u
 #define BA_SEG_FOOTER_BYTES 80u
 #define BA_BLK_HDR_BYTES 32u
 #define BA_SEG_FLAG_OLSH 1u
+
+/* Compressed index bitmap records (format.md §7.8, idxz.c): 3.2 segments
+ * may set flag bit 0 of a bitmap record (u8 codec, u8 flags, u16 0, u64
+ * nrows, u64 nwords, words): the words are then one zstd frame. */
+#define BA_BM_REC_HDR 20u
+#define BA_BM_FLAG_ZSTD 1u
+#define BA_IDXZ_LEVEL 1
+typedef struct ba_idxz {
+  void *cctx;   /* ZSTD_CCtx, made when first needed (decompression: one per thread, idxz.c) */
+  uint8_t *buf; /* one packed record */
+  size_t cap;
+} ba_idxz_t;
+void ba_idxz_free(ba_idxz_t *z);
+/* Largest word bytes a reader accepts for a bitmap of `rows` rows. */
+uint64_t ba_idxz_max_raw(ba_codec_t codec, uint64_t rows);
+/* ba_idx_pack_fn (ctx: a ba_idxz_t): the record compressed when that takes
+ * at most 7/8 of its bytes, else the record itself. */
+int ba_idxz_pack(void *ctx, const uint8_t *rec, size_t len, const uint8_t **out, size_t *olen);
+/* Checks crc (of the stored bytes) and decodes a raw or (when allow: a 3.2
+ * segment) compressed record, as ba_idx_bitmap_load; a bad frame is
+ * BA_ERR_CORRUPT. A compressed record's bytes 16..19 are overwritten (the
+ * frame is decoded in place). */
+int ba_idxz_load(ba_idxz_t *z, uint8_t *p, size_t len, uint32_t crc, int allow, ba_codec_t codec, uint64_t rows,
+                 ba_bitmap_t **out);
 
 /* LIVE (journals only, doc/format.md §5): rows of a row group not yet full,
  * written early so live queries see them; superseded by the GROUP block of
@@ -137,6 +161,8 @@ typedef struct ba_seg_hdr {
   uint8_t codec, compress;
   uint16_t ncols;
 } ba_seg_hdr_t;
+/* 3.2 and later: bitmap records may be compressed (§7.8). */
+static inline int ba_seg_has_idxz(const ba_seg_hdr_t *h) { return h->major > 3 || (h->major == 3 && h->minor >= 2); }
 void ba_seg_hdr_encode(const ba_seg_hdr_t *h, uint8_t out[BA_SEG_HDR_BYTES]);
 int ba_seg_hdr_decode(const uint8_t in[BA_SEG_HDR_BYTES], ba_seg_hdr_t *h);
 
@@ -191,6 +217,7 @@ typedef struct ba_seg_finish {
   uint64_t rows, min_first, max_first;
   uint32_t kinds;
   ba_idx_attr_t *attrs; /* BA_ATTR_COUNT */
+  uint16_t major, minor; /* the segment's version; major 0: the current one (the writer's) */
   uint64_t bytes_index; /* out */
 } ba_seg_finish_t;
 int ba_seg_finish(ba_seg_finish_t *f);

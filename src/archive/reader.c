@@ -41,6 +41,7 @@ static void seg_release(ba_segment_t *g) {
   g->gcap = 0;
   ba_free(g->bmbuf);
   g->bmbuf = NULL;
+  ba_idxz_free(&g->idxz);
   g->bmcap = 0;
   ba_free(g->recs);
   g->recs = NULL;

@@ -276,8 +276,14 @@ static int read_bitmap(ba_segment_t *g, const ba_idx_dirent_t *e, ba_bitmap_t **
   }
   int rc = ba_pread_full(g->fd, g->bmbuf, e->len, e->off);
   if (rc == BA_OK)
-    rc = ba_idx_bitmap_load(g->bmbuf, e->len, e->crc, (ba_codec_t)g->h.codec, g->f.rows, out);
+    rc = ba_idxz_load(&g->idxz, g->bmbuf, e->len, e->crc, ba_seg_has_idxz(&g->h), (ba_codec_t)g->h.codec,
+                      g->f.rows, out);
   return rc;
+}
+
+/* ", zstd" when the record read last (read_bitmap) is a compressed one. */
+static const char *bm_kind(const ba_segment_t *g, const ba_idx_dirent_t *e) {
+  return e->len > 1 && g->bmbuf && (g->bmbuf[1] & BA_BM_FLAG_ZSTD) ? ", zstd" : "";
 }
 
 static int empty_bitmap(const ba_segment_t *g, ba_bitmap_t **out) {
@@ -302,8 +308,8 @@ int ba_segment_index(ba_segment_t *g, ba_attr_t attr, uint32_t value, ba_bitmap_
   ba_idx_dirent_t e = ent_get(g, attr, ent + k * BA_DIRENT_BYTES);
   int rc = read_bitmap(g, &e, out);
   if (rc < 0)
-    ba_rd_serr(g->store, "%s: index bitmap %s=%u at offset %llu: %s", g->name, ba_attr_name(attr), value,
-               (unsigned long long)e.off, ba_strerror(rc));
+    ba_rd_serr(g->store, "%s: index bitmap %s=%u at offset %llu (%u bytes%s): %s", g->name, ba_attr_name(attr),
+               value, (unsigned long long)e.off, e.len, bm_kind(g, &e), ba_strerror(rc));
   return rc;
 }
 
@@ -365,9 +371,9 @@ void ba_rd_verify_index(ba_segment_t *g, uint64_t *nbad, int *first) {
       rc = read_bitmap(g, &dir[i], &bm);
       ba_bitmap_free(bm);
       if (rc < 0) {
-        ba_rd_serr(g->store, "%s: index bitmap %s=%u at offset %llu: %s", g->name,
+        ba_rd_serr(g->store, "%s: index bitmap %s=%u at offset %llu (%u bytes%s): %s", g->name,
                    ba_attr_name((ba_attr_t)dir[i].attr), dir[i].value, (unsigned long long)dir[i].off,
-                   ba_strerror(rc));
+                   dir[i].len, bm_kind(g, &dir[i]), ba_strerror(rc));
         NOTE(rc);
       }
     }
@@ -384,8 +390,9 @@ void ba_rd_verify_index(ba_segment_t *g, uint64_t *nbad, int *first) {
         int r = read_bitmap(g, &e, &bm);
         ba_bitmap_free(bm);
         if (r < 0) {
-          ba_rd_serr(g->store, "%s: index bitmap %s=%u at offset %llu: %s", g->name, ba_attr_name((ba_attr_t)a),
-                     e.value, (unsigned long long)e.off, ba_strerror(r));
+          ba_rd_serr(g->store, "%s: index bitmap %s=%u at offset %llu (%u bytes%s): %s", g->name,
+                     ba_attr_name((ba_attr_t)a), e.value, (unsigned long long)e.off, e.len, bm_kind(g, &e),
+                     ba_strerror(r));
           NOTE(r);
         }
       }

@@ -46,6 +46,7 @@ struct ba_segment {
   uint64_t ar_bm_off[BA_ATTR_COUNT], ar_bm_len[BA_ATTR_COUNT]; /* ATTRDIR: the attribute's bitmaps */
   uint8_t *bmbuf; /* scratch for one serialized bitmap */
   size_t bmcap;
+  ba_idxz_t idxz; /* 3.2: decompressing bitmap records (idxz.c) */
   colcache_t cache[BA_NCOLS_MAX];
   uint8_t *cbuf;
   size_t ccap;

@@ -150,7 +150,8 @@ static int rec_finish(rec_t *r, int dirfd, const char *open_name) {
   ba_seg_finish_t f = {.fd = r->fd, .dirfd = dirfd, .open_name = open_name, .final_name = final_name,
                        .end = r->end, .groups = r->groups, .ngroups = (uint32_t)r->ngroups,
                        .ncols = ba_seg_ncols(r->st.h.major), .rows = r->rows, .min_first = r->acc.minf,
-                       .max_first = r->acc.maxf, .kinds = r->acc.kinds, .attrs = r->attrs};
+                       .max_first = r->acc.maxf, .kinds = r->acc.kinds, .attrs = r->attrs,
+                       .major = r->st.h.major, .minor = r->st.h.minor};
   return ba_seg_finish(&f);
 }
 

@@ -147,7 +147,7 @@ static int reindex_one(int dirfd, ba_segment_t *seg, const char *name, ba_codec_
   ba_seg_finish_t sf = {.fd = dst, .dirfd = dirfd, .open_name = tmp, .final_name = name,
                         .end = f.index_off, .groups = groups, .ngroups = f.ngroups, .ncols = nc, .rows = f.rows,
                         .min_first = f.min_first, .max_first = f.max_first, .kinds = f.kinds,
-                        .attrs = attrs};
+                        .attrs = attrs, .major = h.major, .minor = h.minor};
   rc = ba_seg_finish(&sf);
 done:
   if (rc < 0) {

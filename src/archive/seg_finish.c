@@ -1,7 +1,8 @@
-/* Finishing a segment (doc/format.md §2, §4, §7.2, §7.3): after the last
- * row group of a journal, the index bitmaps (rare ports folded into bins),
- * one DIRENT block per attribute and the ATTRDIR table, the zone maps, the
- * group table and the footer; then fsync and the rename from .open to
+/* Finishing a segment (doc/format.md §2, §4, §7.2, §7.3, §7.8): after the
+ * last row group of a journal, the index bitmaps (rare ports folded into
+ * bins; in 3.2 zstd-compressed where that pays), one DIRENT block per
+ * attribute and the ATTRDIR table, the zone maps, the group table and the
+ * footer; then fsync and the rename from .open to
  * .bitarc. The writer, crash recovery, reindex and upgrade all end here, so
  * their segments are byte for byte alike. */
 #include <errno.h>
@@ -60,6 +61,7 @@ int ba_seg_finish(ba_seg_finish_t *f) {
   ba_idx_dirent_t *dir = NULL;
   size_t ndir = 0;
   uint8_t *tmp = NULL;
+  ba_idxz_t z = {0};
   w.p = ba_malloc(w.cap);
   if (!w.p) return BA_ERR_NOMEM;
   if (lseek(f->fd, (off_t)f->end, SEEK_SET) < 0 || ftruncate(f->fd, (off_t)f->end) != 0) {
@@ -73,6 +75,10 @@ int ba_seg_finish(ba_seg_finish_t *f) {
   if (f->ngroups <= BA_ZONE_MAX_GROUPS && ba_pread_full(f->fd, hb, sizeof hb, 0) == BA_OK &&
       ba_seg_hdr_decode(hb, &sh) == BA_OK && (sh.flags & BA_SEG_FLAG_OLSH))
     ba_idx_attr_clear(&f->attrs[BA_ATTR_TIME_BIN]);
+  /* 3.2: bitmaps zstd-compressed where that pays (§7.8); a journal begun in
+   * an older version is finished in it (recovery), so its bitmaps stay raw */
+  ba_seg_hdr_t ver = {.major = f->major ? f->major : BA_SEG_MAJOR, .minor = f->major ? f->minor : BA_SEG_MINOR};
+  int packed = ba_seg_has_idxz(&ver);
   /* Rare ports into bins (§7.4); the bin attributes arrive empty (ba_attr_values). */
   for (int side = 0; side < 2 && rc == BA_OK; side++) {
     ba_idx_attr_t *ex = &f->attrs[side ? BA_ATTR_DST_PORT : BA_ATTR_SRC_PORT];
@@ -81,7 +87,8 @@ int ba_seg_finish(ba_seg_finish_t *f) {
     if (ex->n) rc = ba_idx_fold(ex, bins, f->rows >> BA_PORT_FOLD_SHIFT, ba_port_bin, ba_bitmap_codec(ex->bms[0]));
   }
   if (rc < 0) goto done;
-  if ((rc = ba_idx_write(f->attrs, BA_ATTR_COUNT, index_off, wbuf_put, &w, &dir, &ndir, NULL)) < 0)
+  if ((rc = ba_idx_write(f->attrs, BA_ATTR_COUNT, index_off, wbuf_put, &w, packed ? ba_idxz_pack : NULL, &z,
+                         &dir, &ndir, NULL)) < 0)
     goto done;
   unsigned nc = f->ncols ? f->ncols : BA_NCOLS2;
   size_t tlen = (size_t)f->ngroups * ba_table_entry_bytes(nc);
@@ -149,6 +156,7 @@ int ba_seg_finish(ba_seg_finish_t *f) {
     goto done;
   }
 done:
+  ba_idxz_free(&z);
   ba_free(w.p);
   ba_free(dir);
   ba_free(tmp);

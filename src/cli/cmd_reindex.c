@@ -22,7 +22,7 @@ static void usage(FILE *f) {
           "  -d, --device D      cpu (default; pthreads), omp (the GPU pipeline on OpenMP\n"
           "                      threads) or gpu (CUDA module; needs an NVIDIA GPU).\n"
           "                      Every device writes the same bytes.\n"
-          "      --upgrade       rewrite 1.0, 2.0 and 3.0 segments in format 3.1 (default: off)\n"
+          "      --upgrade       rewrite 1.0 to 3.1 segments in format 3.2 (default: off)\n"
           "                      (the records in the same order, extended columns, port\n"
           "                      bins, each segment replaced atomically; 3.0 segments are\n"
           "                      left alone; keeps each segment's codec)\n"
@@ -74,7 +74,7 @@ int ba_cmd_reindex(int argc, char **argv) {
       ba_cli_err("reindex", "upgrade of '%s': %s (%zu segments upgraded before)", dir, err[0] ? err : ba_strerror(rc), n);
       return 1;
     }
-    fprintf(stderr, "bitarc reindex: %zu segments upgraded to format 3.0\n", n);
+    fprintf(stderr, "bitarc reindex: %zu segments upgraded to format 3.2\n", n);
     return 0;
   }
   if (upgrade && codec_name) {

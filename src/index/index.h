@@ -88,12 +88,20 @@ typedef struct ba_idx_dirent {
 
 /* Sink for serialized bytes. */
 typedef int (*ba_idx_write_fn)(void *ctx, const void *p, size_t n);
+/* Optional transform of one serialized bitmap record before it is written
+ * (the archive's compressed records, format.md §7.8): sets *out and *olen to the
+ * record to store (rec itself, or bytes owned by ctx, valid until the next
+ * call). */
+typedef int (*ba_idx_pack_fn)(void *ctx, const uint8_t *rec, size_t len, const uint8_t **out,
+                              size_t *olen);
 /* Writes every bitmap of attrs[0..nattr) in (attr, value) order through fn,
  * the first byte being at file offset base; *dir and *ndir get the entries
  * (caller frees *dir). *bytes_attr (nattr entries, may be NULL) gets the
- * bytes per attribute. */
+ * bytes per attribute. pack (may be NULL) transforms each record first;
+ * lengths and CRCs are those of the stored bytes. */
 int ba_idx_write(const ba_idx_attr_t *attrs, size_t nattr, uint64_t base, ba_idx_write_fn fn,
-                 void *ctx, ba_idx_dirent_t **dir, size_t *ndir, uint64_t *bytes_attr);
+                 void *ctx, ba_idx_pack_fn pack, void *pctx, ba_idx_dirent_t **dir, size_t *ndir,
+                 uint64_t *bytes_attr);
 /* Directory payload: u32 n, u32 0, entries. */
 size_t ba_idx_dir_size(size_t n);
 void ba_idx_dir_encode(const ba_idx_dirent_t *d, size_t n, uint8_t *out);
@@ -106,5 +114,9 @@ long ba_idx_dir_find(const ba_idx_dirent_t *d, size_t n, uint16_t attr, uint32_t
 /* Checks crc and decodes one bitmap record; must have `codec` and `rows`. */
 int ba_idx_bitmap_load(const uint8_t *p, size_t len, uint32_t crc, ba_codec_t codec, uint64_t rows,
                        ba_bitmap_t **out);
+/* Decodes one bitmap record (no CRC check): exactly len bytes, `codec` and
+ * `rows`, flags 0. */
+int ba_idx_bitmap_decode(const uint8_t *p, size_t len, ba_codec_t codec, uint64_t rows,
+                         ba_bitmap_t **out);
 
 #endif

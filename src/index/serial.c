@@ -6,7 +6,8 @@
 #include "index/index.h"
 
 int ba_idx_write(const ba_idx_attr_t *attrs, size_t nattr, uint64_t base, ba_idx_write_fn fn,
-                 void *ctx, ba_idx_dirent_t **dir, size_t *ndir, uint64_t *bytes_attr) {
+                 void *ctx, ba_idx_pack_fn pack, void *pctx, ba_idx_dirent_t **dir, size_t *ndir,
+                 uint64_t *bytes_attr) {
   BA_RETURN_IF(!attrs || !fn || !dir || !ndir, BA_ERR_INVALID);
   size_t total = 0;
   for (size_t a = 0; a < nattr; a++) total += attrs[a].n;
@@ -26,13 +27,15 @@ int ba_idx_write(const ba_idx_attr_t *attrs, size_t nattr, uint64_t base, ba_idx
         buf = p;
       }
       if ((rc = ba_bitmap_serialize(attrs[a].bms[i], buf, cap, &len)) < 0) goto fail;
+      const uint8_t *rec = buf;
+      if (pack && (rc = pack(pctx, buf, len, &rec, &len)) < 0) goto fail;
       if (len > UINT32_MAX) {
         rc = BA_ERR_OVERFLOW;
         goto fail;
       }
-      if ((rc = fn(ctx, buf, len)) < 0) goto fail;
+      if ((rc = fn(ctx, rec, len)) < 0) goto fail;
       d[k] = (ba_idx_dirent_t){.attr = (uint16_t)a, .value = attrs[a].values[i], .off = off,
-                               .len = (uint32_t)len, .crc = ba_crc32c(0, buf, len)};
+                               .len = (uint32_t)len, .crc = ba_crc32c(0, rec, len)};
       k++;
       off += len;
       if (bytes_attr) bytes_attr[a] += len;
@@ -110,6 +113,12 @@ int ba_idx_bitmap_load(const uint8_t *p, size_t len, uint32_t crc, ba_codec_t co
                        ba_bitmap_t **out) {
   BA_RETURN_IF(!p || !out, BA_ERR_INVALID);
   BA_RETURN_IF(ba_crc32c(0, p, len) != crc, BA_ERR_CHECKSUM);
+  return ba_idx_bitmap_decode(p, len, codec, rows, out);
+}
+
+int ba_idx_bitmap_decode(const uint8_t *p, size_t len, ba_codec_t codec, uint64_t rows,
+                         ba_bitmap_t **out) {
+  BA_RETURN_IF(!p || !out, BA_ERR_INVALID);
   ba_bitmap_t *bm = NULL;
   size_t used = 0;
   BA_FORWARD(ba_bitmap_deserialize(p, len, &bm, &used));
