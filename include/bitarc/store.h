@@ -95,8 +95,9 @@ typedef struct ba_store_writer_stats {
  * With threads >= 2 a closed slice (or full segment) is finished by a
  * background thread while appending goes on, one at a time: its segment
  * appears to readers shortly after the append that closed it (its rows stay
- * readable by live queries from the journal meanwhile); sync and close wait
- * for it. An error of that finish is returned by a later call. */
+ * readable by live queries from the journal meanwhile); close waits for it,
+ * sync makes its journal durable without waiting. An error of that finish is
+ * returned by a later call. */
 int ba_store_writer_open(const char *dir, const ba_store_opts_t *opts, ba_store_writer_t **out);
 /* After ba_store_writer_open failed: why, naming the file ("st: mkdir: No
  * such file or directory", "st: another writer holds it ..."), for the

@@ -306,7 +306,10 @@ int ba_store_writer_sync(ba_store_writer_t *w) {
   BA_RETURN_IF(!w, BA_ERR_INVALID);
   BA_RETURN_IF(w->err < 0, w->err);
   BA_FORWARD(ba_writer_drain(w));
-  BA_FORWARD(ba_writer_finish_wait(w)); /* a closed slice is durable only once renamed */
+  /* A slice being finished: its groups are all in its journal, which is
+   * made durable without waiting for the finish (recovery would finish it);
+   * a periodic sync must not stall appending for a finish's seconds. */
+  BA_FORWARD(ba_writer_finish_fsync(w));
   for (size_t i = 0; i < w->nopen; i++) {
     if (fsync(w->open[i]->fd) != 0) {
       ba_writer_set_err(w, BA_ERR_IO, "%s: fsync: %s", w->open[i]->open_name, strerror(errno));

@@ -18,9 +18,12 @@
  * (slice_open skips names with a journal or segment), so a crash at any
  * point leaves journals that recovery finishes as before. Segments are
  * finished one at a time in hand-over order, so they still appear in the
- * order the slices were closed.
+ * order the slices were closed. ba_store_writer_sync does not wait for a
+ * finish: it fsyncs the finishing slice's journal (all of its groups are
+ * written), which recovery would finish after a crash.
  *
- * Only the caller's thread touches the writer's error, stats and slices; the
+ * Only the caller's thread touches the writer's error, stats and open slices (the
+ * finisher owns the slice it finishes, whose fd the caller may fsync); the
  * finisher reports through the task, which the caller reaps (poll, wait). */
 #include <errno.h>
 #include <string.h>
@@ -168,6 +171,22 @@ void ba_writer_finish_hold(ba_store_writer_t *w, int hold) {
   w->fin_hold = hold;
   pthread_cond_broadcast(&w->fin_cv);
   pthread_mutex_unlock(&w->fin_mu);
+}
+
+int ba_writer_finish_fsync(ba_store_writer_t *w) {
+  BA_FORWARD(ba_writer_finish_poll(w));
+  if (w->err < 0) return w->err;
+  if (!w->fin_inited) return BA_OK;
+  /* fin_sl is set and cleared by this (the caller's) thread only, and its fd
+   * stays open until the caller reaps it. */
+  pthread_mutex_lock(&w->fin_mu);
+  slice_t *sl = w->fin_sl;
+  pthread_mutex_unlock(&w->fin_mu);
+  if (sl && fsync(sl->fd) != 0) {
+    ba_writer_set_err(w, BA_ERR_IO, "%s: fsync: %s", sl->open_name, strerror(errno));
+    return BA_ERR_IO;
+  }
+  return BA_OK;
 }
 
 uint64_t ba_writer_finish_rows(const ba_store_writer_t *w) { return w ? w->fin_rows : 0; }

@@ -141,6 +141,9 @@ int ba_writer_finish_poll(ba_store_writer_t *w);
 int ba_writer_finish_wait(ba_store_writer_t *w);
 /* Ends the finisher (finishing what it holds). */
 void ba_writer_finish_stop(ba_store_writer_t *w);
+/* fsyncs the journal of the slice being finished, if any (its groups are
+ * all written; the finish itself may still be running). */
+int ba_writer_finish_fsync(ba_store_writer_t *w);
 /* Rows of the segment being finished (0: none). */
 uint64_t ba_writer_finish_rows(const ba_store_writer_t *w);
 /* Tests: hold = 1 keeps the finisher from starting a handed-over segment

@@ -199,6 +199,8 @@ static void test_crash_during_finish(void **state) {
     for (size_t at = 0; at < FIRST; at += 37)
       if (ba_store_writer_append(w, g.r + at, FIRST - at < 37 ? FIRST - at : 37) != BA_OK) _exit(4);
     if (!ba_writer_finish_pending(w) || ba_store_writer_flush(w, 0) != BA_OK) _exit(5);
+    /* sync returns while the finish is held (it does not wait for it) */
+    if (ba_store_writer_sync(w) != BA_OK || !ba_writer_finish_pending(w)) _exit(6);
     _exit(0);
   }
   int wst = 0;
