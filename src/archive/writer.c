@@ -84,7 +84,6 @@ void ba_writer_slice_free(slice_t *sl) {
   ba_free(sl);
 }
 
-
 static int name_taken(int dirfd, const char *name) {
   char open_name[128];
   snprintf(open_name, sizeof open_name, "%s.open", name);
