@@ -91,7 +91,13 @@ typedef struct ba_store_writer_stats {
  * Open slices: a record of a new slice closes every slice more than one slice
  * older; at most 4 slices are open (least recently used is closed); records of
  * an already closed slice go to a new segment "seg-...-N.bitarc". Records with
- * an unknown kind, caplen > 262144 or caplen > 0 without a frame are dropped. */
+ * an unknown kind, caplen > 262144 or caplen > 0 without a frame are dropped.
+ * With threads >= 2 a closed slice (or full segment) is finished by a
+ * background thread while appending goes on, one at a time: its segment
+ * appears to readers shortly after the append that closed it (its rows stay
+ * readable by live queries from the journal meanwhile); close waits for it,
+ * sync makes its journal durable without waiting. An error of that finish is
+ * returned by a later call. */
 int ba_store_writer_open(const char *dir, const ba_store_opts_t *opts, ba_store_writer_t **out);
 /* After ba_store_writer_open failed: why, naming the file ("st: mkdir: No
  * such file or directory", "st: another writer holds it ..."), for the

@@ -4,6 +4,7 @@
  * frequent values with exceptions) and bit-packed at the width its values
  * need (2.0 may also use byte planes). Shared by the 2.0 and 3.0 column
  * layouts. The 3.0 reader's single values (ba_if_reader_t): intfield_get.c. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,6 +25,10 @@ struct ba_col_scratch {
   size_t vcap;
   uint8_t *ix;                 /* PDICT: each row's dictionary index + 1, 0 = exception */
   size_t ixcap;
+  uint16_t *hs;                /* DICT: each row's hash slot, from the counting pass */
+  size_t hscap;
+  uint16_t *ps;                /* PDICT: each row's slot in pd, from pdict_plan's pass */
+  size_t pscap;
   uint32_t cur;                /* slot h is in use iff stamp[h] == cur */
   uint32_t stamp[PD_SLOTS];    /* PDICT counting table */
   uint64_t pkey[PD_SLOTS];
@@ -42,6 +47,8 @@ void ba_col_scratch_free(ba_col_scratch_t *x) {
   if (!x) return;
   ba_free(x->v);
   ba_free(x->ix);
+  ba_free(x->hs);
+  ba_free(x->ps);
   ba_free(x);
 }
 
@@ -219,6 +226,12 @@ static uint64_t pdict_plan(enc_scratch_t *x, const uint64_t *v, size_t n, unsign
     if (ba_grow(&q, &x->ixcap, n, 1) < 0) return UINT64_MAX; /* no memory: not tried */
     x->ix = q;
   }
+  if (x->pscap < n) {
+    void *q = x->ps;
+    if (ba_grow(&q, &x->pscap, n, sizeof *x->ps) < 0) return UINT64_MAX;
+    x->ps = q;
+  }
+  uint16_t *ps = x->ps; /* each row's slot, for pdict_write (PD_SLOTS <= 65536) */
   if (++x->cur == 0) { /* stamps wrapped: clear once every 2^32 uses */
     memset(x->stamp, 0, sizeof x->stamp);
     x->cur = 1;
@@ -226,6 +239,7 @@ static uint64_t pdict_plan(enc_scratch_t *x, const uint64_t *v, size_t n, unsign
   size_t nd = 0, nc = 0;
   for (size_t i = 0; i < n; i++) {
     size_t h = pd_find(x, v[i]);
+    ps[i] = (uint16_t)h;
     if (x->stamp[h] == x->cur) {
       x->pcnt[h]++;
       continue;
@@ -288,7 +302,7 @@ static size_t pdict_write(enc_scratch_t *x, uint64_t *v, size_t n, unsigned w, u
    * first), their range kept with masks. */
   for (size_t i = 0; i < n; i++) {
     uint64_t vi = v[i];
-    uint8_t ix = (uint8_t)x->pcnt[pd_find(x, vi)];
+    uint8_t ix = (uint8_t)x->pcnt[x->ps[i]]; /* the row's slot from pdict_plan, which saw every row */
     uint64_t e = ix == 0, em = 0 - e;
     ixr[i] = ix;
     uint64_t lo = vi | ~em, hi = vi & em;
@@ -341,6 +355,73 @@ static uint64_t pdict_estimate(const uint64_t *key, const uint8_t *used, const u
   return best;
 }
 
+/* The first pass of encode2_int: the minimum and maximum of v[0..n) and the
+ * OR of the zigzag row-to-row differences from row 1 on (whose bit length is
+ * that of their maximum). Without a branch on the row and with the zigzag
+ * taken from the difference's sign bit (logical shifts only: zz's value), so
+ * that it vectorises: one copy per width (shifts by immediates), built for
+ * the baseline, AVX2 and AVX-512 and chosen once at run time (the same
+ * results; 0.83 -> 0.53 / 0.21 ns per value in a micro-benchmark). */
+static inline __attribute__((always_inline)) void range_body(const uint64_t *v, size_t n, unsigned w, uint64_t *mn_out,
+                                                             uint64_t *mx_out, uint64_t *zor_out) {
+  uint64_t m = wmask(w), mn = UINT64_MAX, mx = 0, zor = 0;
+  if (n) mn = mx = v[0];
+  for (size_t i = 1; i < n; i++) {
+    uint64_t x = v[i], d = (x - v[i - 1]) & m;
+    mn = x < mn ? x : mn;
+    mx = x > mx ? x : mx;
+    zor |= ((d << 1) ^ (0 - (d >> (8 * w - 1)))) & m;
+  }
+  *mn_out = mn;
+  *mx_out = mx;
+  *zor_out = zor;
+}
+
+#define RANGE_WIDTHS(v, n, w, a, b, c)       \
+  switch (w) {                               \
+    case 1: range_body(v, n, 1, a, b, c); break; \
+    case 2: range_body(v, n, 2, a, b, c); break; \
+    case 4: range_body(v, n, 4, a, b, c); break; \
+    case 8: range_body(v, n, 8, a, b, c); break; \
+    default: range_body(v, n, w, a, b, c); break; \
+  }
+
+static void range_base(const uint64_t *v, size_t n, unsigned w, uint64_t *a, uint64_t *b, uint64_t *c) {
+  RANGE_WIDTHS(v, n, w, a, b, c)
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#if defined(__clang__)
+#define VEC_OPT /* clang vectorises at -O2 */
+#else
+#define VEC_OPT , optimize("O3") /* GCC 12 does not vectorise these reductions at -O2 */
+#endif
+__attribute__((target("avx2") VEC_OPT)) static void range_avx2(const uint64_t *v, size_t n, unsigned w, uint64_t *a,
+                                                              uint64_t *b, uint64_t *c) {
+  RANGE_WIDTHS(v, n, w, a, b, c)
+}
+__attribute__((target("avx512f,avx512vl") VEC_OPT)) static void range_avx512(const uint64_t *v, size_t n, unsigned w,
+                                                                            uint64_t *a, uint64_t *b, uint64_t *c) {
+  RANGE_WIDTHS(v, n, w, a, b, c)
+}
+#undef VEC_OPT
+typedef void (*range_fn)(const uint64_t *, size_t, unsigned, uint64_t *, uint64_t *, uint64_t *);
+static pthread_once_t g_range_once = PTHREAD_ONCE_INIT;
+static range_fn g_range = range_base;
+static void range_init(void) {
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl")) g_range = range_avx512;
+  else if (__builtin_cpu_supports("avx2")) g_range = range_avx2;
+}
+static void range_pass(const uint64_t *v, size_t n, unsigned w, uint64_t *a, uint64_t *b, uint64_t *c) {
+  pthread_once(&g_range_once, range_init);
+  g_range(v, n, w, a, b, c);
+}
+#else
+#define range_pass range_base
+#endif
+#undef RANGE_WIDTHS
+
 /* The smallest of FOR, DELTA, DICT and PDICT, bit-packed or in byte planes.
  * v: the n values (clobbered). Returns the field's bytes. */
 static size_t encode2_int(enc_scratch_t *x, uint64_t *v, size_t n, unsigned w, int allow_planes,
@@ -349,16 +430,9 @@ static size_t encode2_int(enc_scratch_t *x, uint64_t *v, size_t n, unsigned w, i
   uint64_t mn = UINT64_MAX, mx = 0, g = 0, v0 = n ? v[0] : 0;
   /* zmax: the largest zigzag row-to-row difference from row 1 on, which is
    * DELTA's width at scale 1 whatever the minimum (it cancels). */
-  uint64_t zmax = 0;
+  uint64_t zmax = 0; /* here the OR of those differences: the same bit length */
   exdiv_t eg = exdiv_make(1);
-  for (size_t i = 0; i < n; i++) {
-    mn = v[i] < mn ? v[i] : mn;
-    mx = v[i] > mx ? v[i] : mx;
-    if (i) {
-      uint64_t z = zz((v[i] - v[i - 1]) & m, w, m);
-      zmax = z > zmax ? z : zmax;
-    }
-  }
+  range_pass(v, n, w, &mn, &mx, &zmax);
   if (n && mn == mx) {
     /* One value in every row (IPv4-mapped words, engine ids, ...): FOR at
      * width 0, the value as the base and scale 1, no bits. What the general
@@ -391,9 +465,18 @@ static size_t encode2_int(enc_scratch_t *x, uint64_t *v, size_t n, unsigned w, i
   size_t nd = 0;
   int dict_ok = 1;
   memset(used, 0, sizeof used);
+  /* Each row's slot is kept, so a DICT field is written without probing
+   * the table again (hs NULL without memory: probed again). */
+  uint16_t *hs = x->hs;
+  if (x->hscap < n) {
+    void *q = x->hs;
+    hs = ba_grow(&q, &x->hscap, n, sizeof *x->hs) == BA_OK ? q : NULL;
+    x->hs = q;
+  }
   for (size_t i = 0; i < n && dict_ok; i++) {
     size_t h = dict_hash(v[i]);
     while (used[h] && key[h] != v[i]) h = (h + 1) & (DICT_SLOTS - 1);
+    if (hs) hs[i] = (uint16_t)h;
     if (used[h]) {
       cnt[h]++;
       continue;
@@ -428,7 +511,7 @@ static size_t encode2_int(enc_scratch_t *x, uint64_t *v, size_t n, unsigned w, i
     if (n) {
       uint64_t z0 = zz((v0 - mn) & m, w, m); /* row 0's delta is from 0 */
       maxk = mx - mn;
-      maxz = z0 > zmax ? z0 : zmax;
+      maxz = z0 | zmax; /* only its bit length is used */
     }
   } else {
     for (size_t i = 0; i < n; i++) {
@@ -487,10 +570,14 @@ static size_t encode2_int(enc_scratch_t *x, uint64_t *v, size_t n, unsigned w, i
       while (key[h] != dict[d]) h = (h + 1) & (DICT_SLOTS - 1);
       slot_of[h] = (uint16_t)d;
     }
-    for (size_t i = 0; i < n; i++) {
-      size_t h = dict_hash(v[i]);
-      while (key[h] != v[i]) h = (h + 1) & (DICT_SLOTS - 1);
-      v[i] = slot_of[h];
+    if (hs) {
+      for (size_t i = 0; i < n; i++) v[i] = slot_of[hs[i]];
+    } else {
+      for (size_t i = 0; i < n; i++) {
+        size_t h = dict_hash(v[i]);
+        while (key[h] != v[i]) h = (h + 1) & (DICT_SLOTS - 1);
+        v[i] = slot_of[h];
+      }
     }
   } else {
     ba_store_le64(p + 8, mn);

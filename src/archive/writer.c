@@ -70,7 +70,7 @@ void ba_store_opts_init(ba_store_opts_t *o) {
 }
 
 /* ---------- slices ---------- */
-static void slice_free(slice_t *sl) {
+void ba_writer_slice_free(slice_t *sl) {
   if (!sl) return;
   for (int a = 0; a < BA_ATTR_COUNT; a++) ba_idx_online_free(sl->idx[a]);
   if (sl->fd >= 0) close(sl->fd);
@@ -150,7 +150,7 @@ static int slice_open(ba_store_writer_t *w, uint64_t start, slice_t **out) {
   return BA_OK;
 fail:
   if (w->err == 0) ba_writer_set_err(w, rc, "%s: cannot open slice: %s", sl->name, ba_strerror(rc));
-  slice_free(sl);
+  ba_writer_slice_free(sl);
   return rc;
 }
 
@@ -161,7 +161,9 @@ static int olsh_emit(void *ctx, const ba_record_t *recs, size_t n) {
   return slice_add(sl->w, sl, recs, n);
 }
 
-/* Flushes oLSH, writes every group, finishes the segment, frees the slice. */
+/* Flushes oLSH, writes every group, then hands the slice over to be
+ * finished (writer_finish.c: with worker threads, in the background) and
+ * freed. */
 static int slice_close(ba_store_writer_t *w, slice_t *sl) {
   int rc = BA_OK;
   if (sl->olsh) rc = ba_olsh_flush(sl->olsh, olsh_emit, sl);
@@ -179,37 +181,20 @@ static int slice_close(ba_store_writer_t *w, slice_t *sl) {
   if (sl->failed) {
     /* Never publish it: the journal stays for recovery. */
     if (rc == BA_OK) rc = w->err < 0 ? w->err : BA_ERR_IO;
-    slice_free(sl);
+    ba_writer_slice_free(sl);
     return rc;
   }
   if (rc == BA_OK && sl->rows == 0) {
     unlinkat(w->dirfd, sl->open_name, 0);
-    slice_free(sl);
+    ba_writer_slice_free(sl);
     return BA_OK;
   }
-  ba_idx_attr_t attrs[BA_ATTR_COUNT];
-  memset(attrs, 0, sizeof attrs);
-  for (int a = 0; a < BA_ATTR_COUNT && rc == BA_OK; a++) rc = ba_idx_online_finish(sl->idx[a], &attrs[a]);
-  if (rc == BA_OK) {
-    ba_seg_finish_t f = {.fd = sl->fd, .dirfd = w->dirfd, .open_name = sl->open_name,
-                         .final_name = sl->name, .end = sl->off, .groups = sl->groups,
-                         .ngroups = (uint32_t)sl->ngroups, .ncols = BA_NCOLS3, .rows = sl->rows,
-                         .min_first = sl->min_first, .max_first = sl->max_first,
-                         .kinds = sl->kinds, .attrs = attrs};
-    rc = ba_seg_finish(&f);
-    if (rc == BA_OK) {
-      w->st.segments_written++;
-      w->st.bytes_index += f.bytes_index;
-      w->st.records_stored += sl->rows;
-    } else {
-      ba_writer_set_err(w, rc, "%s: finishing segment: %s (%s)", sl->name, ba_strerror(rc), strerror(errno));
-    }
-  } else if (w->err == 0) {
-    ba_writer_set_err(w, rc, "%s: closing slice: %s", sl->name, ba_strerror(rc));
+  if (rc < 0) {
+    if (w->err == 0) ba_writer_set_err(w, rc, "%s: closing slice: %s", sl->name, ba_strerror(rc));
+    ba_writer_slice_free(sl); /* the journal stays for recovery */
+    return rc;
   }
-  for (int a = 0; a < BA_ATTR_COUNT; a++) ba_idx_attr_clear(&attrs[a]);
-  slice_free(sl);
-  return rc;
+  return ba_writer_finish(w, sl);
 }
 
 static int close_slot(ba_store_writer_t *w, size_t i) {
@@ -266,6 +251,7 @@ static int record_ok(const ba_record_t *r) {
 
 int ba_store_writer_append(ba_store_writer_t *w, const ba_record_t *recs, size_t n) {
   BA_RETURN_IF(!w || (n && !recs), BA_ERR_INVALID);
+  (void)ba_writer_finish_poll(w); /* a segment finished meanwhile: its error sticks in w->err */
   BA_RETURN_IF(w->err < 0, w->err);
   w->st.records_in += n;
   size_t i = 0;
@@ -319,6 +305,10 @@ int ba_store_writer_sync(ba_store_writer_t *w) {
   BA_RETURN_IF(!w, BA_ERR_INVALID);
   BA_RETURN_IF(w->err < 0, w->err);
   BA_FORWARD(ba_writer_drain(w));
+  /* A slice being finished: its groups are all in its journal, which is
+   * made durable without waiting for the finish (recovery would finish it);
+   * a periodic sync must not stall appending for a finish's seconds. */
+  BA_FORWARD(ba_writer_finish_fsync(w));
   for (size_t i = 0; i < w->nopen; i++) {
     if (fsync(w->open[i]->fd) != 0) {
       ba_writer_set_err(w, BA_ERR_IO, "%s: fsync: %s", w->open[i]->open_name, strerror(errno));
@@ -337,11 +327,12 @@ static void writer_free(ba_store_writer_t *w) {
     pthread_mutex_unlock(&w->mu);
     for (int i = 0; i < w->started; i++) pthread_join(w->tid[i], NULL);
   }
+  ba_writer_finish_stop(w); /* finishes and frees a slice handed over */
   /* Jobs still in the ring belong to the ring. */
   for (uint64_t k = w->head; k < w->tail; k++) ba_writer_job_put(w, w->ring[k % RING_JOBS]);
   for (size_t i = 0; i < w->nopen; i++) {
     if (w->open[i]->cur) ba_writer_job_put(w, w->open[i]->cur);
-    slice_free(w->open[i]);
+    ba_writer_slice_free(w->open[i]);
   }
   ba_olsh_free(w->spare_olsh);
   while (w->free_jobs) {
@@ -374,12 +365,15 @@ int ba_store_writer_close(ba_store_writer_t *w) {
     int r = close_slot(w, o);
     if (r < 0 && rc == BA_OK) rc = r;
   }
+  int r = ba_writer_finish_wait(w);
+  if (r < 0 && rc == BA_OK) rc = r;
   writer_free(w);
   return rc;
 }
 
 int ba_store_writer_flush(ba_store_writer_t *w, uint64_t age_ns) {
   BA_RETURN_IF(!w, BA_ERR_INVALID);
+  (void)ba_writer_finish_poll(w);
   BA_RETURN_IF(w->err < 0, w->err);
   /* Rows the oLSH buffer has held for age_ns are released (reordered among
    * themselves, as at a slice's end), so live queries see them too: the
@@ -502,6 +496,7 @@ int ba_store_writer_open(const char *dir, const ba_store_opts_t *opts, ba_store_
     }
     w->started++;
   }
+  if ((rc = ba_writer_finish_init(w)) < 0) goto fail;
   *out = w;
   return BA_OK;
 fail:

@@ -4,6 +4,7 @@
 #define BA_ARCHIVE_WRITER_INTERNAL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -15,6 +16,13 @@
 #define RING_JOBS 4
 
 typedef struct slice slice_t;
+
+/* A segment finish's outcome (writer_finish.c). */
+typedef struct ba_writer_fin {
+  int rc, err;   /* err: errno after a failed ba_seg_finish */
+  int in_finish; /* rc is ba_seg_finish's (else the index builders') */
+  uint64_t bytes_index;
+} ba_writer_fin_t;
 
 typedef struct job {
   slice_t *sl;
@@ -95,6 +103,16 @@ struct ba_store_writer {
   uint64_t live_blocks, live_bytes; /* LIVE blocks written (ba_store_writer_live_stats) */
   int err;
   char errmsg[512];
+  /* The finisher (writer_finish.c): fin_sl is the slice being finished
+   * (NULL: none), fin_done once fin_task holds its outcome. */
+  pthread_t fin_tid;
+  int fin_inited, fin_started, fin_stop, fin_hold, fin_done;
+  pthread_mutex_t fin_mu;
+  pthread_cond_t fin_cv;
+  slice_t *fin_sl;
+  ba_writer_fin_t fin_task;
+  _Atomic int fin_busy; /* a task was handed over and not reaped (the caller's hint) */
+  uint64_t fin_rows;
 };
 
 typedef struct wstart {
@@ -105,6 +123,34 @@ typedef struct wstart {
 /* The first error sticks (w->err); errmsg gets the detail. */
 void ba_writer_set_err(ba_store_writer_t *w, int rc, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* Frees a slice (its journal fd closed; its emptied oLSH buffer kept as the
+ * writer's spare). The caller's thread only. */
+void ba_writer_slice_free(slice_t *sl);
+
+/* ---- finishing segments (writer_finish.c) ---- */
+/* Starts the finisher thread (with worker threads; without, segments are
+ * finished in the caller). */
+int ba_writer_finish_init(ba_store_writer_t *w);
+/* Finishes the segment of sl, whose groups are all in its journal: hands it
+ * to the finisher (after waiting for the one in flight) or finishes it here.
+ * Takes sl. Returns an error of this finish or of the previous one. */
+int ba_writer_finish(ba_store_writer_t *w, slice_t *sl);
+/* Reaps the finish in flight if it is done (no waiting) / waits for it. */
+int ba_writer_finish_poll(ba_store_writer_t *w);
+int ba_writer_finish_wait(ba_store_writer_t *w);
+/* Ends the finisher (finishing what it holds). */
+void ba_writer_finish_stop(ba_store_writer_t *w);
+/* fsyncs the journal of the slice being finished, if any (its groups are
+ * all written; the finish itself may still be running). */
+int ba_writer_finish_fsync(ba_store_writer_t *w);
+/* Rows of the segment being finished (0: none). */
+uint64_t ba_writer_finish_rows(const ba_store_writer_t *w);
+/* Tests: hold = 1 keeps the finisher from starting a handed-over segment
+ * (its journal stays complete but unfinished) until hold = 0 or the writer
+ * closes; pending tells whether one is handed over and not finished. */
+void ba_writer_finish_hold(ba_store_writer_t *w, int hold);
+int ba_writer_finish_pending(ba_store_writer_t *w);
 
 /* ---- row groups (writer_groups.c) ---- */
 /* A free group (recycled or new, with block_rows rows of room). */

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "common/common.h"
+#include "archive/writer_internal.h"
 #include "index/index.h"
 #include "store_gen.h"
 
@@ -346,6 +347,9 @@ static void test_modes_and_names(void **state) {
   assert_int_equal(ba_store_segment_count(s), 3);
   assert_int_equal(ba_store_writer_append(w, late + 1, 1), BA_OK);
   assert_int_equal(ba_store_segment_count(s), 3);
+  /* The closed slice is finished in the background (threads >= 2): wait
+   * until it is renamed. */
+  for (int i = 0; i < 2000 && ba_writer_finish_pending(w); i++) usleep(5000);
   assert_int_equal(ba_store_refresh(s), BA_OK);
   assert_int_equal(ba_store_segment_count(s), 4);
   ba_segment_t *seg;
