@@ -409,10 +409,79 @@ static void test_aggregates(void **state) {
   check_spec("srcip,dstip,srcport,dstport,proto", 0, 2, 1);
 }
 
+static int rec_agg_sink(void *ctx, const ba_record_t *recs, size_t n) { return ba_query_agg_add(ctx, recs, n); }
+
+/* ba_query_run with field_fn (column vectors for exactly planned
+ * segments, on one and two threads) gives the groups and the totals of the
+ * run that delivers records, for exact and residual filters. */
+static void test_run_fields(void **state) {
+  (void)state;
+  ba_record_t *r = malloc(N * sizeof *r);
+  make_records(r, N, 78);
+  char *dir = ba_test_mkdtemp();
+  ba_store_opts_t o;
+  ba_store_opts_init(&o);
+  o.block_rows = 64; /* many row groups: fetch_rows_two's threshold is 24 */
+  ba_store_writer_t *w;
+  assert_int_equal(ba_store_writer_open(dir, &o, &w), 0);
+  assert_int_equal(ba_store_writer_append(w, r, N), 0);
+  assert_int_equal(ba_store_writer_close(w), 0);
+  ba_store_t *st;
+  assert_int_equal(ba_store_open(dir, &st), 0);
+  static const char *const filters[] = {"any", "proto tcp", "dst port 443 or src port 53", "bytes > 5000",
+                                        "proto udp and packets < 20", "inet6"};
+  for (size_t fi = 0; fi < sizeof(filters) / sizeof(filters[0]); fi++)
+    for (int threads = 1; threads <= 2; threads++) {
+      ba_query_t *q;
+      assert_int_equal(ba_query_create(&q), 0);
+      assert_int_equal(ba_query_compile(q, filters[fi]), 0);
+      ba_query_agg_spec_t sp;
+      char err[64];
+      assert_int_equal(ba_query_agg_parse("srcip", 1, &sp, err, sizeof err), 0);
+      ba_query_agg_t *a, *b;
+      assert_int_equal(ba_query_agg_create(&sp, &a), 0);
+      assert_int_equal(ba_query_agg_create(&sp, &b), 0);
+      ba_query_exec_opts_t eo;
+      ba_query_exec_opts_init(&eo);
+      eo.threads = threads;
+      eo.out_cols = ba_query_agg_columns(b) | BA_COL_OUT;
+      ba_query_stats_t sa, sb;
+      assert_int_equal(ba_query_run(q, st, &eo, rec_agg_sink, b, &sb), 0);
+      size_t nf = 0;
+      eo.fields = ba_query_agg_fields(a, &nf);
+      eo.nfields = nf;
+      eo.field_fn = agg_sink;
+      eo.field_ctx = a;
+      assert_int_equal(ba_query_run(q, st, &eo, rec_agg_sink, a, &sa), 0);
+      assert_int_equal(sa.rows_matched, sb.rows_matched);
+      assert_int_equal(sa.packets, sb.packets);
+      assert_int_equal(sa.bytes, sb.bytes);
+      assert_int_equal(sa.out_packets, sb.out_packets);
+      assert_int_equal(sa.out_bytes, sb.out_bytes);
+      assert_int_equal(sa.first_ns, sb.first_ns);
+      assert_int_equal(sa.last_ns, sb.last_ns);
+      assert_int_equal(sa.blocks_read, sb.blocks_read);
+      const ba_query_agg_row_t *ra, *rb;
+      size_t na, nb;
+      assert_int_equal(ba_query_agg_result(a, BA_ORDER_BYTES, &ra, &na), 0);
+      assert_int_equal(ba_query_agg_result(b, BA_ORDER_BYTES, &rb, &nb), 0);
+      assert_int_equal(na, nb);
+      assert_memory_equal(ra, rb, na * sizeof *ra);
+      ba_query_agg_free(a);
+      ba_query_agg_free(b);
+      ba_query_free(q);
+    }
+  ba_store_close(st);
+  ba_test_rmtree(dir);
+  free(dir);
+  free(r);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_elements),
     cmocka_unit_test(test_aggregates),
+    cmocka_unit_test(test_run_fields),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
