@@ -584,7 +584,7 @@ static int decode2_pdict(const uint8_t *in, size_t len, size_t n, unsigned w, ui
     bad |= (is & (e >= ne)) | (!is & (ix >= nd));
     uint64_t dv = d[ix & 0xFF], xv = ev[e - ebase_i];
     v[i] = is ? xv : dv;
-    e += is;
+    e += is & (e < ne); /* an escape past the last is flagged above, e stays in the run */
   }
   BA_RETURN_IF(bad, BA_ERR_CORRUPT);
   BA_RETURN_IF(e != ne, BA_ERR_CORRUPT);
