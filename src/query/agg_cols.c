@@ -66,8 +66,6 @@ int agg_plan_fields(ba_query_agg_t *a) {
         }
       }
   }
-  a->v4key = a->nf == 1 && !a->spec.bidir && !a->spec.split_bits && !a->spec.v4bits && !a->spec.v6bits &&
-             (a->fl[0]->bit & (BA_AGG_SRCIP | BA_AGG_DSTIP));
   return BA_OK;
 }
 

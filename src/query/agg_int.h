@@ -55,7 +55,6 @@ struct ba_query_agg {
   size_t nneed;
   uint8_t ix[32][2][2][4];
   uint8_t i_first, i_last, i_pk, i_by, i_opk, i_oby, i_flags, i_aggr, i_kind, i_ipver, i_proto, i_sport, i_dport;
-  int v4key; /* the key is one flow address (srcip or dstip, no prefix): IPv4 rows hash their 32 bits */
   uint8_t *kbuf;             /* scratch: a batch's keys, hashes */
   uint64_t *hbuf;
 };
