@@ -36,6 +36,8 @@ typedef struct fplan {
   size_t nf;             /* asked fields, then first_ns and kind if not asked */
   int col[BA_FIELDS_MAX + 2], k[BA_FIELDS_MAX + 2];
   uint16_t off[BA_FIELDS_MAX + 2];
+  unsigned width[BA_FIELDS_MAX + 2]; /* 1.0/2.0: read from records (ba_record_field_value) */
+  int word[BA_FIELDS_MAX + 2];
   int ifirst, ikind;     /* their vectors */
   uint32_t ids, cols;    /* column ids (3.0) and ba_col_t bits */
 } fplan_t;
@@ -53,6 +55,7 @@ static int make_plan(const uint16_t *fields, size_t nf, fplan_t *p) {
     BA_RETURN_IF(ba_col3_field_at(off, &p->col[i], &p->k[i], &w) < 0 || p->col[i] == BA_COLID_FRAME,
                  BA_ERR_INVALID);
     p->off[i] = (uint16_t)off;
+    BA_FORWARD(ba_record_field_info(off, &p->width[i], &p->word[i]));
     if (off == offsetof(ba_record_t, first_ns) && p->ifirst < 0) p->ifirst = (int)i;
     if (off == offsetof(ba_record_t, kind) && p->ikind < 0) p->ikind = (int)i;
     p->ids |= 1u << p->col[i];
@@ -88,7 +91,8 @@ static int group_recs(ba_segment_t *g, uint32_t gi, const fplan_t *p, const uint
   BA_FORWARD(ba_rd_decode_group(g, gi, need, mask));
   size_t br = g->h.block_rows;
   for (size_t f = 0; f < p->nf; f++)
-    for (size_t j = 0; j < m; j++) v[f * br + j] = ba_record_field_get(&g->recs[idx ? idx[j] : j], p->off[f]);
+    for (size_t j = 0; j < m; j++)
+      v[f * br + j] = ba_record_field_value(&g->recs[idx ? idx[j] : j], p->off[f], p->width[f], p->word[f]);
   return BA_OK;
 }
 

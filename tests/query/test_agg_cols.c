@@ -477,11 +477,91 @@ static void test_run_fields(void **state) {
   free(r);
 }
 
+/* A committed segment (tests/archive/data) in a store of its own. */
+static char *fixture_store(const char *rel) {
+  const char *src = ba_test_source(rel);
+  assert_non_null(src);
+  char *dir = ba_test_mkdtemp();
+  char path[4096];
+  snprintf(path, sizeof path, "%s/seg-20251122T000000Z.bitarc", dir);
+  size_t len = 0;
+  uint8_t *b = ba_test_read_file(src, &len);
+  assert_non_null(b);
+  assert_int_equal(ba_test_write_file(path, b, len), 0);
+  free(b);
+  return dir;
+}
+
+typedef struct fcheck {
+  const ba_record_t *r;
+  const uint16_t *f;
+  size_t nf, at;
+} fcheck_t;
+
+static int check_fields(void *ctx, const uint64_t *const *vals, size_t n) {
+  fcheck_t *c = ctx;
+  for (size_t i = 0; i < n; i++, c->at++)
+    for (size_t f = 0; f < c->nf; f++)
+      if (vals[f][i] != ba_record_field_get(&c->r[c->at], c->f[f]))
+        fail_msg("row %zu field at %u: %llu, the record has %llu", c->at, c->f[f], (unsigned long long)vals[f][i],
+                 (unsigned long long)ba_record_field_get(&c->r[c->at], c->f[f]));
+  return 0;
+}
+
+/* Every stored field (but frames) of chosen rows read as column vectors
+ * equals the field of the record ba_segment_read_rows gives, on the 1.0,
+ * 2.0 and 3.0 fixtures and a store of this test's records. */
+static void test_read_fields(void **state) {
+  (void)state;
+  uint16_t all[512];
+  size_t nall = 0;
+  for (size_t off = 0; off < sizeof(ba_record_t) && nall < 512; off++)
+    if (ba_record_field_ok(off)) all[nall++] = (uint16_t)off;
+  assert_true(nall > 40);
+  static const char *const fx[] = {"tests/archive/data/seg-v1_0.bitarc", "tests/archive/data/seg-v2_0.bitarc",
+                                   "tests/archive/data/seg-v3_0.bitarc", NULL};
+  for (int i = 0; i < 4; i++) {
+    char *dir = fx[i] ? fixture_store(fx[i]) : NULL;
+    ba_store_t *st = g_st;
+    if (dir) assert_int_equal(ba_store_open(dir, &st), 0);
+    for (size_t si = 0; si < ba_store_segment_count(st); si++) {
+      ba_segment_t *seg;
+      ba_segment_info_t in;
+      assert_int_equal(ba_store_segment(st, si, &seg), 0);
+      assert_int_equal(ba_segment_info(seg, &in), 0);
+      for (unsigned every = 1; every <= 16; every += 5) {
+        uint64_t *rows = malloc(in.rows * sizeof *rows);
+        size_t n = 0;
+        for (uint64_t r = 0; r < in.rows; r++)
+          if (r % every == 0 || r % 53 == 7) rows[n++] = r;
+        rows_t got = {malloc(n * sizeof(ba_record_t)), 0};
+        assert_int_equal(ba_segment_read_rows(seg, rows, n, BA_COL_ALL & ~(uint32_t)BA_COL_FRAME, rec_sink, &got, NULL),
+                         0);
+        assert_int_equal(got.n, n);
+        for (size_t f0 = 0; f0 < nall; f0 += BA_FIELDS_MAX) {
+          fcheck_t c = {got.r, all + f0, nall - f0 < BA_FIELDS_MAX ? nall - f0 : BA_FIELDS_MAX, 0};
+          assert_int_equal(ba_segment_read_fields(seg, rows, n, c.f, c.nf, check_fields, &c, NULL), 0);
+          assert_int_equal(c.at, n);
+        }
+        free(got.r);
+        free(rows);
+      }
+      ba_segment_release(seg);
+    }
+    if (dir) {
+      ba_store_close(st);
+      ba_test_rmtree(dir);
+      free(dir);
+    }
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_elements),
     cmocka_unit_test(test_aggregates),
     cmocka_unit_test(test_run_fields),
+    cmocka_unit_test(test_read_fields),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
