@@ -305,7 +305,8 @@ int ba_query_agg_add(ba_query_agg_t *a, const ba_record_t *recs, size_t n);
  * times; the reader need not decode the others. */
 uint32_t ba_query_agg_columns(const ba_query_agg_t *a);
 /* The record fields (ba_segment_read_fields offsets) ba_query_agg_add_fields
- * reads, in the order it takes their vectors: *n of them (at most 40). */
+ * reads, in the order it takes their vectors: *n of them (at most 64; more than
+ * BA_FIELDS_MAX - 8 cannot go through ba_query_exec_opts_t.fields). */
 const uint16_t *ba_query_agg_fields(const ba_query_agg_t *a, size_t *n);
 /* Adds n rows given as column vectors: vals[i] holds field i of
  * ba_query_agg_fields for each row. ba_query_agg_add is this over the

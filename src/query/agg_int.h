@@ -20,7 +20,7 @@ typedef struct afield {
 #define PAIRS (BA_AGG_IP | BA_AGG_PORT | BA_AGG_AS | BA_AGG_IF | BA_AGG_VLAN | BA_AGG_MASK)
 #define FIVE (BA_AGG_SRCIP | BA_AGG_DSTIP | BA_AGG_SRCPORT | BA_AGG_DSTPORT | BA_AGG_PROTO)
 #define KEY_MAX 160
-#define AGG_NEED_MAX 40 /* fields a key and the counters read (ba_query_agg_fields) */
+#define AGG_NEED_MAX 64 /* fields a key and the counters read (ba_query_agg_fields): every -A field fits */
 
 /* A group's counters; its key is in keys (the grouped fields' bytes in fl
  * order, then ipver). Rows (ba_query_agg_row_t, a whole record each) are

@@ -41,9 +41,9 @@ static const rfield_t g_rf[] = {
 };
 
 typedef struct rspec {
-  const rfield_t *f[8];
-  unsigned bits[8]; /* address prefix length (IPv4: of the 32 bits), 0 = whole */
-  int fam[8];       /* the family the prefix applies to: 4 or 6 */
+  const rfield_t *f[32];
+  unsigned bits[32]; /* address prefix length (IPv4: of the 32 bits), 0 = whole */
+  int fam[32];      /* the family the prefix applies to: 4 or 6 */
   size_t nf;
   int pair, bidir, keyver;
 } rspec_t;
@@ -400,7 +400,10 @@ static void test_aggregates(void **state) {
   (void)state;
   static const char *const sets[] = {"srcip,dstport", "srcip,dstip,srcport,dstport,proto", "srcip4/24,dstip4/28",
                                      "srcip4/24,dstip", "proto,srcas,dstas,inif,outif,tos", "router,nhip,dir,odid",
-                                     "dstip6/48,dstport,srcvlan,dstvlan", "srcmask,dstmask,prevas,nextas,nhbip"};
+                                     "dstip6/48,dstport,srcvlan,dstvlan", "srcmask,dstmask,prevas,nextas,nhbip",
+                                     /* every field: more than ba_query_exec_opts_t.fields takes */
+                                     "srcip,dstip,srcport,dstport,proto,srcas,dstas,inif,outif,tos,dsttos,srcvlan,"
+                                     "dstvlan,srcmask,dstmask,router,nhip,nhbip,dir,prevas,nextas,odid"};
   for (size_t i = 0; i < sizeof(sets) / sizeof(sets[0]); i++)
     for (unsigned every = 1; every <= 16; every += 15) check_spec(sets[i], 0, 0, every);
   check_spec("record", 1, 0, 1);
