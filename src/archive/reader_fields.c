@@ -106,12 +106,15 @@ int ba_segment_read_fields(ba_segment_t *g, const uint64_t *rows, size_t n, cons
   uint64_t br = g->h.block_rows, bad = 0;
   BA_RETURN_IF(br == 0, BA_ERR_CORRUPT);
   for (size_t i = 0; i < n; i++) BA_RETURN_IF(rows[i] >= g->f.rows || (i && rows[i] <= rows[i - 1]), BA_ERR_INVALID);
-  if (!g->fldv) { /* the vectors, then the row list (uint32) */
-    g->fldv = ba_malloc((size_t)br * ((BA_FIELDS_MAX + 2) * sizeof *g->fldv + sizeof(uint32_t)));
+  if (g->fldv_n < p.nf) { /* the plan's vectors, then the row list (uint32) */
+    ba_free(g->fldv);
+    g->fldv_n = 0;
+    g->fldv = ba_malloc((size_t)br * (p.nf * sizeof *g->fldv + sizeof(uint32_t)));
     BA_RETURN_IF(!g->fldv, BA_ERR_NOMEM);
+    g->fldv_n = p.nf;
   }
   uint64_t *v = g->fldv;
-  uint32_t *pick = (uint32_t *)(g->fldv + (BA_FIELDS_MAX + 2) * br);
+  uint32_t *pick = (uint32_t *)(g->fldv + g->fldv_n * br);
   const uint64_t *vals[BA_FIELDS_MAX];
   for (size_t f = 0; f < nf; f++) vals[f] = v + f * br; /* the asked fields come first in the plan */
   int first_err = BA_OK;
