@@ -86,6 +86,15 @@ typedef struct ba_query_exec_opts {
    * linear scan of its blocks). The library never prints. */
   void (*warn)(void *ctx, const char *msg);
   void *warn_ctx;
+  /* Optional (aggregates): rows the index answers exactly are read as column
+   * vectors of fields[0..nfields) (ba_segment_read_fields; nfields <=
+   * BA_FIELDS_MAX - 8) and handed to field_fn instead of records to the
+   * sink; the other rows (residual checks, journals, damaged segments'
+   * scans) still come as records. Not used with a limit or count_only. */
+  ba_field_sink_fn field_fn;
+  void *field_ctx;
+  const uint16_t *fields;
+  size_t nfields;
 } ba_query_exec_opts_t;
 void ba_query_exec_opts_init(ba_query_exec_opts_t *o);
 
@@ -295,6 +304,14 @@ int ba_query_agg_add(ba_query_agg_t *a, const ba_record_t *recs, size_t n);
 /* The record columns (BA_COL_*) ba_query_agg_add reads: the grouped fields', the counters and
  * times; the reader need not decode the others. */
 uint32_t ba_query_agg_columns(const ba_query_agg_t *a);
+/* The record fields (ba_segment_read_fields offsets) ba_query_agg_add_fields
+ * reads, in the order it takes their vectors: *n of them (at most 64; more than
+ * BA_FIELDS_MAX - 8 cannot go through ba_query_exec_opts_t.fields). */
+const uint16_t *ba_query_agg_fields(const ba_query_agg_t *a, size_t *n);
+/* Adds n rows given as column vectors: vals[i] holds field i of
+ * ba_query_agg_fields for each row. ba_query_agg_add is this over the
+ * records' fields. */
+int ba_query_agg_add_fields(ba_query_agg_t *a, const uint64_t *const *vals, size_t n);
 /* Groups sorted by the order (descending counters or rates, ascending times;
  * ties by key), valid until the next add, result, top or free. */
 int ba_query_agg_result(ba_query_agg_t *a, ba_agg_order_t order, const ba_query_agg_row_t **rows, size_t *n);

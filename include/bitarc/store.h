@@ -284,6 +284,34 @@ int ba_segment_sum_groups(ba_segment_t *seg, uint32_t g0, uint32_t g1, const ba_
  * row, decoded whole). For a caller walking a bitmap group by group. */
 int ba_segment_sum_group(ba_segment_t *seg, uint32_t gi, const uint32_t *idx, size_t k, const ba_bin_sums_t *b,
                          uint64_t *summed, uint64_t *damaged);
+/* Column vectors (late materialization): fields of ba_record_t named by
+ * their offset (offsetof(ba_record_t, f); an address is four fields, its
+ * 32-bit words at +0, +4, +8, +12, each the number its four bytes make
+ * big-endian). vals[f][0..n) are the values of field fields[f] of n rows in
+ * row order; last_ns is the absolute time. */
+#define BA_FIELDS_MAX 48
+typedef int (*ba_field_sink_fn)(void *ctx, const uint64_t *const *vals, size_t n);
+/* 1 if off names a stored field of ba_record_t (ba_segment_read_fields). */
+int ba_record_field_ok(size_t off);
+/* The value of field off (ba_record_field_ok) of r, as in a column vector. */
+uint64_t ba_record_field_get(const ba_record_t *r, size_t off);
+/* Field off's width in bytes and whether it is an address word; -1 if off
+ * names no stored field. With them, ba_record_field_value reads it fast. */
+int ba_record_field_info(size_t off, unsigned *width, int *word);
+static inline uint64_t ba_record_field_value(const ba_record_t *r, size_t off, unsigned width, int word) {
+  const uint8_t *p = (const uint8_t *)r + off;
+  if (word) return (uint64_t)p[0] << 24 | (uint64_t)p[1] << 16 | (uint64_t)p[2] << 8 | p[3];
+  uint64_t v = 0;
+  for (unsigned i = 0; i < width; i++) v |= (uint64_t)p[i] << (8 * i); /* little-endian in memory */
+  return v;
+}
+/* Reads fields[0..nf) (nf <= BA_FIELDS_MAX) of the given rows (ascending;
+ * rows NULL and n 0: every row) and hands them to fn a row group at a time,
+ * building no record (3.0: only those fields are decoded, a group whose rows
+ * are dense decoded whole; 1.0/2.0: the group's records, fields taken from
+ * them). Damage as ba_segment_read_rows. */
+int ba_segment_read_fields(ba_segment_t *seg, const uint64_t *rows, size_t n, const uint16_t *fields, size_t nf,
+                           ba_field_sink_fn fn, void *ctx, uint64_t *damaged);
 /* Rebuilds every segment's index with the batch builder on `device` ("cpu";
  * others answer BA_ERR_NODEVICE until built) using `threads` threads, in
  * `codec`, replacing each segment atomically (write to a temp name, fsync,

@@ -171,6 +171,10 @@ typedef struct ba_query_exec_opts {
   void *range_ctx;
   void (*warn)(void *ctx, const char *msg);
   void *warn_ctx;
+  int (*field_fn)(void *ctx, const uint64_t *const *vals, size_t n);
+  void *field_ctx;
+  const uint16_t *fields;
+  size_t nfields;
 } ba_query_exec_opts_t;
 void ba_query_exec_opts_init(ba_query_exec_opts_t *o);
 typedef struct ba_query_stats {

@@ -349,3 +349,54 @@ int ba_col3_decode_rows(int col, const uint8_t *raw, size_t raw_len, size_t n, c
   }
   return BA_OK;
 }
+
+int ba_col3_field_at(size_t off, int *col, int *k, unsigned *width) {
+  for (int c = 0; c < BA_NCOLS3; c++)
+    for (size_t f = 0; f < nfields(c); f++)
+      if (g_f3[c][f].off == off) {
+        *col = c;
+        *k = (int)f;
+        *width = g_f3[c][f].width;
+        return 0;
+      }
+  return -1;
+}
+
+/* Below this share of a group's rows (1/8) a field's values are read one by
+ * one (ba_if_get_rows); at or above it the whole field is decoded in one
+ * sequential pass and the rows picked from it (as reader_sums.c). */
+#define FIELD_SPARSE_DIV 8
+
+int ba_col3_field_values(int col, int k, const uint8_t *raw, size_t raw_len, size_t n, const uint32_t *idx,
+                         size_t m, uint64_t *v) {
+  BA_RETURN_IF(col < 0 || col >= BA_NCOLS3 || k < 0 || (size_t)k >= nfields(col), BA_ERR_INVALID);
+  if (raw_len == 0 && col != BA_COLID_META) { /* absent: every stored value 0 */
+    memset(v, 0, (idx ? m : n) * sizeof *v);
+    return BA_OK;
+  }
+  size_t off = 0, used = 0, nf = nfields(col);
+  ba_if_reader_t rd;
+  for (int f = 0; f < k; f++) { /* skip the fields before k (their headers give their lengths) */
+    BA_FORWARD(ba_if_open(raw + off, raw_len - off, n, g_f3[col][f].width, &rd, &used));
+    off += used;
+  }
+  unsigned w = g_f3[col][k].width;
+  size_t k_used = 0;
+  BA_FORWARD(ba_if_open(raw + off, raw_len - off, n, w, &rd, &k_used));
+  if (rd.bits == 0 && n) { /* one value in every row (no bits per value: FOR, DELTA, a 1-entry DICT) */
+    uint64_t x = 0;
+    BA_FORWARD(ba_if_get(&rd, 0, &x));
+    for (size_t j = 0, e = idx ? m : n; j < e; j++) v[j] = x;
+    used = k_used;
+  } else if (!idx || m >= n / FIELD_SPARSE_DIV) {
+    BA_FORWARD(ba_if_decode(raw + off, raw_len - off, n, w, 0, v, &used));
+    if (idx)
+      for (size_t j = 0; j < m; j++) v[j] = v[idx[j]]; /* idx ascending: idx[j] >= j */
+  } else {
+    used = k_used;
+    BA_FORWARD(ba_if_get_rows(&rd, idx, m, v));
+  }
+  /* the last field ends the payload (FRAME: the frames follow) */
+  BA_RETURN_IF((size_t)k + 1 == nf && col != BA_COLID_FRAME && off + used != raw_len, BA_ERR_CORRUPT);
+  return BA_OK;
+}

@@ -41,6 +41,16 @@ int ba_col3_decode(int col, const uint8_t *raw, size_t raw_len, size_t n, ba_rec
 int ba_col3_decode_rows(int col, const uint8_t *raw, size_t raw_len, size_t n, const uint32_t *rows,
                         size_t k, ba_record_t *out);
 void ba_col3_clear(int col, ba_record_t *r, size_t n);
+/* The 3.0 column, field index and width of the record field at offset off
+ * (an address word: the word's offset); -1 if no stored field starts there. */
+int ba_col3_field_at(size_t off, int *col, int *k, unsigned *width);
+/* Stored values of field k of column col (payload raw[0..raw_len), block of
+ * n rows) at rows idx[0..m) (ascending; idx NULL: all n rows) into v, which
+ * holds n values (a dense pick decodes the whole field there first). Values
+ * as stored: an address word as a number (its bytes big-endian), LAST as the
+ * duration. Absent column (raw_len 0): zeros. */
+int ba_col3_field_values(int col, int k, const uint8_t *raw, size_t raw_len, size_t n, const uint32_t *idx,
+                         size_t m, uint64_t *v);
 /* 1 if an absent column decodes to all-zero fields (every column but LAST,
  * whose absent durations give last_ns = first_ns): a reader that zeroed its
  * records need not decode it. */

@@ -627,6 +627,8 @@ static void unpack_bits(const uint8_t *p, size_t len, size_t n, unsigned bits, u
   for (; i < n; i++, pos += bits) v[i] = bit_get(p, len, pos, bits);
 }
 
+#define PDICT_RUN 256 /* escapes unpacked at a time */
+
 static int decode2_pdict(const uint8_t *in, size_t len, size_t n, unsigned w, uint64_t *v, size_t *used) {
   uint64_t m = wmask(w);
   unsigned b = in[1], eb = in[3];
@@ -647,25 +649,39 @@ static int decode2_pdict(const uint8_t *in, size_t len, size_t n, unsigned w, ui
   const uint8_t *exc = in + off;
   off += eby;
   unpack_bits(idx, ib, n, b, v);
-  uint64_t esc = ((uint64_t)1 << b) - 1, e = 0;
-  for (size_t i = 0; i < n; i++) {
-    if (v[i] == esc) {
-      BA_RETURN_IF(e >= ne, BA_ERR_CORRUPT);
-      v[i] = (ebase + bit_get(exc, eby, e * eb, eb)) & m;
-      e++;
-    } else {
-      BA_RETURN_IF(v[i] >= nd, BA_ERR_CORRUPT);
-      uint64_t x = 0;
-      for (unsigned q = 0; q < w; q++) x |= (uint64_t)dict[v[i] * w + q] << (8 * q);
-      v[i] = x;
-    }
+  /* nd < 2^b <= 256: the entries as numbers first (0 past nd), the escapes
+   * unpacked ahead PDICT_RUN at a time; then no branch per value on whether
+   * it escapes (escapes come at random) */
+  uint64_t esc = ((uint64_t)1 << b) - 1, e = 0, d[256] = {0}, ev[PDICT_RUN + 1], bad = 0, ebase_i = 0, lim = 0;
+  for (uint32_t j = 0; j < nd; j++) {
+    uint64_t x = 0;
+    for (unsigned q = 0; q < w; q++) x |= (uint64_t)dict[(size_t)j * w + q] << (8 * q);
+    d[j] = x;
   }
+  ev[0] = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (e == lim && e < ne) {
+      uint64_t cnt = BA_MIN((uint64_t)PDICT_RUN, ne - e);
+      for (uint64_t k = 0; k < cnt; k++) ev[k] = (ebase + bit_get(exc, eby, (e + k) * eb, eb)) & m;
+      ev[cnt] = 0;
+      ebase_i = e;
+      lim = e + cnt;
+    }
+    uint64_t ix = v[i], is = ix == esc;
+    bad |= (is & (e >= ne)) | (!is & (ix >= nd));
+    uint64_t dv = d[ix & 0xFF], xv = ev[e - ebase_i];
+    v[i] = is ? xv : dv;
+    e += is & (e < ne); /* an escape past the last is flagged above, e stays in the run */
+  }
+  BA_RETURN_IF(bad, BA_ERR_CORRUPT);
   BA_RETURN_IF(e != ne, BA_ERR_CORRUPT);
   *used = off;
   return BA_OK;
 }
 
 /* Decodes one field at in[0..len) into v[0..n); *used gets its bytes. */
+#define DICT_TABLE 1024 /* dictionaries up to this many entries are read into a table */
+
 static int decode2_int(const uint8_t *in, size_t len, size_t n, unsigned w, int allow_planes, uint64_t *v,
                        size_t *used) {
   uint64_t m = wmask(w);
@@ -698,7 +714,21 @@ static int decode2_int(const uint8_t *in, size_t len, size_t n, unsigned w, int 
     unpack_bits(p, packed, n, bits, v);
   }
   /* The values they stand for. */
-  if (method == XF_DICT) {
+  if (method == XF_DICT && nd <= DICT_TABLE) {
+    /* the entries as numbers first: one load per value, the check folded */
+    uint64_t d[DICT_TABLE], bad = 0;
+    for (uint32_t j = 0; j < nd; j++) {
+      uint64_t x = 0;
+      for (unsigned b = 0; b < w; b++) x |= (uint64_t)dict[(size_t)j * w + b] << (8 * b);
+      d[j] = x;
+    }
+    for (size_t i = 0; i < n; i++) {
+      uint64_t ix = v[i];
+      bad |= ix >= nd;
+      v[i] = d[ix < nd ? ix : 0];
+    }
+    BA_RETURN_IF(bad, BA_ERR_CORRUPT);
+  } else if (method == XF_DICT) {
     for (size_t i = 0; i < n; i++) {
       BA_RETURN_IF(v[i] >= nd, BA_ERR_CORRUPT);
       uint64_t x = 0;

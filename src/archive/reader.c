@@ -51,6 +51,9 @@ static void seg_release(ba_segment_t *g) {
   g->pick_idx = NULL;
   ba_free(g->sumv);
   g->sumv = NULL;
+  ba_free(g->fldv);
+  g->fldv = NULL;
+  g->fldv_n = 0;
   g->recs_group = -1;
   g->recs_dirty = 0;
   ba_rd_zone_release(g);

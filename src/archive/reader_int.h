@@ -60,6 +60,8 @@ struct ba_segment {
   ba_record_t *pick;   /* 3.0: the picked rows of one group (block_rows records) */
   uint32_t *pick_idx;  /* their row numbers inside the group */
   uint64_t *sumv;      /* reader_sums.c: first, packets, bytes of one group's rows, then their row list */
+  uint64_t *fldv;      /* reader_fields.c: fldv_n vectors of block_rows values, then the row list */
+  size_t fldv_n;
   unsigned ncols;      /* ba_seg_ncols(h.major) */
   /* Zone maps (zone.c), read on demand: the ZONEDIR payload, and per field
    * its min[ngroups] then max[ngroups]; state 0 = not read, 1 = read, < 0

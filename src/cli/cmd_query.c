@@ -503,6 +503,12 @@ static int run_query(const qopts_t *op, ba_query_t *q, qout_t *o, ba_query_exec_
   eo->limit = op->limit;
   eo->count_only = op->count_only && !o->pcap && !o->agg && !o->nstats;
   eo->out_cols = out_columns(op, o);
+  if (!eo->count_only && qo_fields_init(o)) { /* aggregates from column vectors */
+    eo->field_fn = qo_field_sink;
+    eo->field_ctx = o;
+    eo->fields = o->fields;
+    eo->nfields = o->nfields;
+  }
   if (op->explain) {
     eo->explain = explain_cb;
     eo->explain_only = 1;

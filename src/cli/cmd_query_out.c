@@ -104,6 +104,43 @@ int qo_sink(void *vctx, const ba_record_t *recs, size_t n) {
   return 0;
 }
 
+/* Aggregator k: stats[k] for k < nstats, else the -A one. */
+static ba_query_agg_t *qo_agg(const qout_t *o, int k) { return k < o->nstats ? o->stats[k].agg : o->agg; }
+
+int qo_fields_init(qout_t *o) {
+  o->nfields = 0;
+  int nagg = o->nstats + (o->agg ? 1 : 0);
+  if (!nagg || o->sort || o->pcap) return 0;
+  for (int k = 0; k < nagg; k++) {
+    size_t n = 0;
+    const uint16_t *f = ba_query_agg_fields(qo_agg(o, k), &n);
+    if (!f || n > BA_FIELDS_MAX) return o->nfields = 0;
+    for (size_t i = 0; i < n; i++) {
+      size_t j = 0;
+      while (j < o->nfields && o->fields[j] != f[i]) j++;
+      if (j == o->nfields) {
+        if (o->nfields == sizeof(o->fields) / sizeof(o->fields[0])) return o->nfields = 0;
+        o->fields[o->nfields++] = f[i];
+      }
+      o->fmap[k][i] = (uint8_t)j;
+    }
+  }
+  return 1;
+}
+
+int qo_field_sink(void *vctx, const uint64_t *const *vals, size_t n) {
+  qout_t *o = vctx;
+  int nagg = o->nstats + (o->agg ? 1 : 0);
+  for (int k = 0; k < nagg; k++) {
+    size_t nf = 0;
+    ba_query_agg_fields(qo_agg(o, k), &nf);
+    const uint64_t *v[BA_FIELDS_MAX];
+    for (size_t i = 0; i < nf; i++) v[i] = vals[o->fmap[k][i]];
+    BA_FORWARD_CLI(ba_query_agg_add_fields(qo_agg(o, k), v, n));
+  }
+  return 0;
+}
+
 static double pct(uint64_t a, uint64_t b) { return b ? (double)(a * 100) / (double)b : 0.0; }
 
 /* nfdump's rates over a duration in seconds as a double, truncated. */

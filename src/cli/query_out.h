@@ -45,9 +45,19 @@ typedef struct qout {
   char *line;
   size_t line_cap;
   int io_error;
+  /* -s / -A from column vectors (qo_fields_init): the fields of every
+   * aggregator, and where each one's fields are among them */
+  uint16_t fields[BA_FIELDS_MAX - 8];
+  size_t nfields;
+  uint8_t fmap[QO_MAX_STATS + 1][BA_FIELDS_MAX];
 } qout_t;
 
 int qo_sink(void *vctx, const ba_record_t *recs, size_t n);
+/* Sets o->fields for the aggregators (-s, -A); 0 if they cannot take column
+ * vectors (no aggregator, too many fields), else 1. */
+int qo_fields_init(qout_t *o);
+/* The column-vector sink (o->fields): each aggregator gets its fields. */
+int qo_field_sink(void *vctx, const uint64_t *const *vals, size_t n);
 /* Prints one formatted record (grows the line buffer). */
 int qo_print(qout_t *o, const ba_record_t *r, uint64_t flows);
 void qo_pcap_finish(qout_t *o);

@@ -8,16 +8,8 @@
 #include <string.h>
 
 #include "common/common.h"
+#include "query/agg_int.h"
 #include "query/format_int.h"
-
-typedef struct afield {
-  const char *name, *title;
-  uint32_t bit;
-  uint16_t off, size;  /* the field in ba_record_t */
-  uint16_t off2;       /* pair elements: the destination-side field */
-  uint8_t kind;        /* 0 number, 1 address, 2 MAC */
-  uint32_t cols;       /* BA_COL_* holding fld and fld2 */
-} afield_t;
 
 #define F(name, title, bit, fld, fld2, kind, cols) \
   {name, title, bit, offsetof(ba_record_t, fld), sizeof(((ba_record_t *)0)->fld), offsetof(ba_record_t, fld2), kind, \
@@ -54,36 +46,6 @@ static const afield_t g_f[] = {
   F("odid", "obs domainID", BA_AGG_ODID, obs_domain, obs_domain, 0, BA_COL_ENGINE),
 };
 #undef F
-#define PAIRS (BA_AGG_IP | BA_AGG_PORT | BA_AGG_AS | BA_AGG_IF | BA_AGG_VLAN | BA_AGG_MASK)
-#define FIVE (BA_AGG_SRCIP | BA_AGG_DSTIP | BA_AGG_SRCPORT | BA_AGG_DSTPORT | BA_AGG_PROTO)
-#define KEY_MAX 160
-
-/* A group's counters; its key is in keys (the grouped fields' bytes in fl
- * order, then ipver). Rows (ba_query_agg_row_t, a whole record each) are
- * made only for the groups a result returns. */
-typedef struct grp {
-  uint64_t flows, packets, bytes, out_packets, out_bytes, first_ns, last_ns;
-  uint8_t tcp_flags, kind;
-} grp_t;
-
-struct ba_query_agg {
-  ba_query_agg_spec_t spec;
-  const afield_t *fl[32];
-  size_t nf, klen;
-  grp_t *g;                  /* dense group array */
-  uint8_t *keys;             /* klen bytes per group */
-  size_t n, cap, kcap;
-  uint32_t *slots;           /* hash slots: group index + 1, 0 = empty */
-  size_t nslots;
-  int sorted_by;             /* groups are in this order (-1: first seen) */
-  ba_query_agg_row_t *rows;  /* the last result's rows */
-  size_t rcap;
-  uint32_t *perm;            /* scratch: group order */
-  size_t pcap;
-  int keyver; /* the key holds a flow address: its IP version is part of the key (elsewhere, as
-                 nfdump, IPv4 and IPv6 flows of one port or protocol are one group) */
-};
-
 static const afield_t *find_field(const char *s, size_t l) {
   if (l == 4 && !strncmp(s, "next", 4)) return find_field("nhip", 4); /* nfdump -A's names */
   if (l == 7 && !strncmp(s, "bgpnext", 7)) return find_field("nhbip", 5);
@@ -257,6 +219,10 @@ int ba_query_agg_create(const ba_query_agg_spec_t *spec, ba_query_agg_t **out) {
       if (g_f[i].kind == 1 && (g_f[i].bit & (BA_AGG_SRCIP | BA_AGG_DSTIP | BA_AGG_IP))) a->keyver = 1;
     }
   a->klen += 1; /* ipver */
+  if (agg_plan_fields(a) < 0) {
+    ba_free(a);
+    return BA_ERR_INVALID;
+  }
   a->nslots = 1024;
   a->slots = ba_calloc(a->nslots, sizeof(uint32_t));
   if (!a->slots) {
@@ -275,43 +241,9 @@ void ba_query_agg_free(ba_query_agg_t *a) {
   ba_free(a->perm);
   ba_free(a->keys);
   ba_free(a->slots);
+  ba_free(a->kbuf);
+  ba_free(a->hbuf);
   ba_free(a);
-}
-
-static void mask_addr(uint8_t a[16], unsigned bits) {
-  for (unsigned i = 0; i < 16; i++) {
-    int nb = (int)bits - (int)(8 * i);
-    a[i] &= nb >= 8 ? 0xFF : nb <= 0 ? 0 : (uint8_t)(0xFF00u >> nb);
-  }
-}
-
-/* The serialized key of r: the grouped fields' bytes in fl order, then
- * ipver. `side` 1: the destination side of a pair element; `rev`: a
- * bidirectional lookup with source and destination swapped. */
-static void make_key(const ba_query_agg_t *a, const ba_record_t *r, int side, int rev, uint8_t *kb) {
-  size_t o = 0;
-  for (size_t i = 0; i < a->nf; i++) {
-    const afield_t *f = a->fl[i];
-    size_t from = side ? f->off2 : f->off;
-    if (rev && (f->bit & (BA_AGG_SRCIP | BA_AGG_DSTIP | BA_AGG_SRCPORT | BA_AGG_DSTPORT))) {
-      static const size_t sw[4][2] = {{offsetof(ba_record_t, src), offsetof(ba_record_t, dst)},
-                                      {offsetof(ba_record_t, dst), offsetof(ba_record_t, src)},
-                                      {offsetof(ba_record_t, src_port), offsetof(ba_record_t, dst_port)},
-                                      {offsetof(ba_record_t, dst_port), offsetof(ba_record_t, src_port)}};
-      for (int j = 0; j < 4; j++)
-        if (sw[j][0] == f->off) from = sw[j][1];
-    }
-    uint8_t *dst = kb + o;
-    memcpy(dst, (const uint8_t *)r + from, f->size);
-    if (f->kind == 1 && (f->bit & (BA_AGG_SRCIP | BA_AGG_DSTIP | BA_AGG_IP))) {
-      int v4 = fmt_addr_is_v4(dst, r->ipver);
-      int dside = a->spec.split_bits && ((f->bit & BA_AGG_DSTIP) || (side && (f->bit & BA_AGG_IP)));
-      unsigned bits = dside ? (v4 ? a->spec.dst_v4bits : a->spec.dst_v6bits) : (v4 ? a->spec.v4bits : a->spec.v6bits);
-      if (bits) mask_addr(dst, v4 ? 96 + bits : bits);
-    }
-    o += f->size;
-  }
-  kb[o] = a->keyver ? r->ipver : 0;
 }
 
 /* Group i as a result row: its key fields and counters in a record. */
@@ -334,134 +266,6 @@ static void group_row(const ba_query_agg_t *a, size_t i, ba_query_agg_row_t *row
   row->flows = g->flows;
   row->packets = g->packets;
   row->bytes = g->bytes;
-}
-
-/* 8 key bytes per multiply (byte at a time: a multiply per byte), then the murmur3
- * finalizer, whose low bits (the slot) depend on every input bit. Only the
- * table uses it: group order is insertion order. */
-static uint64_t hash_bytes(const uint8_t *p, size_t n) {
-  uint64_t h = 0x9E3779B97F4A7C15ull ^ n, x;
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    memcpy(&x, p + i, 8);
-    h = (h ^ x) * 0xff51afd7ed558ccdull;
-    h ^= h >> 32;
-  }
-  if (i < n) {
-    x = 0;
-    memcpy(&x, p + i, n - i);
-    h = (h ^ x) * 0xc4ceb9fe1a85ec53ull;
-  }
-  h ^= h >> 33;
-  h *= 0xff51afd7ed558ccdull;
-  h ^= h >> 33;
-  h *= 0xc4ceb9fe1a85ec53ull;
-  return h ^ (h >> 33);
-}
-
-static int rehash(ba_query_agg_t *a, size_t ns) {
-  uint32_t *s = ba_calloc(ns, sizeof(uint32_t));
-  BA_RETURN_IF(!s, BA_ERR_NOMEM);
-  for (size_t i = 0; i < a->n; i++) {
-    size_t h = (size_t)hash_bytes(a->keys + i * a->klen, a->klen) & (ns - 1);
-    while (s[h]) h = (h + 1) & (ns - 1);
-    s[h] = (uint32_t)(i + 1);
-  }
-  ba_free(a->slots);
-  a->slots = s;
-  a->nslots = ns;
-  return 0;
-}
-
-/* The group of key kb, or -1 (with *slot set where it would go). */
-static long lookup(const ba_query_agg_t *a, const uint8_t *kb, size_t *slot) {
-  size_t h = (size_t)hash_bytes(kb, a->klen) & (a->nslots - 1);
-  while (a->slots[h]) {
-    size_t g = a->slots[h] - 1;
-    if (!memcmp(a->keys + g * a->klen, kb, a->klen)) return (long)g;
-    h = (h + 1) & (a->nslots - 1);
-  }
-  *slot = h;
-  return -1;
-}
-
-static void add_to(grp_t *g, const ba_record_t *r, int rev) {
-  uint64_t fl = r->aggr_flows ? r->aggr_flows : 1;
-  g->flows += fl;
-  if (rev) { /* the reverse flow: its in counters are the group's out ones and its out the in */
-    g->out_packets += r->packets;
-    g->out_bytes += r->bytes;
-    g->packets += r->out_packets;
-    g->bytes += r->out_bytes;
-  } else {
-    g->packets += r->packets;
-    g->bytes += r->bytes;
-    g->out_packets += r->out_packets;
-    g->out_bytes += r->out_bytes;
-  }
-  if (r->first_ns < g->first_ns) g->first_ns = r->first_ns;
-  if (r->last_ns > g->last_ns) g->last_ns = r->last_ns;
-  g->tcp_flags |= r->tcp_flags;
-}
-
-/* -B: as nfdump 1.7.1, a TCP or UDP flow whose ports lie on either side of
- * 1024, 32768 or 49152 (the lower port below it, the higher one at or above
- * it) and whose source port is the lower comes from the server: it is looked
- * up reversed first. Other flows (ICMP, ports in one band) keep their direction. */
-static int from_server(const ba_record_t *r) {
-  static const uint16_t lim[3] = {1024, 32768, 49152};
-  if (r->proto != 6 && r->proto != 17) return 0;
-  for (int i = 0; i < 3; i++)
-    if (r->src_port < lim[i] && r->dst_port >= lim[i]) return 1;
-  return 0;
-}
-
-static int add_one(ba_query_agg_t *a, const ba_record_t *r, int side) {
-  uint8_t kb[KEY_MAX + 1], kr[KEY_MAX + 1];
-  size_t slot = 0, slot2;
-  int first_rev = a->spec.bidir == 2 && from_server(r);
-  make_key(a, r, side, first_rev, kb);
-  long g = lookup(a, kb, &slot);
-  int rev = first_rev;
-  if (g < 0 && a->spec.bidir) {
-    make_key(a, r, side, !first_rev, kr);
-    long g2 = lookup(a, kr, &slot2);
-    if (g2 >= 0) {
-      g = g2;
-      rev = !first_rev;
-    }
-  }
-  if (g >= 0) {
-    add_to(&a->g[g], r, rev);
-    return 0;
-  }
-  BA_RETURN_IF(a->n >= UINT32_MAX - 1, BA_ERR_OVERFLOW);
-  if (a->n == a->cap) BA_FORWARD(ba_grow((void **)&a->g, &a->cap, a->n + 1, sizeof(grp_t)));
-  if ((a->n + 1) * a->klen > a->kcap) BA_FORWARD(ba_grow((void **)&a->keys, &a->kcap, (a->n + 1) * a->klen, 1));
-  grp_t *n = &a->g[a->n];
-  memset(n, 0, sizeof(*n));
-  n->kind = r->kind;
-  n->first_ns = r->first_ns;
-  n->last_ns = r->last_ns;
-  memcpy(a->keys + a->n * a->klen, kb, a->klen);
-  add_to(n, r, rev);
-  a->slots[slot] = (uint32_t)(++a->n);
-  if (a->n * 2 > a->nslots) BA_FORWARD(rehash(a, a->nslots * 2));
-  return 0;
-}
-
-int ba_query_agg_add(ba_query_agg_t *a, const ba_record_t *recs, size_t n) {
-  BA_RETURN_IF(!a || (n && !recs), BA_ERR_INVALID);
-  if (a->sorted_by >= 0) {
-    BA_FORWARD(rehash(a, a->nslots));
-    a->sorted_by = -1;
-  }
-  int two = (a->spec.fields & PAIRS) != 0;
-  for (size_t i = 0; i < n; i++) {
-    BA_FORWARD(add_one(a, &recs[i], 0));
-    if (two) BA_FORWARD(add_one(a, &recs[i], 1));
-  }
-  return 0;
 }
 
 static uint64_t dur(const ba_record_t *k) { return fmt_dur_ms(k); }

@@ -126,6 +126,16 @@ static int deliver_segment(ba_query_t *q, segctx_t *c, runctx_t *run, segres_t *
     pres_drop(r);
     return rc;
   }
+  if (run->field_fn && exact && !res->have_rows) {
+    /* Column vectors of the fields asked for, no record (aggregates). */
+    uint64_t dmg = 0;
+    rc = fetch_fields(c->seg, r.hi.kind == PB_ALL ? NULL : r.hi.o->bm, c->info.block_rows, run, c->fetch_threads,
+                      &nblocks, &dmg);
+    st->rows_damaged += dmg;
+    st->blocks_read += nblocks;
+    pres_drop(r);
+    return rc;
+  }
   run->check = !exact;
   if (res->have_rows) {
     /* Read ahead by the worker: the same records in the same order. */
@@ -374,6 +384,7 @@ static int run_impl(ba_query_t *q, ba_store_t *s, const ba_query_exec_opts_t *op
   run.stats = stats;
   run.limit = o.count_only ? 0 : o.limit;
   run.bins = bins;
+  run_fields_init(&run, &o);
   segctx_t c = {0};
   c.opts = &o;
   c.stats = stats;
@@ -399,7 +410,8 @@ static int run_impl(ba_query_t *q, ba_store_t *s, const ba_query_exec_opts_t *op
     par.cols = o.out_cols;
     par.qcols = q->cols;
     /* With bins, exact segments are summed by the caller's thread (sum_rows). */
-    par.prefetch = !bins && !(o.out_cols & BA_COL_FRAME) && !(q->cols & BA_COL_FRAME);
+    /* With column vectors, exact segments are read by the caller's thread (fetch_fields). */
+    par.prefetch = !bins && !run.field_fn && !(o.out_cols & BA_COL_FRAME) && !(q->cols & BA_COL_FRAME);
     par.slots = ba_calloc(nseg, sizeof(pslot_t));
     if (!par.slots) return BA_ERR_NOMEM;
     pthread_mutex_init(&par.mu, NULL);

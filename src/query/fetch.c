@@ -2,6 +2,7 @@
  * fetch_rows walks the candidate bitmap and reads those rows' blocks, only
  * the needed columns (ba_segment_read_rows); run_sink applies the residual
  * check, the limit and the totals before the caller's sink. */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,12 +48,66 @@ int run_sink(void *vctx, const ba_record_t *recs, size_t n) {
   return r->stopped ? QUERY_STOP : 0;
 }
 
+int run_fields_init(runctx_t *run, const ba_query_exec_opts_t *o) {
+  run->field_fn = NULL;
+  if (!o->field_fn || run->limit || o->count_only || run->bins || o->nfields > BA_FIELDS_MAX - 8 ||
+      (o->nfields && !o->fields))
+    return 0;
+  static const size_t st[6] = {offsetof(ba_record_t, first_ns), offsetof(ba_record_t, last_ns),
+                               offsetof(ba_record_t, packets),  offsetof(ba_record_t, bytes),
+                               offsetof(ba_record_t, out_packets), offsetof(ba_record_t, out_bytes)};
+  size_t n = 0;
+  for (size_t i = 0; i < o->nfields; i++) {
+    if (!ba_record_field_ok(o->fields[i])) return 0;
+    run->fields[n++] = o->fields[i];
+  }
+  for (int k = 0; k < 6; k++) {
+    run->ist[k] = -1;
+    for (size_t i = 0; i < n && run->ist[k] < 0; i++)
+      if (run->fields[i] == st[k]) run->ist[k] = (int)i;
+    if (run->ist[k] < 0) {
+      run->ist[k] = (int)n;
+      run->fields[n++] = (uint16_t)st[k];
+    }
+  }
+  run->nfields = n;
+  run->field_fn = o->field_fn;
+  run->field_ctx = o->field_ctx;
+  return 1;
+}
+
+int run_field_sink(void *vctx, const uint64_t *const *vals, size_t n) {
+  runctx_t *r = vctx;
+  ba_query_stats_t *s = r->stats;
+  const uint64_t *fi = vals[r->ist[0]], *la = vals[r->ist[1]], *pk = vals[r->ist[2]], *by = vals[r->ist[3]];
+  const uint64_t *op = vals[r->ist[4]], *ob = vals[r->ist[5]];
+  if (n == 0) return 0;
+  uint64_t f0 = s->rows_matched ? s->first_ns : fi[0], l0 = s->last_ns, p = 0, b = 0, p2 = 0, b2 = 0;
+  for (size_t i = 0; i < n; i++) {
+    f0 = fi[i] < f0 ? fi[i] : f0;
+    l0 = la[i] > l0 ? la[i] : l0;
+    p += pk[i];
+    b += by[i];
+    p2 += op[i];
+    b2 += ob[i];
+  }
+  s->first_ns = f0;
+  s->last_ns = l0;
+  s->packets += p;
+  s->bytes += b;
+  s->out_packets += p2;
+  s->out_bytes += b2;
+  s->rows_matched += n;
+  return r->field_fn(r->field_ctx, vals, n);
+}
+
 /* Batches candidate rows and reads them, cutting batches at block ends. */
 typedef struct rowfeed {
   ba_segment_t *seg;
   uint32_t cols, block_rows;
   ba_record_sink_fn sink; /* run_sink with a runctx_t, or a buffer */
   void *sink_ctx;
+  runctx_t *fields;       /* set: column vectors into run_field_sink instead */
   uint64_t *rows;
   size_t n, cap;
   uint64_t last_block, blocks, damaged;
@@ -64,7 +119,9 @@ typedef struct rowfeed {
 static int feed_flush(rowfeed_t *f, size_t upto) {
   if (upto == 0) return 0;
   uint64_t dmg = 0;
-  int rc = ba_segment_read_rows(f->seg, f->rows, upto, f->cols, f->sink, f->sink_ctx, &dmg);
+  int rc = f->fields ? ba_segment_read_fields(f->seg, f->rows, upto, f->fields->fields, f->fields->nfields,
+                                               run_field_sink, f->fields, &dmg)
+                     : ba_segment_read_rows(f->seg, f->rows, upto, f->cols, f->sink, f->sink_ctx, &dmg);
   f->damaged += dmg;
   memmove(f->rows, f->rows + upto, (f->n - upto) * sizeof(uint64_t));
   f->n -= upto;
@@ -116,7 +173,7 @@ int fetch_rows(ba_segment_t *seg, const ba_bitmap_t *bm, uint32_t cols, uint32_t
                void *sink_ctx, int threads, uint64_t *blocks, uint64_t *damaged) {
   if (threads >= 2 && !(cols & BA_COL_FRAME)) { /* frames point into a reader's buffers */
     int done = 0;
-    int rc = fetch_rows_two(seg, bm, cols, block_rows, sink, sink_ctx, blocks, damaged, &done);
+    int rc = fetch_rows_two(seg, bm, cols, block_rows, NULL, sink, sink_ctx, blocks, damaged, &done);
     if (rc != 0 || done) return rc;
   }
   rowfeed_t f = {0};
@@ -125,6 +182,26 @@ int fetch_rows(ba_segment_t *seg, const ba_bitmap_t *bm, uint32_t cols, uint32_t
   f.block_rows = block_rows;
   f.sink = sink;
   f.sink_ctx = sink_ctx;
+  int rc = ba_bitmap_foreach(bm, feed_rows, &f);
+  if (rc == 0) rc = feed_flush(&f, f.n);
+  ba_free(f.rows);
+  *blocks = f.blocks;
+  *damaged = f.damaged;
+  return rc;
+}
+
+int fetch_fields(ba_segment_t *seg, const ba_bitmap_t *bm, uint32_t block_rows, runctx_t *run, int threads,
+                 uint64_t *blocks, uint64_t *damaged) {
+  if (!bm) return ba_segment_read_fields(seg, NULL, 0, run->fields, run->nfields, run_field_sink, run, damaged);
+  if (threads >= 2) {
+    int done = 0;
+    int rc = fetch_rows_two(seg, bm, 0, block_rows, run, NULL, NULL, blocks, damaged, &done);
+    if (rc != 0 || done) return rc;
+  }
+  rowfeed_t f = {0};
+  f.seg = seg;
+  f.block_rows = block_rows;
+  f.fields = run;
   int rc = ba_bitmap_foreach(bm, feed_rows, &f);
   if (rc == 0) rc = feed_flush(&f, f.n);
   ba_free(f.rows);

@@ -22,6 +22,8 @@ typedef struct pslot {
   size_t chunk;
   ba_record_t *recs;
   size_t n, cap;
+  uint64_t *vec;     /* column vectors (fetch_fields): field f of row i at vec[f * stride + i] */
+  size_t nf, stride;
   uint64_t damaged;
   char err[512]; /* the clone's damage message */
 } pslot_t;
@@ -34,6 +36,7 @@ typedef struct pfetch {
   const size_t *cut; /* chunk k = rows[cut[k], cut[k + 1]) */
   size_t nchunks;
   uint32_t cols;
+  runctx_t *fields; /* set: column vectors of fields->fields into run_field_sink */
   int quit;
   pslot_t slot[2]; /* odd chunk 2j + 1 goes to slot[j % 2] */
 } pfetch_t;
@@ -44,6 +47,22 @@ static int slot_sink(void *ctx, const ba_record_t *recs, size_t n) {
   memcpy(s->recs + s->n, recs, n * sizeof(ba_record_t));
   s->n += n;
   return 0;
+}
+
+static int slot_vec_sink(void *ctx, const uint64_t *const *vals, size_t n) {
+  pslot_t *s = ctx;
+  BA_RETURN_IF(s->n + n > s->stride, BA_ERR_INVALID); /* a chunk's rows fit (make_cuts) */
+  for (size_t f = 0; f < s->nf; f++) memcpy(s->vec + f * s->stride + s->n, vals[f], n * sizeof(uint64_t));
+  s->n += n;
+  return 0;
+}
+
+/* Rows rows[0..n) of seg into the sink (records) or run_field_sink (fields). */
+static int read_chunk(ba_segment_t *seg, const uint64_t *rows, size_t n, uint32_t cols, runctx_t *fields,
+                      ba_record_sink_fn sink, void *ctx, uint64_t *damaged) {
+  if (fields)
+    return ba_segment_read_fields(seg, rows, n, fields->fields, fields->nfields, run_field_sink, fields, damaged);
+  return ba_segment_read_rows(seg, rows, n, cols, sink, ctx, damaged);
 }
 
 static void *worker(void *arg) {
@@ -59,8 +78,12 @@ static void *worker(void *arg) {
     s->damaged = 0;
     s->err[0] = 0;
     s->chunk = k;
-    s->rc = ba_segment_read_rows(p->clone, p->rows + p->cut[k], p->cut[k + 1] - p->cut[k], p->cols, slot_sink, s,
-                                 &s->damaged);
+    size_t n = p->cut[k + 1] - p->cut[k];
+    if (p->fields)
+      s->rc = ba_segment_read_fields(p->clone, p->rows + p->cut[k], n, p->fields->fields, p->fields->nfields,
+                                     slot_vec_sink, s, &s->damaged);
+    else
+      s->rc = ba_segment_read_rows(p->clone, p->rows + p->cut[k], n, p->cols, slot_sink, s, &s->damaged);
     if (s->damaged) snprintf(s->err, sizeof s->err, "%s", ba_segment_errmsg(p->clone));
     pthread_mutex_lock(&p->mu);
     s->full = 1;
@@ -82,7 +105,13 @@ static int take_slot(pfetch_t *p, ba_segment_t *seg, size_t k, ba_record_sink_fn
     *damaged += s->damaged;
     ba_segment_set_errmsg(seg, s->err);
   }
-  if (rc == 0 && s->n) rc = sink(ctx, s->recs, s->n);
+  if (rc == 0 && s->n && p->fields) {
+    const uint64_t *vals[BA_FIELDS_MAX];
+    for (size_t f = 0; f < s->nf; f++) vals[f] = s->vec + f * s->stride;
+    rc = run_field_sink(p->fields, vals, s->n);
+  } else if (rc == 0 && s->n) {
+    rc = sink(ctx, s->recs, s->n);
+  }
   pthread_mutex_lock(&p->mu);
   s->full = 0;
   pthread_cond_broadcast(&p->cv);
@@ -125,11 +154,30 @@ static int make_cuts(const uint64_t *rows, size_t n, uint32_t block_rows, size_t
 
 /* Both threads over rows[0..n) (ascending, one segment). */
 static int run_two(ba_segment_t *seg, const uint64_t *rows, const size_t *cut, size_t nchunks, uint32_t cols,
-                   ba_record_sink_fn sink, void *ctx, uint64_t *damaged) {
+                   runctx_t *fields, ba_record_sink_fn sink, void *ctx, uint64_t *damaged) {
   pfetch_t p;
   memset(&p, 0, sizeof p);
+  p.fields = fields;
+  if (fields) { /* each slot holds the vectors of the largest chunk */
+    size_t most = 0;
+    for (size_t k = 0; k < nchunks; k++) most = BA_MAX(most, cut[k + 1] - cut[k]);
+    for (int j = 0; j < 2; j++) {
+      p.slot[j].nf = fields->nfields;
+      p.slot[j].stride = most;
+      p.slot[j].vec = ba_malloc((most ? most : 1) * fields->nfields * sizeof(uint64_t));
+    }
+    if (!p.slot[0].vec || !p.slot[1].vec) {
+      ba_free(p.slot[0].vec);
+      ba_free(p.slot[1].vec);
+      return BA_ERR_NOMEM;
+    }
+  }
   int rc = ba_segment_clone(seg, &p.clone);
-  if (rc < 0) return rc;
+  if (rc < 0) {
+    ba_free(p.slot[0].vec);
+    ba_free(p.slot[1].vec);
+    return rc;
+  }
   p.rows = rows;
   p.cut = cut;
   p.nchunks = nchunks;
@@ -141,7 +189,7 @@ static int run_two(ba_segment_t *seg, const uint64_t *rows, const size_t *cut, s
   for (size_t k = 0; k < nchunks && rc == 0; k++) {
     if (k % 2 == 0 || !started) {
       uint64_t d = 0;
-      rc = ba_segment_read_rows(seg, rows + cut[k], cut[k + 1] - cut[k], cols, sink, ctx, &d);
+      rc = read_chunk(seg, rows + cut[k], cut[k + 1] - cut[k], cols, fields, sink, ctx, &d);
       *damaged += d;
     } else {
       rc = take_slot(&p, seg, k, sink, ctx, damaged);
@@ -158,11 +206,13 @@ static int run_two(ba_segment_t *seg, const uint64_t *rows, const size_t *cut, s
   pthread_cond_destroy(&p.cv);
   ba_free(p.slot[0].recs);
   ba_free(p.slot[1].recs);
+  ba_free(p.slot[0].vec);
+  ba_free(p.slot[1].vec);
   ba_segment_clone_free(p.clone);
   return rc;
 }
 
-int fetch_rows_two(ba_segment_t *seg, const ba_bitmap_t *bm, uint32_t cols, uint32_t block_rows,
+int fetch_rows_two(ba_segment_t *seg, const ba_bitmap_t *bm, uint32_t cols, uint32_t block_rows, runctx_t *fields,
                    ba_record_sink_fn sink, void *sink_ctx, uint64_t *blocks, uint64_t *damaged, int *done) {
   *done = 0;
   uint64_t ncand = 0;
@@ -179,7 +229,7 @@ int fetch_rows_two(ba_segment_t *seg, const ba_bitmap_t *bm, uint32_t cols, uint
     *done = 1;
     *blocks = groups;
     *damaged = 0;
-    rc = run_two(seg, rows, cut, nchunks, cols, sink, sink_ctx, damaged);
+    rc = run_two(seg, rows, cut, nchunks, cols, fields, sink, sink_ctx, damaged);
   }
   ba_free(cut);
   ba_free(rows);

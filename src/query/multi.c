@@ -177,6 +177,7 @@ int ba_query_run_multi(ba_query_t *q, ba_store_t *const *stores, size_t nstores,
   if (opts) o = *opts;
   else ba_query_exec_opts_init(&o);
   if (o.explain_only || o.count_only) return BA_ERR_INVALID;  /* one store at a time: ba_query_run */
+  o.field_fn = NULL; /* the pieces' records are merged in time order */
   ba_query_stats_t st;
   memset(&st, 0, sizeof st);
   uint64_t lo = o.start_ns, hi = o.end_ns ? o.end_ns : UINT64_MAX;

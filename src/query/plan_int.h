@@ -171,6 +171,14 @@ typedef struct runctx {
   int stopped;
   ba_record_t *batch;
   size_t batch_cap;
+  /* exact rows as column vectors (opts field_fn): the caller's fields, then
+   * those the stats need that it did not ask for; ist: the stats' fields
+   * (first, last, packets, bytes, out_packets, out_bytes) in that list */
+  ba_field_sink_fn field_fn;
+  void *field_ctx;
+  uint16_t fields[BA_FIELDS_MAX];
+  size_t nfields;
+  int ist[6];
 } runctx_t;
 
 #define QUERY_STOP 1
@@ -246,6 +254,15 @@ int run_sink(void *vctx, const ba_record_t *recs, size_t n);
 /* Counts n delivered records into the stats: rows, sums, first/last time. */
 void stats_add_records(ba_query_stats_t *s, const ba_record_t *recs, size_t n);
 int buffer_sink(void *ctx, const ba_record_t *recs, size_t n);
+/* The run's column-vector sink (run->field_fn set): the stats, then field_fn. */
+int run_field_sink(void *vctx, const uint64_t *const *vals, size_t n);
+/* Sets up run->fields from the caller's o->fields (0: not usable, the run
+ * delivers records). */
+int run_fields_init(runctx_t *run, const ba_query_exec_opts_t *o);
+/* The rows of bm (NULL: every row) read as run->fields vectors into
+ * run_field_sink (threads 2: as fetch_rows). blocks: blocks touched. */
+int fetch_fields(ba_segment_t *seg, const ba_bitmap_t *bm, uint32_t block_rows, runctx_t *run, int threads,
+                 uint64_t *blocks, uint64_t *damaged);
 int count_blocks(void *vctx, const uint64_t *rows, size_t n);
 /* threads: 2 lets fetch_rows read on two threads (fetch_par.c) when enough
  * row groups are touched and no frame bytes are asked for. */
@@ -259,10 +276,11 @@ int fetch_rows(ba_segment_t *seg, const ba_bitmap_t *bm, uint32_t cols, uint32_t
 int sum_rows(ba_segment_t *seg, const ba_bitmap_t *bm, uint32_t block_rows, uint32_t ngroups, const ba_bin_sums_t *b,
              int threads, uint64_t *summed, uint64_t *groups, uint64_t *damaged);
 
-/* fetch_par.c: fetch_rows on two threads; *done = 0 when it declined (fewer
- * than FETCH_PAR_MIN_GROUPS row groups touched) and read nothing. */
+/* fetch_par.c: fetch_rows on two threads (fields set: fetch_fields, column
+ * vectors into run_field_sink); *done = 0 when it declined (fewer than
+ * FETCH_PAR_MIN_GROUPS row groups touched) and read nothing. */
 #define FETCH_PAR_MIN_GROUPS 24 /* fewer: one thread (starting one costs more) */
-int fetch_rows_two(ba_segment_t *seg, const ba_bitmap_t *bm, uint32_t cols, uint32_t block_rows,
+int fetch_rows_two(ba_segment_t *seg, const ba_bitmap_t *bm, uint32_t cols, uint32_t block_rows, runctx_t *fields,
                    ba_record_sink_fn sink, void *sink_ctx, uint64_t *blocks, uint64_t *damaged, int *done);
 
 /* A bitmap's rows collected group by group (offsets in the group, idx of
