@@ -424,14 +424,83 @@ static void range_pass(const uint64_t *v, size_t n, unsigned w, uint64_t *a, uin
 
 /* The smallest of FOR, DELTA, DICT and PDICT, bit-packed or in byte planes.
  * v: the n values (clobbered). Returns the field's bytes. */
+/* The greatest common divisor of every |v[i] - v0| (0 while all are
+ * equal); once it is 1 no later row changes it. */
+static uint64_t common_scale(const uint64_t *v, size_t n, uint64_t v0) {
+  uint64_t g = 0;
+  exdiv_t eg = exdiv_make(1);
+  for (size_t i = 1; i < n && g != 1; i++) {
+    uint64_t d = v[i] >= v0 ? v[i] - v0 : v0 - v[i];
+    if (g == 0 || !exdiv_divides(&eg, d)) { /* (d = 0 divides; no test for it: unpredictable) */
+      g = gcd64(g, d);
+      if (g) eg = exdiv_make(g);
+    }
+  }
+  return g;
+}
+
+/* The distinct values, up to DICT_MAX: the table (key, used, cnt: the rows
+ * of each), the values in first-seen order in dict[*nd]; each row's slot in
+ * *hs (x's scratch; NULL without memory: a writer probes again). 0 when
+ * there are more than DICT_MAX. */
+static int dict_pass(enc_scratch_t *x, const uint64_t *v, size_t n, uint64_t *key, uint8_t *used, uint32_t *cnt,
+                     uint64_t *dict, size_t *nd, uint16_t **hs) {
+  memset(used, 0, DICT_SLOTS);
+  uint16_t *s = x->hs;
+  if (x->hscap < n) {
+    void *q = x->hs;
+    s = ba_grow(&q, &x->hscap, n, sizeof *x->hs) == BA_OK ? q : NULL;
+    x->hs = q;
+  }
+  *hs = s;
+  for (size_t i = 0; i < n; i++) {
+    size_t h = dict_hash(v[i]);
+    while (used[h] && key[h] != v[i]) h = (h + 1) & (DICT_SLOTS - 1);
+    if (s) s[i] = (uint16_t)h;
+    if (used[h]) {
+      cnt[h]++;
+      continue;
+    }
+    cnt[h] = 1;
+    if (*nd == DICT_MAX) return 0;
+    used[h] = 1;
+    key[h] = v[i];
+    dict[(*nd)++] = v[i];
+  }
+  return 1;
+}
+
+/* A DICT field's sorted dictionary at p (w bytes per entry); each v[i]
+ * becomes its entry's index. Returns the end of the dictionary. */
+static uint8_t *write_dict(uint8_t *p, uint64_t *v, size_t n, unsigned w, uint64_t *dict, size_t nd,
+                           const uint64_t *key, const uint16_t *hs) {
+  uint16_t slot_of[DICT_SLOTS];
+  sort_u64(dict, nd); /* nd <= DICT_MAX */
+  for (size_t d = 0; d < nd; d++) {
+    for (unsigned b = 0; b < w; b++) *p++ = (uint8_t)(dict[d] >> (8 * b));
+    size_t h = dict_hash(dict[d]);
+    while (key[h] != dict[d]) h = (h + 1) & (DICT_SLOTS - 1);
+    slot_of[h] = (uint16_t)d;
+  }
+  if (hs) {
+    for (size_t i = 0; i < n; i++) v[i] = slot_of[hs[i]];
+  } else {
+    for (size_t i = 0; i < n; i++) {
+      size_t h = dict_hash(v[i]);
+      while (key[h] != v[i]) h = (h + 1) & (DICT_SLOTS - 1);
+      v[i] = slot_of[h];
+    }
+  }
+  return p;
+}
+
 static size_t encode2_int(enc_scratch_t *x, uint64_t *v, size_t n, unsigned w, int allow_planes,
                           uint8_t *out) {
   uint64_t m = wmask(w);
-  uint64_t mn = UINT64_MAX, mx = 0, g = 0, v0 = n ? v[0] : 0;
+  uint64_t mn = UINT64_MAX, mx = 0, g, v0 = n ? v[0] : 0;
   /* zmax: the largest zigzag row-to-row difference from row 1 on, which is
    * DELTA's width at scale 1 whatever the minimum (it cancels). */
   uint64_t zmax = 0; /* here the OR of those differences: the same bit length */
-  exdiv_t eg = exdiv_make(1);
   range_pass(v, n, w, &mn, &mx, &zmax);
   if (n && mn == mx) {
     /* One value in every row (IPv4-mapped words, engine ids, ...): FOR at
@@ -445,51 +514,19 @@ static size_t encode2_int(enc_scratch_t *x, uint64_t *v, size_t n, unsigned w, i
   }
   /* The common scale: the gcd of every |v[i] - v0| (0 while all are equal);
    * once it is 1 no later row changes it. */
-  for (size_t i = 1; i < n && g != 1; i++) {
-    uint64_t d = v[i] >= v0 ? v[i] - v0 : v0 - v[i];
-    if (g == 0 || !exdiv_divides(&eg, d)) { /* (d = 0 divides; no test for it: unpredictable) */
-      g = gcd64(g, d);
-      if (g) eg = exdiv_make(g);
-    }
-  }
+  g = common_scale(v, n, v0);
   if (!n) mn = 0;
   uint64_t sc = g ? g : 1;
   /* Every v[i] - mn is a multiple of sc (both v[i] - v0 and mn - v0 are). */
   const exdiv_t esc = exdiv_make(sc);
   /* Distinct values, up to DICT_MAX. */
   uint64_t key[DICT_SLOTS];
-  uint16_t slot_of[DICT_SLOTS];
   uint8_t used[DICT_SLOTS];
   uint32_t cnt[DICT_SLOTS];
   uint64_t dict[DICT_MAX];
   size_t nd = 0;
-  int dict_ok = 1;
-  memset(used, 0, sizeof used);
-  /* Each row's slot is kept, so a DICT field is written without probing
-   * the table again (hs NULL without memory: probed again). */
-  uint16_t *hs = x->hs;
-  if (x->hscap < n) {
-    void *q = x->hs;
-    hs = ba_grow(&q, &x->hscap, n, sizeof *x->hs) == BA_OK ? q : NULL;
-    x->hs = q;
-  }
-  for (size_t i = 0; i < n && dict_ok; i++) {
-    size_t h = dict_hash(v[i]);
-    while (used[h] && key[h] != v[i]) h = (h + 1) & (DICT_SLOTS - 1);
-    if (hs) hs[i] = (uint16_t)h;
-    if (used[h]) {
-      cnt[h]++;
-      continue;
-    }
-    cnt[h] = 1;
-    if (nd == DICT_MAX) {
-      dict_ok = 0;
-    } else {
-      used[h] = 1;
-      key[h] = v[i];
-      dict[nd++] = v[i];
-    }
-  }
+  uint16_t *hs = NULL;
+  int dict_ok = dict_pass(x, v, n, key, used, cnt, dict, &nd, &hs);
   /* Sizes in bits: packed = n * width. Byte planes: LZO has no entropy
    * coder, so a plane costs a byte a row unless it is mostly zero, where
    * each nonzero byte costs about three (a literal between two matches):
@@ -563,22 +600,7 @@ static size_t encode2_int(enc_scratch_t *x, uint64_t *v, size_t n, unsigned w, i
     ba_store_le32(p + 4, (uint32_t)nd);
     ba_store_le64(p + 16, 1);
     p += BA_COL2_FIELD_HDR;
-    sort_u64(dict, nd); /* nd <= DICT_MAX */
-    for (size_t d = 0; d < nd; d++) {
-      for (unsigned b = 0; b < w; b++) *p++ = (uint8_t)(dict[d] >> (8 * b));
-      size_t h = dict_hash(dict[d]);
-      while (key[h] != dict[d]) h = (h + 1) & (DICT_SLOTS - 1);
-      slot_of[h] = (uint16_t)d;
-    }
-    if (hs) {
-      for (size_t i = 0; i < n; i++) v[i] = slot_of[hs[i]];
-    } else {
-      for (size_t i = 0; i < n; i++) {
-        size_t h = dict_hash(v[i]);
-        while (key[h] != v[i]) h = (h + 1) & (DICT_SLOTS - 1);
-        v[i] = slot_of[h];
-      }
-    }
+    p = write_dict(p, v, n, w, dict, nd, key, hs);
   } else {
     ba_store_le64(p + 8, mn);
     ba_store_le64(p + 16, sc);

@@ -227,6 +227,117 @@ static uint64_t zz_sum_blocks(const uint8_t *v, size_t i, size_t end, unsigned b
   }
 }
 
+/* DELTA: the running sum from the cursor (or from row 0 when the rows go
+ * back) to each row. */
+static int get_rows_delta(ba_if_reader_t *r, const uint32_t *rows, size_t k, uint64_t *out) {
+  const uint8_t *v = r->vals;
+  size_t vl = r->vals_len;
+  unsigned b = r->bits;
+  uint64_t m = r->mask;
+  if (rows[0] < r->cur) {
+    r->cur = 0;
+    r->acc = 0;
+  }
+  /* sums mod 2^64 agree with the masked sums in the field's width */
+  uint64_t acc = r->acc;
+  size_t i = r->cur;
+  /* rows whose 8 bytes at the value's first byte lie in the stream are
+   * read with one unchecked load each (b <= 57: one load holds the value) */
+  size_t fast_end = (b && b <= 57 && vl >= 8) ? (size_t)(((uint64_t)(vl - 8) * 8) / b) + 1 : 0;
+  uint64_t bm = bmask(b);
+  for (size_t j = 0; j < k; j++) {
+    size_t stop = (size_t)rows[j] + 1, fe = BA_MIN(stop, fast_end);
+    if (fe >= i + 16) { /* to a multiple of 8, then 8 values at a time, shifts constant per width */
+      for (; i % 8; i++) {
+        uint64_t pos = (uint64_t)i * b, z = (ba_load_le64(v + (pos >> 3)) >> (pos & 7)) & bm;
+        acc += (z >> 1) ^ (0 - (z & 1));
+      }
+      size_t e8 = fe & ~(size_t)7;
+      acc += zz_sum_blocks(v, i, e8, b);
+      i = e8;
+    }
+    if (i < fe) {
+      uint64_t pos = (uint64_t)i * b, a2 = 0;
+      for (; i + 1 < fe; i += 2, pos += 2 * b) {
+        uint64_t z = (ba_load_le64(v + (pos >> 3)) >> (pos & 7)) & bm;
+        uint64_t z2 = (ba_load_le64(v + ((pos + b) >> 3)) >> ((pos + b) & 7)) & bm;
+        acc += (z >> 1) ^ (0 - (z & 1));
+        a2 += (z2 >> 1) ^ (0 - (z2 & 1));
+      }
+      for (; i < fe; i++, pos += b) {
+        uint64_t z = (ba_load_le64(v + (pos >> 3)) >> (pos & 7)) & bm;
+        acc += (z >> 1) ^ (0 - (z & 1));
+      }
+      acc += a2;
+    }
+    for (; i < stop; i++) {
+      uint64_t z = bit_get(v, vl, (uint64_t)i * b, b);
+      acc += (z >> 1) ^ (0 - (z & 1));
+    }
+    out[j] = (r->base + acc * r->scale) & m;
+  }
+  r->cur = i;
+  r->acc = acc & m;
+  return BA_OK;
+}
+
+/* PDICT: a dictionary code per row, the escape code meaning the next
+ * exception; the escapes before a row are counted from the cursor. */
+static int get_rows_pdict(ba_if_reader_t *r, const uint32_t *rows, size_t k, uint64_t *out) {
+  const uint8_t *v = r->vals;
+  size_t vl = r->vals_len;
+  unsigned b = r->bits;
+  uint64_t m = r->mask;
+  uint64_t esc = ((uint64_t)1 << b) - 1;
+  if (rows[0] < r->cur) {
+    r->cur = 0;
+    r->acc = 0;
+  }
+  uint64_t e = r->acc;
+  size_t cur = r->cur;
+  /* The escapes before a row are counted forward from the cursor, or
+   * back from the field's end (ne in all): the largest gap in cur,
+   * rows[0], .., rows[k-1], n is not walked. Rows from `back` on get
+   * their escape counts (into out) walking back from n first. */
+  size_t back = k, gap = r->n - rows[k - 1] - 1;
+  if (rows[0] - cur > gap) back = 0, gap = rows[0] - cur;
+  for (size_t j = 1; j < k; j++)
+    if (rows[j] - rows[j - 1] - 1 > gap) back = j, gap = rows[j] - rows[j - 1] - 1;
+  if (back < k) {
+    uint64_t after = 0; /* escapes at rows [rows[j], n) */
+    size_t hi = r->n;
+    for (size_t j = k; j-- > back;) {
+      after += count_all_ones(v, vl, rows[j], hi, b);
+      hi = rows[j];
+      BA_RETURN_IF(after > r->ne, BA_ERR_CORRUPT);
+      out[j] = r->ne - after;
+    }
+  }
+  for (size_t j = 0; j < k; j++) {
+    size_t row = rows[j];
+    if (j >= back) {
+      e = out[j];
+    } else if (row - cur <= 8) { /* a dense pick: the few values between compared one by one */
+      for (size_t i = cur; i < row; i++) e += bit_get(v, vl, (uint64_t)i * b, b) == esc;
+    } else if (row > cur) {
+      e += count_all_ones(v, vl, cur, row, b);
+    }
+    uint64_t ix = bit_get(v, vl, (uint64_t)row * b, b);
+    cur = row + 1;
+    if (ix == esc) {
+      BA_RETURN_IF(e >= r->ne, BA_ERR_CORRUPT);
+      out[j] = (r->base + bit_get(r->exc, r->exc_len, e * r->eb, r->eb)) & m;
+      e++;
+    } else {
+      BA_RETURN_IF(ix >= r->nd, BA_ERR_CORRUPT);
+      out[j] = dict_at(r, ix);
+    }
+  }
+  r->cur = cur;
+  r->acc = e;
+  return BA_OK;
+}
+
 int ba_if_get_rows(ba_if_reader_t *r, const uint32_t *rows, size_t k, uint64_t *out) {
   if (k == 0) return BA_OK;
   BA_RETURN_IF(rows[k - 1] >= r->n, BA_ERR_INVALID);
@@ -245,102 +356,9 @@ int ba_if_get_rows(ba_if_reader_t *r, const uint32_t *rows, size_t k, uint64_t *
         out[j] = dict_at(r, ix);
       }
       return BA_OK;
-    case XF_DELTA: {
-      if (rows[0] < r->cur) {
-        r->cur = 0;
-        r->acc = 0;
-      }
-      /* sums mod 2^64 agree with the masked sums in the field's width */
-      uint64_t acc = r->acc;
-      size_t i = r->cur;
-      /* rows whose 8 bytes at the value's first byte lie in the stream are
-       * read with one unchecked load each (b <= 57: one load holds the value) */
-      size_t fast_end = (b && b <= 57 && vl >= 8) ? (size_t)(((uint64_t)(vl - 8) * 8) / b) + 1 : 0;
-      uint64_t bm = bmask(b);
-      for (size_t j = 0; j < k; j++) {
-        size_t stop = (size_t)rows[j] + 1, fe = BA_MIN(stop, fast_end);
-        if (fe >= i + 16) { /* to a multiple of 8, then 8 values at a time, shifts constant per width */
-          for (; i % 8; i++) {
-            uint64_t pos = (uint64_t)i * b, z = (ba_load_le64(v + (pos >> 3)) >> (pos & 7)) & bm;
-            acc += (z >> 1) ^ (0 - (z & 1));
-          }
-          size_t e8 = fe & ~(size_t)7;
-          acc += zz_sum_blocks(v, i, e8, b);
-          i = e8;
-        }
-        if (i < fe) {
-          uint64_t pos = (uint64_t)i * b, a2 = 0;
-          for (; i + 1 < fe; i += 2, pos += 2 * b) {
-            uint64_t z = (ba_load_le64(v + (pos >> 3)) >> (pos & 7)) & bm;
-            uint64_t z2 = (ba_load_le64(v + ((pos + b) >> 3)) >> ((pos + b) & 7)) & bm;
-            acc += (z >> 1) ^ (0 - (z & 1));
-            a2 += (z2 >> 1) ^ (0 - (z2 & 1));
-          }
-          for (; i < fe; i++, pos += b) {
-            uint64_t z = (ba_load_le64(v + (pos >> 3)) >> (pos & 7)) & bm;
-            acc += (z >> 1) ^ (0 - (z & 1));
-          }
-          acc += a2;
-        }
-        for (; i < stop; i++) {
-          uint64_t z = bit_get(v, vl, (uint64_t)i * b, b);
-          acc += (z >> 1) ^ (0 - (z & 1));
-        }
-        out[j] = (r->base + acc * r->scale) & m;
-      }
-      r->cur = i;
-      r->acc = acc & m;
-      return BA_OK;
-    }
-    default: { /* XF_PDICT */
-      uint64_t esc = ((uint64_t)1 << b) - 1;
-      if (rows[0] < r->cur) {
-        r->cur = 0;
-        r->acc = 0;
-      }
-      uint64_t e = r->acc;
-      size_t cur = r->cur;
-      /* The escapes before a row are counted forward from the cursor, or
-       * back from the field's end (ne in all): the largest gap in cur,
-       * rows[0], .., rows[k-1], n is not walked. Rows from `back` on get
-       * their escape counts (into out) walking back from n first. */
-      size_t back = k, gap = r->n - rows[k - 1] - 1;
-      if (rows[0] - cur > gap) back = 0, gap = rows[0] - cur;
-      for (size_t j = 1; j < k; j++)
-        if (rows[j] - rows[j - 1] - 1 > gap) back = j, gap = rows[j] - rows[j - 1] - 1;
-      if (back < k) {
-        uint64_t after = 0; /* escapes at rows [rows[j], n) */
-        size_t hi = r->n;
-        for (size_t j = k; j-- > back;) {
-          after += count_all_ones(v, vl, rows[j], hi, b);
-          hi = rows[j];
-          BA_RETURN_IF(after > r->ne, BA_ERR_CORRUPT);
-          out[j] = r->ne - after;
-        }
-      }
-      for (size_t j = 0; j < k; j++) {
-        size_t row = rows[j];
-        if (j >= back) {
-          e = out[j];
-        } else if (row - cur <= 8) { /* a dense pick: the few values between compared one by one */
-          for (size_t i = cur; i < row; i++) e += bit_get(v, vl, (uint64_t)i * b, b) == esc;
-        } else if (row > cur) {
-          e += count_all_ones(v, vl, cur, row, b);
-        }
-        uint64_t ix = bit_get(v, vl, (uint64_t)row * b, b);
-        cur = row + 1;
-        if (ix == esc) {
-          BA_RETURN_IF(e >= r->ne, BA_ERR_CORRUPT);
-          out[j] = (r->base + bit_get(r->exc, r->exc_len, e * r->eb, r->eb)) & m;
-          e++;
-        } else {
-          BA_RETURN_IF(ix >= r->nd, BA_ERR_CORRUPT);
-          out[j] = dict_at(r, ix);
-        }
-      }
-      r->cur = cur;
-      r->acc = e;
-      return BA_OK;
-    }
+    case XF_DELTA:
+      return get_rows_delta(r, rows, k, out);
+    default: /* XF_PDICT */
+      return get_rows_pdict(r, rows, k, out);
   }
 }

@@ -55,6 +55,41 @@ static int copy_range(int from, int to, uint64_t off, uint64_t end) {
 }
 
 /* Rewrites one segment; `name` is a file name produced by the store listing. */
+/* The header (raw in hb, decoded in *h), footer and row-group table of the
+ * segment file src, the table with c's zones into *groups (the caller frees
+ * it). */
+static int read_groups(int src, const collect_t *c, uint8_t hb[BA_SEG_HDR_BYTES], ba_seg_hdr_t *h,
+                       ba_seg_footer_t *f, ba_group_ent_t **groups) {
+  struct stat sb;
+  uint8_t fb[BA_SEG_FOOTER_BYTES];
+  if (fstat(src, &sb) != 0 || (uint64_t)sb.st_size < BA_SEG_HDR_BYTES + BA_SEG_FOOTER_BYTES) return BA_ERR_IO;
+  uint64_t fsize = (uint64_t)sb.st_size;
+  BA_FORWARD(ba_pread_full(src, hb, BA_SEG_HDR_BYTES, 0));
+  BA_FORWARD(ba_seg_hdr_decode(hb, h));
+  BA_FORWARD(ba_pread_full(src, fb, sizeof fb, fsize - sizeof fb));
+  BA_FORWARD(ba_seg_footer_decode(fb, f));
+  ba_blk_hdr_t bh;
+  uint8_t *tbuf = NULL;
+  size_t tcap = 0;
+  int rc = ba_blk_read(src, f->table_off, fsize - sizeof fb, &bh, &tbuf, &tcap);
+  unsigned nc = ba_seg_ncols(h->major);
+  if (rc >= 0 && (bh.type != BA_BLK_TABLE || bh.raw_len != (uint64_t)f->ngroups * ba_table_entry_bytes(nc) ||
+                  f->ngroups != c->ngroups))
+    rc = BA_ERR_CORRUPT;
+  if (rc >= 0 && !(*groups = ba_malloc((size_t)f->ngroups * sizeof **groups))) rc = BA_ERR_NOMEM;
+  for (uint32_t g = 0; rc >= 0 && g < f->ngroups; g++) {
+    const uint8_t *e = tbuf + (size_t)g * ba_table_entry_bytes(nc);
+    ba_group_ent_t *ge = &(*groups)[g];
+    ge->off = ba_load_le64(e);
+    ge->rows = ba_load_le32(e + 8);
+    ge->len = ba_load_le32(e + 12);
+    for (unsigned k = 0; k < nc; k++) ge->col_off[k] = ba_load_le32(e + 16 + 4 * k);
+    ge->zone = c->zones[g];
+  }
+  ba_free(tbuf);
+  return rc < 0 ? rc : BA_OK;
+}
+
 static int reindex_one(int dirfd, ba_segment_t *seg, const char *name, ba_codec_t codec,
                        const char *device, int threads, char *err, size_t errcap) {
   ba_segment_info_t in;
@@ -63,8 +98,9 @@ static int reindex_one(int dirfd, ba_segment_t *seg, const char *name, ba_codec_
   ba_idx_attr_t attrs[BA_ATTR_COUNT];
   memset(attrs, 0, sizeof attrs);
   ba_group_ent_t *groups = NULL;
-  uint8_t *tbuf = NULL;
-  size_t tcap = 0;
+  uint8_t hb[BA_SEG_HDR_BYTES];
+  ba_seg_hdr_t h;
+  ba_seg_footer_t f;
   int rc = BA_OK, src = -1, dst = -1;
   char tmp[300];
   snprintf(tmp, sizeof tmp, "%s.tmp", name);
@@ -96,43 +132,7 @@ static int reindex_one(int dirfd, ba_segment_t *seg, const char *name, ba_codec_
     rc = BA_ERR_IO;
     goto done;
   }
-  struct stat sb;
-  uint8_t hb[BA_SEG_HDR_BYTES], fb[BA_SEG_FOOTER_BYTES];
-  ba_seg_hdr_t h;
-  ba_seg_footer_t f;
-  if (fstat(src, &sb) != 0 || (uint64_t)sb.st_size < BA_SEG_HDR_BYTES + BA_SEG_FOOTER_BYTES) {
-    rc = BA_ERR_IO;
-    goto done;
-  }
-  uint64_t fsize = (uint64_t)sb.st_size;
-  if ((rc = ba_pread_full(src, hb, sizeof hb, 0)) < 0 || (rc = ba_seg_hdr_decode(hb, &h)) < 0 ||
-      (rc = ba_pread_full(src, fb, sizeof fb, fsize - sizeof fb)) < 0 ||
-      (rc = ba_seg_footer_decode(fb, &f)) < 0)
-    goto done;
-  ba_blk_hdr_t bh;
-  if ((rc = ba_blk_read(src, f.table_off, fsize - sizeof fb, &bh, &tbuf, &tcap)) < 0) goto done;
-  unsigned nc = ba_seg_ncols(h.major);
-  if (bh.type != BA_BLK_TABLE || bh.raw_len != (uint64_t)f.ngroups * ba_table_entry_bytes(nc)) {
-    rc = BA_ERR_CORRUPT;
-    goto done;
-  }
-  if (f.ngroups != c.ngroups) {
-    rc = BA_ERR_CORRUPT;
-    goto done;
-  }
-  groups = ba_malloc((size_t)f.ngroups * sizeof *groups);
-  if (!groups) {
-    rc = BA_ERR_NOMEM;
-    goto done;
-  }
-  for (uint32_t g = 0; g < f.ngroups; g++) {
-    const uint8_t *e = tbuf + (size_t)g * ba_table_entry_bytes(nc);
-    groups[g].off = ba_load_le64(e);
-    groups[g].rows = ba_load_le32(e + 8);
-    groups[g].len = ba_load_le32(e + 12);
-    for (unsigned k = 0; k < nc; k++) groups[g].col_off[k] = ba_load_le32(e + 16 + 4 * k);
-    groups[g].zone = c.zones[g];
-  }
+  if ((rc = read_groups(src, &c, hb, &h, &f, &groups)) < 0) goto done;
   unlinkat(dirfd, tmp, 0);
   dst = openat(dirfd, tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (dst < 0) {
@@ -145,7 +145,7 @@ static int reindex_one(int dirfd, ba_segment_t *seg, const char *name, ba_codec_
       (rc = copy_range(src, dst, BA_SEG_HDR_BYTES, f.index_off)) < 0)
     goto done;
   ba_seg_finish_t sf = {.fd = dst, .dirfd = dirfd, .open_name = tmp, .final_name = name,
-                        .end = f.index_off, .groups = groups, .ngroups = f.ngroups, .ncols = nc, .rows = f.rows,
+                        .end = f.index_off, .groups = groups, .ngroups = f.ngroups, .ncols = ba_seg_ncols(h.major), .rows = f.rows,
                         .min_first = f.min_first, .max_first = f.max_first, .kinds = f.kinds,
                         .attrs = attrs, .major = h.major, .minor = h.minor};
   rc = ba_seg_finish(&sf);
@@ -162,7 +162,6 @@ done:
   }
   ba_free(groups);
   ba_free(c.zones);
-  ba_free(tbuf);
   return rc;
 }
 

@@ -357,6 +357,78 @@ void ba_query_stats_add(ba_query_stats_t *a, const ba_query_stats_t *b) {
   a->out_bytes += b->out_bytes;
 }
 
+/* Starts the worker thread that plans segments ahead (par_worker); 1 when
+ * it runs, 0 when it could not start (the caller plans alone), or an error. */
+static int par_start(par_t *par, pthread_t *worker, ba_store_t *s, size_t nseg, const qnode_t *root,
+                     const ba_query_exec_opts_t *o, uint32_t qcols, uint64_t ws, uint64_t we, int prefetch) {
+  memset(par, 0, sizeof(*par));
+  par->nseg = nseg;
+  par->ms = s;
+  par->root = root;
+  par->wo = *o;
+  par->wo.threads = 1;
+  par->fetch_threads = o->threads;
+  par->ws = ws;
+  par->we = we;
+  par->cols = o->out_cols;
+  par->qcols = qcols;
+  par->prefetch = prefetch;
+  par->slots = ba_calloc(nseg, sizeof(pslot_t));
+  if (!par->slots) return BA_ERR_NOMEM;
+  pthread_mutex_init(&par->mu, NULL);
+  pthread_cond_init(&par->cv, NULL);
+  if (pthread_create(worker, NULL, par_worker, par) == 0) return 1;
+  pthread_mutex_destroy(&par->mu);
+  pthread_cond_destroy(&par->cv);
+  ba_free(par->slots);
+  return 0;
+}
+
+/* Stops the worker and drops the plans of segments not delivered (stopped
+ * early, or pruned). */
+static void par_stop(par_t *par, pthread_t worker) {
+  pthread_mutex_lock(&par->mu);
+  par->quit = 1;
+  pthread_cond_broadcast(&par->cv);
+  pthread_mutex_unlock(&par->mu);
+  pthread_join(worker, NULL);
+  for (size_t i = 0; i < par->nseg; i++)
+    if (par->slots[i].state == 2 && par->slots[i].rc == 0) segres_drop(&par->slots[i].res);
+  pthread_mutex_destroy(&par->mu);
+  pthread_cond_destroy(&par->cv);
+  ba_free(par->slots);
+}
+
+/* Segment c's run failed with damage rc: when nothing of it was delivered
+ * yet, it is answered by a linear scan of its blocks (which skips damaged
+ * blocks and counts their rows); otherwise the rest of it is skipped. Either
+ * way a warning names it; returns the error that stops the query, or 0. */
+static int segment_damaged(ba_query_t *q, const qnode_t *root, segctx_t *c, runctx_t *run,
+                           const ba_query_exec_opts_t *o, const ba_query_exec_opts_t *po, ba_store_t *s,
+                           uint64_t matched_before, int rc, int *stop) {
+  ba_query_stats_t *stats = run->stats;
+  stats->segments_damaged++;
+  if (o->force_scan || stats->rows_matched != matched_before) {
+    warn_line(o, "segment %s: %s (%s); the rest of this segment is skipped", c->info.name, ba_strerror(rc),
+              ba_store_errmsg(s));
+    return 0;
+  }
+  warn_line(o, "segment %s: %s (%s); answered by a linear scan", c->info.name, ba_strerror(rc),
+            ba_store_errmsg(s));
+  ba_query_exec_opts_t so = *o;
+  so.force_scan = 1;
+  so.explain = NULL;
+  c->opts = &so;
+  rc = run_segment(q, root, c, run, stop);
+  c->opts = po;
+  cache_clear(c);
+  if (rc < 0 && is_damage(rc)) {
+    warn_line(o, "segment %s: the linear scan failed too (%s); segment skipped", c->info.name, ba_strerror(rc));
+    rc = 0;
+  }
+  return rc;
+}
+
 static int run_impl(ba_query_t *q, ba_store_t *s, const ba_query_exec_opts_t *opts, ba_record_sink_fn fn,
                     void *ctx, const ba_bin_sums_t *bins, ba_query_stats_t *stats) {
   BA_RETURN_IF(!q || !q->root || !s || !fn, BA_ERR_INVALID);
@@ -395,33 +467,14 @@ static int run_impl(ba_query_t *q, ba_store_t *s, const ba_query_exec_opts_t *op
   /* Two threads plan segments ahead when the plan is not printed (explain
    * lines come in segment order) and no range-OR device is plugged in. */
   par_t par;
-  int parallel = o.threads >= 2 && nseg >= 2 && !o.force_scan && !o.explain && !o.range_or;
   pthread_t worker;
+  int parallel = o.threads >= 2 && nseg >= 2 && !o.force_scan && !o.explain && !o.range_or;
   if (parallel) {
-    memset(&par, 0, sizeof(par));
-    par.nseg = nseg;
-    par.ms = s;
-    par.root = root;
-    par.wo = o;
-    par.wo.threads = 1;
-    par.fetch_threads = o.threads;
-    par.ws = ws;
-    par.we = we;
-    par.cols = o.out_cols;
-    par.qcols = q->cols;
-    /* With bins, exact segments are summed by the caller's thread (sum_rows). */
-    /* With column vectors, exact segments are read by the caller's thread (fetch_fields). */
-    par.prefetch = !bins && !run.field_fn && !(o.out_cols & BA_COL_FRAME) && !(q->cols & BA_COL_FRAME);
-    par.slots = ba_calloc(nseg, sizeof(pslot_t));
-    if (!par.slots) return BA_ERR_NOMEM;
-    pthread_mutex_init(&par.mu, NULL);
-    pthread_cond_init(&par.cv, NULL);
-    if (pthread_create(&worker, NULL, par_worker, &par) != 0) {
-      pthread_mutex_destroy(&par.mu);
-      pthread_cond_destroy(&par.cv);
-      ba_free(par.slots);
-      parallel = 0;
-    }
+    /* With bins, exact segments are summed by the caller's thread (sum_rows);
+     * with column vectors they are read by the caller's thread (fetch_fields). */
+    int prefetch = !bins && !run.field_fn && !(o.out_cols & BA_COL_FRAME) && !(q->cols & BA_COL_FRAME);
+    parallel = par_start(&par, &worker, s, nseg, root, &o, q->cols, ws, we, prefetch);
+    if (parallel < 0) return parallel;
   }
   /* The caller's thread plans with threads = 1 too when the worker runs. */
   ba_query_exec_opts_t po = o;
@@ -459,49 +512,13 @@ static int run_impl(ba_query_t *q, ba_store_t *s, const ba_query_exec_opts_t *op
       rc = run_segment(q, root, &c, &run, &stop);
     }
     cache_clear(&c);
-    if (rc < 0 && is_damage(rc) && !o.force_scan && stats->rows_matched == matched_before) {
-      /* The index (or a block it led to) is damaged and nothing of this
-       * segment was delivered yet: answer it by a linear scan of its blocks,
-       * which skips damaged blocks and counts their rows. */
-      stats->segments_damaged++;
-      warn_line(&o, "segment %s: %s (%s); answered by a linear scan", c.info.name, ba_strerror(rc),
-                ba_store_errmsg(s));
-      ba_query_exec_opts_t so = o;
-      so.force_scan = 1;
-      so.explain = NULL;
-      c.opts = &so;
-      rc = run_segment(q, root, &c, &run, &stop);
-      c.opts = &po;
-      cache_clear(&c);
-      if (rc < 0 && is_damage(rc)) {
-        warn_line(&o, "segment %s: the linear scan failed too (%s); segment skipped", c.info.name,
-                  ba_strerror(rc));
-        rc = 0;
-      }
-    } else if (rc < 0 && is_damage(rc)) {
-      stats->segments_damaged++;
-      warn_line(&o, "segment %s: %s (%s); the rest of this segment is skipped", c.info.name,
-                ba_strerror(rc), ba_store_errmsg(s));
-      rc = 0;
-    }
+    if (rc < 0 && is_damage(rc)) rc = segment_damaged(q, root, &c, &run, &o, &po, s, matched_before, rc, &stop);
     ba_segment_release(c.seg); /* its directory and buffers: the next segment reuses the memory */
     if (rc != 0) break;
   }
   if (rc == 0 && !stop) rc = live_before(lv, 0, NULL, &run, &o, q, &stop);
   live_free(lv);
-  if (parallel) {
-    pthread_mutex_lock(&par.mu);
-    par.quit = 1;
-    pthread_cond_broadcast(&par.cv);
-    pthread_mutex_unlock(&par.mu);
-    pthread_join(worker, NULL);
-    /* Plans of segments not delivered (stopped early, or pruned). */
-    for (size_t i = 0; i < nseg; i++)
-      if (par.slots[i].state == 2 && par.slots[i].rc == 0) segres_drop(&par.slots[i].res);
-    pthread_mutex_destroy(&par.mu);
-    pthread_cond_destroy(&par.cv);
-    ba_free(par.slots);
-  }
+  if (parallel) par_stop(&par, worker);
   segctx_free(&c);
   ba_free(run.batch);
   return rc;
