@@ -48,6 +48,47 @@ static void warn_line(const ba_query_exec_opts_t *o, const char *fmt, ...) {
 }
 
 /* Counts or reads the candidates of a planned segment (takes res->r). */
+/* The explain lines of segment c: its rows, bitmaps, candidates and (for
+ * --explain alone) the blocks a run would read. */
+static void explain_segment(const segctx_t *c, const segres_t *res, const char *extext, uint32_t cols) {
+  const ba_query_exec_opts_t *o = c->opts;
+  const pres_t *r = &res->r;
+  explain_line(o, "segment %s: %" PRIu64 " rows, %u blocks", c->info.name, c->info.rows, c->info.nblocks);
+  explain_line(o, "  bitmaps: %s", extext ? extext : "");
+  explain_line(o, "  candidates: %" PRIu64 " rows (%" PRIu64 " certain, %s), columns 0x%04x", res->ncand,
+               res->nsure, res->exact ? "exact: no residual check" : "residual check on the rest", cols);
+  if (!o->explain_only) return;
+  uint64_t nb = r->hi.kind == PB_ALL ? c->info.nblocks : 0;
+  if (r->hi.kind == PB_BM) {
+    blkcount_t bc = {c->info.block_rows, UINT64_MAX, 0};
+    ba_bitmap_foreach(r->hi.o->bm, count_blocks, &bc);
+    nb = bc.n;
+  }
+  explain_line(o, "  blocks to read: %" PRIu64 " of %u", nb, c->info.nblocks);
+}
+
+/* --count when the rows of r.lo match for sure (the index, zones that every
+ * row of a group satisfies): they are counted; only the others are read and
+ * checked. Consumes r. */
+static int count_rest(ba_query_t *q, segctx_t *c, runctx_t *run, pres_t r, uint64_t nsure, uint64_t nblocks) {
+  ba_query_stats_t *st = c->stats;
+  ba_bitmap_t *rest = NULL;
+  int rc = r.hi.kind == PB_ALL ? ba_bitmap_not(r.lo.o->bm, c->codec, &rest)
+                               : ba_bitmap_andnot(r.hi.o->bm, r.lo.o->bm, c->codec, &rest);
+  pres_drop(r);
+  if (rc < 0) return rc;
+  st->bitmap_ops++;
+  st->rows_matched += nsure;
+  run->check = 1;
+  uint64_t dmg = 0;
+  rc = fetch_rows(c->seg, rest, q->cols | BA_COL_FIRST, c->info.block_rows, run_sink, run, c->fetch_threads,
+                  &nblocks, &dmg);
+  ba_bitmap_free(rest);
+  st->rows_damaged += dmg;
+  st->blocks_read += nblocks;
+  return rc == QUERY_STOP ? 0 : rc;
+}
+
 static int deliver_segment(ba_query_t *q, segctx_t *c, runctx_t *run, segres_t *res, const char *extext,
                            int *stop) {
   const ba_query_exec_opts_t *o = c->opts;
@@ -59,22 +100,8 @@ static int deliver_segment(ba_query_t *q, segctx_t *c, runctx_t *run, segres_t *
   st->rows_candidate += ncand;
   if (!exact) cols |= q->cols | BA_COL_FIRST;
   uint64_t nblocks = r.hi.kind == PB_ALL ? c->info.nblocks : 0;
-  if (o->explain) {
-    explain_line(o, "segment %s: %" PRIu64 " rows, %u blocks", c->info.name, c->info.rows, c->info.nblocks);
-    explain_line(o, "  bitmaps: %s", extext ? extext : "");
-    explain_line(o, "  candidates: %" PRIu64 " rows (%" PRIu64 " certain, %s), columns 0x%04x", ncand,
-                 res->nsure, exact ? "exact: no residual check" : "residual check on the rest", cols);
-  }
+  if (o->explain) explain_segment(c, res, extext, cols);
   if (o->explain_only || ncand == 0) {
-    if (o->explain && o->explain_only) {
-      uint64_t nb = r.hi.kind == PB_ALL ? c->info.nblocks : 0;
-      if (r.hi.kind == PB_BM) {
-        blkcount_t bc = {c->info.block_rows, UINT64_MAX, 0};
-        ba_bitmap_foreach(r.hi.o->bm, count_blocks, &bc);
-        nb = bc.n;
-      }
-      explain_line(o, "  blocks to read: %" PRIu64 " of %u", nb, c->info.nblocks);
-    }
     pres_drop(r);
     return 0;
   }
@@ -96,25 +123,8 @@ static int deliver_segment(ba_query_t *q, segctx_t *c, runctx_t *run, segres_t *
     pres_drop(r);
     return 0;
   }
-  if (o->count_only && !run->bins && !res->have_rows && res->nsure && r.hi.kind != PB_NONE) {
-    /* The rows of lo match for sure (the index, zones that every row of a
-     * group satisfies): counted; only the others are read and checked. */
-    ba_bitmap_t *rest = NULL;
-    rc = r.hi.kind == PB_ALL ? ba_bitmap_not(r.lo.o->bm, c->codec, &rest)
-                             : ba_bitmap_andnot(r.hi.o->bm, r.lo.o->bm, c->codec, &rest);
-    pres_drop(r);
-    if (rc < 0) return rc;
-    st->bitmap_ops++;
-    st->rows_matched += res->nsure;
-    run->check = 1;
-    uint64_t dmg = 0;
-    rc = fetch_rows(c->seg, rest, q->cols | BA_COL_FIRST, c->info.block_rows, run_sink, run, c->fetch_threads,
-                    &nblocks, &dmg);
-    ba_bitmap_free(rest);
-    st->rows_damaged += dmg;
-    st->blocks_read += nblocks;
-    return rc == QUERY_STOP ? 0 : rc;
-  }
+  if (o->count_only && !run->bins && !res->have_rows && res->nsure && r.hi.kind != PB_NONE)
+    return count_rest(q, c, run, r, res->nsure, nblocks);
   if (run->bins && exact && !res->have_rows) {
     /* Sums per bin from the three columns, no record (sum_rows). */
     uint64_t summed = 0, dmg = 0, groups = 0;
