@@ -55,6 +55,42 @@ static int put_block(wbuf_t *w, uint8_t type, uint8_t col, uint32_t rows, const 
   return wbuf_put(w, payload, len);
 }
 
+/* The index directory by attribute (§7.3): one DIRENT block per attribute
+ * holding bitmaps (dir: ba_idx_write's entries, by attribute; tmp: room for
+ * all of them), then the attribute table, whose offset goes to *dir_off. */
+static int write_attr_dir(wbuf_t *w, const ba_idx_dirent_t *dir, size_t ndir, uint8_t *tmp, uint64_t *dir_off) {
+  uint8_t at[BA_ATTRDIR_HDR_BYTES + BA_ATTR_COUNT * BA_ATTRDIR_ENT_BYTES];
+  uint32_t nat = 0;
+  for (size_t i = 0, j; i < ndir; i = j) {
+    uint16_t a = dir[i].attr;
+    uint8_t *p = tmp;
+    for (j = i; j < ndir && dir[j].attr == a; j++, p += BA_DIRENT_BYTES) {
+      ba_store_le32(p, dir[j].value);
+      ba_store_le32(p + 4, dir[j].len);
+      ba_store_le64(p + 8, dir[j].off);
+      ba_store_le32(p + 16, dir[j].crc);
+      ba_store_le32(p + 20, 0);
+    }
+    size_t plen = (j - i) * BA_DIRENT_BYTES;
+    uint32_t crc = ba_crc32c(0, tmp, plen);
+    uint64_t bm_bytes = dir[j - 1].off + dir[j - 1].len - dir[i].off; /* back to back (ba_idx_write) */
+    uint8_t *e = at + BA_ATTRDIR_HDR_BYTES + nat++ * BA_ATTRDIR_ENT_BYTES;
+    ba_store_le16(e, a);
+    ba_store_le16(e + 2, 0);
+    ba_store_le32(e + 4, (uint32_t)(j - i));
+    ba_store_le64(e + 8, w->off);
+    ba_store_le32(e + 16, (uint32_t)plen);
+    ba_store_le32(e + 20, crc);
+    ba_store_le64(e + 24, bm_bytes);
+    BA_FORWARD(put_block(w, BA_BLK_DIRENT, (uint8_t)a, (uint32_t)(j - i), tmp, plen, crc));
+  }
+  *dir_off = w->off;
+  ba_store_le32(at, nat);
+  ba_store_le32(at + 4, 0);
+  size_t alen = BA_ATTRDIR_HDR_BYTES + (size_t)nat * BA_ATTRDIR_ENT_BYTES;
+  return put_block(w, BA_BLK_ATTRDIR, 0xFF, 0, at, alen, ba_crc32c(0, at, alen));
+}
+
 int ba_seg_finish(ba_seg_finish_t *f) {
   int rc = BA_OK;
   wbuf_t w = {.fd = f->fd, .cap = 4u << 20, .off = f->end};
@@ -97,38 +133,8 @@ int ba_seg_finish(ba_seg_finish_t *f) {
     rc = BA_ERR_NOMEM;
     goto done;
   }
-  /* The index directory by attribute (§7.3): one DIRENT block per attribute
-   * holding bitmaps, then the attribute table at dir_off. */
-  uint8_t at[BA_ATTRDIR_HDR_BYTES + BA_ATTR_COUNT * BA_ATTRDIR_ENT_BYTES];
-  uint32_t nat = 0;
-  for (size_t i = 0, j; i < ndir; i = j) {
-    uint16_t a = dir[i].attr;
-    uint8_t *p = tmp;
-    for (j = i; j < ndir && dir[j].attr == a; j++, p += BA_DIRENT_BYTES) {
-      ba_store_le32(p, dir[j].value);
-      ba_store_le32(p + 4, dir[j].len);
-      ba_store_le64(p + 8, dir[j].off);
-      ba_store_le32(p + 16, dir[j].crc);
-      ba_store_le32(p + 20, 0);
-    }
-    size_t plen = (j - i) * BA_DIRENT_BYTES;
-    uint32_t crc = ba_crc32c(0, tmp, plen);
-    uint64_t bm_bytes = dir[j - 1].off + dir[j - 1].len - dir[i].off; /* back to back (ba_idx_write) */
-    uint8_t *e = at + BA_ATTRDIR_HDR_BYTES + nat++ * BA_ATTRDIR_ENT_BYTES;
-    ba_store_le16(e, a);
-    ba_store_le16(e + 2, 0);
-    ba_store_le32(e + 4, (uint32_t)(j - i));
-    ba_store_le64(e + 8, w.off);
-    ba_store_le32(e + 16, (uint32_t)plen);
-    ba_store_le32(e + 20, crc);
-    ba_store_le64(e + 24, bm_bytes);
-    if ((rc = put_block(&w, BA_BLK_DIRENT, (uint8_t)a, (uint32_t)(j - i), tmp, plen, crc)) < 0) goto done;
-  }
-  uint64_t dir_off = w.off;
-  ba_store_le32(at, nat);
-  ba_store_le32(at + 4, 0);
-  size_t alen = BA_ATTRDIR_HDR_BYTES + (size_t)nat * BA_ATTRDIR_ENT_BYTES;
-  if ((rc = put_block(&w, BA_BLK_ATTRDIR, 0xFF, 0, at, alen, ba_crc32c(0, at, alen))) < 0) goto done;
+  uint64_t dir_off;
+  if ((rc = write_attr_dir(&w, dir, ndir, tmp, &dir_off)) < 0) goto done;
   uint64_t zone_off = 0; /* zone maps (§7.2) after the attribute table, counted as index bytes */
   if ((rc = ba_zone_write(f->groups, f->ngroups, w.off, wbuf_put, &w, &zone_off)) < 0) goto done;
   f->bytes_index = w.off - index_off;
