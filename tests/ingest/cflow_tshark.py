@@ -32,6 +32,9 @@ shaped it. Only tshark's values are used; the conventions are:
   v9-engine       v9: engine type/id = source id >> 8 / & 0xff unless 38/39
                   send a non-zero value
   v4-v6-pair      a template with IPv4 and IPv6 addresses: the non-zero pair
+  ixia-reverse-counters  IXIA's own reverse octet/packet delta counts (PEN
+                  3054, elements 176/177): not read (nor by nfdump); out
+                  counters stay 0 (counted where they are not 0)
   sub-template-list  RFC 6313 lists (292/293), which tshark 4.0 shows as raw
                   bytes: their records are cut by the sub-templates tshark
                   decoded and their MAC addresses (56/57/80/81) taken
@@ -246,6 +249,9 @@ def expect(hdr, rec, fields, ex):
     if set(rev) - {"cflow.octets", "cflow.packets", "cflow.permanent_octets", "cflow.permanent_packets",
                    "cflow.tcpflags"}:
         rules["reverse-skipped"] += 1  # reverse ToS, VLAN, ICMP, ...: not kept
+    if any(num(g(k) or "0") for k in ("cflow.pie.ixia.reverse-octet-delta-count",
+                                      "cflow.pie.ixia.reverse-packet-delta-count")):
+        rules["ixia-reverse-counters"] += 1
     icmp(e, fwd, rules)
     if hdr["version"] == 9 and not (e.get("engine_type") and e.get("engine_id")):
         rules["v9-engine"] += 1  # a 0 or missing 38/39 comes from the source id (nfdump)
