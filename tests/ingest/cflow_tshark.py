@@ -35,6 +35,16 @@ shaped it. Only tshark's values are used; the conventions are:
   ixia-reverse-counters  IXIA's own reverse octet/packet delta counts (PEN
                   3054, elements 176/177): not read (nor by nfdump); out
                   counters stay 0 (counted where they are not 0)
+  mpls-labels     70-79 as bitarc keeps them: label<<4 | exp<<1 | bos, up to
+                  the first zero entry
+  frame-record    a sampled frame (dataLinkFrameSection, 315) and no address
+                  element: addresses, protocol, ports, ToS, TCP flags, ICMP
+                  and (unless 58 is sent) VLAN from the outermost IP header
+                  tshark dissects in it; bytes = dataLinkFrameSize (312),
+                  packets 1
+  tshark-mpls-cw  tshark finds no IP header behind an MPLS stack with a
+                  pseudowire control word (it dissects the inner frame 4
+                  bytes off): the header fields are not compared
   sub-template-list  RFC 6313 lists (292/293), which tshark 4.0 shows as raw
                   bytes: their records are cut by the sub-templates tshark
                   decoded and their MAC addresses (56/57/80/81) taken
@@ -252,7 +262,6 @@ def expect(hdr, rec, fields, ex):
     if any(num(g(k) or "0") for k in ("cflow.pie.ixia.reverse-octet-delta-count",
                                       "cflow.pie.ixia.reverse-packet-delta-count")):
         rules["ixia-reverse-counters"] += 1
-    icmp(e, fwd, rules)
     if hdr["version"] == 9 and not (e.get("engine_type") and e.get("engine_id")):
         rules["v9-engine"] += 1  # a 0 or missing 38/39 comes from the source id (nfdump)
         e["engine_type"] = e.get("engine_type") or (hdr["domain"] >> 8) & 0xff
@@ -264,8 +273,12 @@ def expect(hdr, rec, fields, ex):
         e.setdefault("engine_id", 0)
     times(e, hdr, fwd, ex, rules, fields)
     sub_lists(e, rec, fields, hdr, ex, rules)
+    mpls(e, rec, rules)
+    frame(e, rec, rules)
+    icmp(e, fwd, rules)
     for f in ZERO_DEFAULT:  # what tshark did not decode, bitarc must not invent
-        e.setdefault(f, "" if f in ("next_hop", "bgp_next_hop", "xsrc", "xdst", "mpls") else 0)
+        if not e.get("_skip_" + f):
+            e.setdefault(f, "" if f in ("next_hop", "bgp_next_hop", "xsrc", "xdst", "mpls") else 0)
     e["_rules"] = rules
     return e
 
@@ -321,6 +334,65 @@ def sub_lists(e, rec, fields, hdr, ex, rules):
                 if t in SUB_MACS:
                     e[SUB_MACS[t]] = int.from_bytes(val, "big")
         return
+
+
+def mpls(e, rec, rules):
+    labels = []
+    for k, v in rec.items():
+        m = re.match(r"MPLS-Label(\d+):", k)
+        if m and isinstance(v, dict):
+            labels.append((int(m.group(1)), num(v["cflow.mpls_label"]) << 4 | num(v["cflow.mpls_exp"]) << 1
+                           | num(v["cflow.mpls_bos"])))
+    if labels:
+        rules["mpls-labels"] += 1
+        out = []
+        for _, v in sorted(labels):
+            if not v:
+                break
+            out.append(str(v))
+        e["mpls"] = "/".join(out)
+
+
+def frame(e, rec, rules):
+    """Header fields of a sampled frame tshark dissected."""
+    tree = rec.get("cflow.data_link_frame_section_tree")
+    if not isinstance(tree, dict) or "cflow.srcaddr" in rec or "cflow.srcaddrv6" in rec:
+        return
+    rules["frame-record"] += 1
+    e["bytes"] = num(rec.get("cflow.data_link_frame_size", "0"))
+    e["packets"] = 1
+    ip = next(((k, v) for k, v in tree.items() if k in ("ip", "ipv6") and isinstance(v, dict)), None)
+    if ip is None:
+        if "mpls" in tree or "pwethcw" in tree:
+            rules["tshark-mpls-cw"] += 1
+            for f in ("src", "dst", "ipver", "sport", "dport", "proto", "tos", "flags", "icmp_type", "icmp_code",
+                      "vlan"):
+                e.pop(f, None)
+                e["_skip_" + f] = 1
+        return
+    k, v = ip
+    names = list(tree)
+    after = names[names.index(k) + 1:]
+    if "vlan" in tree and "vlan" not in e:
+        e["vlan"] = num(listify(tree["vlan"])[0]["vlan.id"]) & 0xfff
+    if k == "ip":
+        e["src"], e["dst"], e["proto"] = v["ip.src"], v["ip.dst"], num(v["ip.proto"])
+        e["tos"] = num(v.get("ip.dsfield", "0"))
+    else:
+        e["src"], e["dst"] = v["ipv6.src"], v["ipv6.dst"]
+        nxt = [x for kk, x in v.items() if re.match(r"ipv6\.\w+\.nxt$", kk)] or [v["ipv6.nxt"]]
+        e["proto"] = num(nxt[-1])
+        e["tos"] = num(v.get("ipv6.tclass", "0")) & 0xff
+    e["ipver"] = 6 if k == "ipv6" else 4
+    nxt_layer = tree[after[0]] if after else {}
+    if e["proto"] in (6, 17) and after and after[0] in ("tcp", "udp"):
+        e["sport"] = num(nxt_layer[after[0] + ".srcport"])
+        e["dport"] = num(nxt_layer[after[0] + ".dstport"])
+        if after[0] == "tcp":
+            e["flags"] = num(nxt_layer.get("tcp.flags", "0")) & 0xff
+    elif e["proto"] in (1, 58) and after and after[0] in ("icmp", "icmpv6"):
+        t, c = num(nxt_layer[after[0] + ".type"]), num(nxt_layer[after[0] + ".code"])
+        e["sport"], e["dport"] = 0, t << 8 | c
 
 
 def counters(e, fwd, rev, rules):
