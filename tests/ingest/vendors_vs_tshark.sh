@@ -55,11 +55,13 @@ awk -F, -v OFS=, '$1=="flow" && !done {$12=$12+1; done=1} {print}' "$d/raw.csv" 
 mutate bad.csv "$d/scaled.csv" && { echo "FAIL: a wrong byte count went unnoticed"; fail=1; }
 awk -F, -v OFS=, '$1=="flow" && !done {$28="10.9.9.9"; done=1} {print}' "$d/raw.csv" > bad.csv
 mutate bad.csv "$d/scaled.csv" && { echo "FAIL: a wrong next hop went unnoticed"; fail=1; }
+awk -F, -v OFS=, '$1=="flow" && !done {$41=1234; done=1} {print}' "$d/raw.csv" > bad.csv
+mutate bad.csv "$d/scaled.csv" && { echo "FAIL: a NAT port tshark does not show went unnoticed"; fail=1; }
 awk '$1 ~ /^flow/ && !done {done=1; next} {print}' "$d/raw.csv" > bad.csv
 mutate bad.csv "$d/scaled.csv" && { echo "FAIL: a lost record went unnoticed"; fail=1; }
 cp "$d/raw.csv" bad.csv
 mutate "$d/raw.csv" bad.csv && { echo "FAIL: unscaled sampled counters went unnoticed"; fail=1; }
-echo "self-check: a changed value, a lost record and unscaled counters are all reported"
+echo "self-check: a changed value, an invented value, a lost record and unscaled counters are all reported"
 
 # akvorado's real NetFlow v5/v9/IPFIX captures (Juniper, Cisco, ipfixprobe,
 # sampled frames, MPLS, SRv6, NAT), one exporter per group; "data+templates"
