@@ -98,7 +98,7 @@ fi
 for mode in "5" "9" "10" "10 -b"; do
   tag=${mode// /}
   python3 "$H/udp_sink.py" "dg$tag" > "sinkport$tag" 2> "sink$tag.log" &
-  spid=$!; pids+=($spid)
+  spid=$!; pids+=("$spid")
   for _ in $(seq 1 100); do [ -s "sinkport$tag" ] && break; sleep 0.05; done
   # shellcheck disable=SC2086
   softflowd -d -r "$PCAP" -n "127.0.0.1:$(cat "sinkport$tag")" -v $mode -6 -c "sf$tag.ctl" -p "sf$tag.pid" \
