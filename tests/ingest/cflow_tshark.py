@@ -5,18 +5,25 @@ values bitarc must store for it (ingest_dump column names), applying
 bitarc's documented conventions (doc/decoders.md, "Against tshark") as named
 rules, counted per exporter:
 
-  records(json) -> {exporter: {"flows": [rec...], "options": n,
-                               "no_template": n, "rules": Counter}}
+  records(json) -> {exporter: Exporter (flows, options, no_template,
+                                         unreadable, ambiguous)}
 
-Each rec is a dict of the fields tshark decoded for it (a field tshark did
-not decode is absent and is not compared), plus "_rules", the rules that
-shaped it. Only tshark's values are used; the conventions are:
+Each rec is a dict of bitarc's fields: the values tshark decoded, and 0 (or
+empty) for a field no element tshark decoded sets (bitarc must not invent
+one), plus "_rules", the rules that shaped it and "_scale", the factor of
+the sampling-scaled counters. Only tshark's values are used; the
+conventions are:
 
   icmp-ports      ICMP/ICMPv6: sport 0, dport type<<8|code, from the ICMP
                   elements (32/139, 176-179) or else the destination port
   uptime-times    v5/v9 (and IPFIX 21/22 with systemInitTimeMilliseconds)
                   uptime times made absolute: boot = export time - sysUpTime
                   (v9/v5), a start above the end wrapped (start - 2^32 ms)
+  uptime-no-init  IPFIX 21/22 without an init time: unusable (no-time)
+  tshark-zero-uptime-start  tshark shows an uptime start (22) of 0 as the
+                  absolute time 0: taken as uptime 0
+  l4-port-variants  udp/tcp port elements 180-183, which tshark shows as
+                  srcport/dstport beside 7/11: bitarc reads 7/11
   no-end          a start without an end: end = start
   no-start        an end without a start: start = end
   no-time         no time element (or IPFIX uptimes without an init time):
@@ -54,6 +61,9 @@ shaped it. Only tshark's values are used; the conventions are:
                   header's interval, else one sent in the record (34, 50,
                   305/306); nfdump's convention: counters are scaled only
                   by an options sampler or the v5 header (_scale)
+  options-records, no-template  records of options templates and sets
+                  without a template: counted, not flows
+  tshark-malformed-set  the records of a set after one tshark threw on
 """
 import calendar
 import collections
