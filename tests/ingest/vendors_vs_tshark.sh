@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
-# Real export datagrams of ~45 exporters (tests/ingest/data/logstash) and
-# softflowd's NetFlow v5/v9/IPFIX and bidirectional IPFIX exports of a real
-# capture, decoded by bitarc and by tshark: every record tshark decodes must
-# be one of bitarc's, equal on every field tshark decodes (addresses, ports,
-# protocol, flags, ToS, in/out counters, interfaces, AS, masks, next hops,
-# VLANs, MACs, NAT, firewall events, VRFs, engine, domain, sampling, start
-# and end time), after the named conventions of cflow_tshark.py
-# (doc/decoders.md, "Against tshark"); no record of bitarc's may be left
-# over. Counters as sent (ingest_dump --raw) are compared with tshark's, the
-# default (sampling-scaled) decode with them, and a store written by `bitarc
-# ingest --as flows` must hold the decoder's records (`bitarc query -o
-# ndjson`). tshark sees each v5 message and v9/IPFIX set in a frame of its own
-# (it decodes only the first message of a datagram and gives up on the rest
-# of a datagram after a field it cannot read); bitarc the datagrams as sent.
+# Real export datagrams of ~45 exporters (tests/ingest/data/logstash),
+# akvorado's real captures and softflowd's NetFlow v5/v9/IPFIX and
+# bidirectional IPFIX exports of a real capture, decoded by bitarc and by
+# tshark: every record tshark decodes must be one of bitarc's and no record of
+# bitarc's may be left over; every field of bitarc's record must hold
+# tshark's value, or 0 where tshark decodes no element for it (addresses,
+# ports, protocol, flags, ToS, in/out counters, interfaces, AS, masks, next
+# hops, VLANs, MACs, MPLS, NAT, firewall events, VRFs, engine, domain,
+# sampling, start and end time), after the named conventions of
+# cflow_tshark.py (doc/decoders.md, "Against tshark"). Counters as sent
+# (ingest_dump --raw) are compared with tshark's, the default
+# (sampling-scaled) decode with them, and a store written by `bitarc ingest
+# --as flows` must hold the decoder's records (`bitarc query -o ndjson`).
+# tshark sees each v5 message and v9/IPFIX set in a frame of its own (it
+# decodes only the first message of a datagram and gives up on the rest of a
+# datagram after a field it cannot read); bitarc the datagrams as sent.
 set -euo pipefail
 for t in tshark python3; do
   command -v $t >/dev/null || { echo "SKIP: $t not installed (scripts/deps.sh)"; exit 0; }
