@@ -64,6 +64,10 @@ conventions are:
   options-records, no-template  records of options templates and sets
                   without a template: counted, not flows
   tshark-malformed-set  the records of a set after one tshark threw on
+  held-until-template  a data set before its template (tshark -2 decodes
+                  it with the later template): taken when the template's
+                  frame is reached, with the samplers known then, as bitarc
+                  decodes held sets when their template arrives
 """
 import calendar
 import collections
@@ -163,6 +167,7 @@ class Exporter:
         self.flows, self.options, self.no_template = [], 0, 0
         self.unreadable = 0  # records of sets tshark stopped in (tshark-malformed-set)
         self.ambiguous = []  # records whose list values the template cannot assign
+        self.held = []  # (template frame, header, set id, set, records): data sets before their template
         self.rules = collections.Counter()
 
 
@@ -586,7 +591,31 @@ def unreadable(fset, fields, decoded, ex):
     ex.unreadable += (int(fset["cflow.flowset_length"]) - 4) // sum(lens) - decoded
 
 
-def message(msg, ex):
+def data_set(h, sid, fset, recs, ex, held=False):
+    """The records of one data set (a template's or an options template's)."""
+    kind, fields = ex.templates.get((h["version"], h["domain"], sid), ("data", None))
+    if any("_ws.malformed" in r for r in recs):
+        unreadable(fset, fields, len(recs), ex)
+    for r in recs:
+        r = flatten(r)
+        if kind == "options":
+            ex.options += 1
+            if r.get("cflow.sys_init_time") is not None:
+                ex.sysinit_ms = abs_ns(r["cflow.sys_init_time"]) // 10**6
+            opt_sampler(h, r, ex)
+            continue
+        try:
+            e = expect(h, r, fields, ex)
+        except Ambiguous as err:
+            ex.ambiguous.append(str(err))
+            continue
+        sampling(h, r, e, ex)
+        if held:
+            e["_rules"]["held-until-template"] += 1
+        ex.flows.append(e)
+
+
+def message(msg, ex, frame):
     h = header(msg)
     for k, fs in msg.items():
         if not isinstance(fs, (dict, list)) or not (k.startswith("FlowSet") or k.startswith("Set")
@@ -609,24 +638,11 @@ def message(msg, ex):
                 elif kk.startswith("Data (") and "no template found" in kk:
                     ex.no_template += 1
                 elif kk.startswith("Flow "):
-                    kind, fields = ex.templates.get((h["version"], h["domain"], sid), ("data", None))
-                    if any("_ws.malformed" in r for r in listify(vv)):
-                        unreadable(fset, fields, len(listify(vv)), ex)
-                    for r in listify(vv):
-                        r = flatten(r)
-                        if kind == "options":
-                            ex.options += 1
-                            if r.get("cflow.sys_init_time") is not None:
-                                ex.sysinit_ms = abs_ns(r["cflow.sys_init_time"]) // 10**6
-                            opt_sampler(h, r, ex)
-                            continue
-                        try:
-                            e = expect(h, r, fields, ex)
-                        except Ambiguous as err:
-                            ex.ambiguous.append(str(err))
-                            continue
-                        sampling(h, r, e, ex)
-                        ex.flows.append(e)
+                    tf = int(fset.get("cflow.template_frame", "0"))
+                    if tf > frame:  # tshark -2 decoded it with a later template: bitarc holds it until then
+                        ex.held.append((tf, h, sid, fset, listify(vv)))
+                    else:
+                        data_set(h, sid, fset, listify(vv), ex)
 
 
 def records(data):
@@ -636,6 +652,10 @@ def records(data):
         if "cflow" not in lay:
             continue
         ex = out[lay["ip"]["ip.src"]]
+        frame = int(lay["frame"]["frame.number"])
         for msg in listify(lay["cflow"]):
-            message(msg, ex)
+            message(msg, ex, frame)
+        for x in [x for x in ex.held if x[0] <= frame]:
+            ex.held.remove(x)
+            data_set(x[1], x[2], x[3], x[4], ex, held=True)
     return out
