@@ -5,10 +5,15 @@ each, grouped per exporter in data/logstash/GROUPS).
   vendor_corpus.py groups                  list the group names
   vendor_corpus.py pcap OUT [GROUP...]     write a pcap: group i is sent from
                                            127.0.0.(i+2) to 127.0.0.1:2055
+  vendor_corpus.py splitpcap OUT [GROUP...] the same, each NetFlow v5 message and each
+                                           v9 / IPFIX set in a frame of its own (tshark
+                                           decodes only a datagram's first message and
+                                           stops at a field it cannot read)
   vendor_corpus.py send PORT [GROUP...]    send the same datagrams from the same
                                            source addresses to 127.0.0.1:PORT
-  vendor_corpus.py file2pcap IN OUT        datagrams recorded by udp_sink.py (2-byte
+  vendor_corpus.py file2pcap IN OUT [split] datagrams recorded by udp_sink.py (2-byte
                                            length prefixed) into a pcap from 127.0.0.2
+                                           (split: messages and sets as splitpcap)
   vendor_corpus.py file2udp IN PORT        the same datagrams sent from 127.0.0.2
 """
 import os
@@ -55,16 +60,68 @@ def frame(src_ip, payload):
     return eth + ip + udp
 
 
-def write_pcap(out, names):
+def sets(m, hlen, fix):
+    """A message cut into one message per set (the header copied, its length
+    fixed by fix(header, new length)); a message whose sets do not add up to
+    its length stays whole."""
+    out, off = [], hlen
+    while off + 4 <= len(m):
+        n = struct.unpack("!H", m[off + 2:off + 4])[0]
+        if n < 4 or off + n > len(m):
+            return [m]
+        out.append(fix(m[:hlen], hlen + n) + m[off:off + n])
+        off += n
+    return out if out and off == len(m) else [m]
+
+
+def messages(d, per_set=False):
+    """A datagram's NetFlow v5 / IPFIX messages by their headers' count or
+    length (v9 has neither: one message); bytes no header accounts for stay
+    with the last message. per_set: each v9 / IPFIX set in a message of its
+    own (tshark gives up on the rest of a datagram after a malformed field)."""
+    out, off = [], 0
+    while len(d) - off >= 4:
+        ver = struct.unpack("!H", d[off:off + 2])[0]
+        if ver == 5:
+            n = 24 + 48 * struct.unpack("!H", d[off + 2:off + 4])[0]
+        elif ver == 10:
+            n = struct.unpack("!H", d[off + 2:off + 4])[0]
+        else:
+            break
+        if n < 16 or off + n > len(d):
+            break
+        out.append(d[off:off + n])
+        off += n
+    if not out:
+        out = [d]
+    else:
+        out[-1] += d[off:]
+    if not per_set:
+        return out
+    res = []
+    for m in out:
+        ver = struct.unpack("!H", m[:2])[0] if len(m) >= 2 else 0
+        if ver == 9 and len(m) > 20:
+            res += sets(m, 20, lambda h, n: h)
+        elif ver == 10 and len(m) > 16 and struct.unpack("!H", m[2:4])[0] == len(m):
+            res += sets(m, 16, lambda h, n: h[:2] + struct.pack("!H", n) + h[4:])
+        else:
+            res.append(m)
+    return res
+
+
+def write_pcap(out, names, split=False):
     t0 = 1767225600  # 2026-01-01 00:00:00 UTC, the "receive" time
     with open(out, "wb") as f:
         f.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
         k = 0
         for i, _, files in selected(names):
             for fn in files:
-                p = frame("127.0.0.%d" % (i + 2), open(os.path.join(HERE, fn), "rb").read())
-                f.write(struct.pack("<IIII", t0 + k // 1000, (k % 1000) * 1000, len(p), len(p)) + p)
-                k += 1
+                d = open(os.path.join(HERE, fn), "rb").read()
+                for m in messages(d, per_set=True) if split else [d]:
+                    p = frame("127.0.0.%d" % (i + 2), m)
+                    f.write(struct.pack("<IIII", t0 + k // 1000, (k % 1000) * 1000, len(p), len(p)) + p)
+                    k += 1
 
 
 def send(port, names):
@@ -86,13 +143,16 @@ def read_sink(path):
     return out
 
 
-def file2pcap(src, out):
+def file2pcap(src, out, split=False):
     t0 = 1767225600
     with open(out, "wb") as f:
         f.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
-        for k, d in enumerate(read_sink(src)):
-            p = frame("127.0.0.2", d)
-            f.write(struct.pack("<IIII", t0 + k // 1000, (k % 1000) * 1000, len(p), len(p)) + p)
+        k = 0
+        for d in read_sink(src):
+            for m in messages(d, per_set=True) if split else [d]:
+                p = frame("127.0.0.2", m)
+                f.write(struct.pack("<IIII", t0 + k // 1000, (k % 1000) * 1000, len(p), len(p)) + p)
+                k += 1
 
 
 def file2udp(src, port):
@@ -108,9 +168,11 @@ if __name__ == "__main__":
         print("\n".join(n for n, _ in groups()))
     elif sys.argv[1] == "pcap":
         write_pcap(sys.argv[2], sys.argv[3:])
+    elif sys.argv[1] == "splitpcap":
+        write_pcap(sys.argv[2], sys.argv[3:], split=True)
     elif sys.argv[1] == "send":
         send(int(sys.argv[2]), sys.argv[3:])
     elif sys.argv[1] == "file2pcap":
-        file2pcap(sys.argv[2], sys.argv[3])
+        file2pcap(sys.argv[2], sys.argv[3], sys.argv[4:] == ["split"])
     elif sys.argv[1] == "file2udp":
         file2udp(sys.argv[2], int(sys.argv[3]))
