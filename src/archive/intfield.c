@@ -494,9 +494,100 @@ static uint8_t *write_dict(uint8_t *p, uint64_t *v, size_t n, unsigned w, uint64
   return p;
 }
 
+/* What encode2_int chooses from: the bit widths of FOR, DELTA and DICT and
+ * the cheapest of FOR, FOR in byte planes, DELTA, DELTA in planes and DICT
+ * (best 0..4) with its size in bits. */
+typedef struct widths {
+  unsigned b_for, b_delta, b_dict;
+  int best;
+  uint64_t best_cost;
+} widths_t;
+
+/* Sizes in bits: packed = n * width. Byte planes: LZO has no entropy coder,
+ * so a plane costs a byte a row unless it is mostly zero, where each nonzero
+ * byte costs about three (a literal between two matches): skewed values, a
+ * few large among many small, favour planes. */
+static void choose_method(const uint64_t *v, size_t n, unsigned w, int allow_planes, uint64_t mn, uint64_t mx,
+                          uint64_t v0, uint64_t zmax, uint64_t sc, const exdiv_t *esc, size_t nd, int dict_ok,
+                          widths_t *o) {
+  uint64_t m = wmask(w);
+  uint64_t maxk = 0, maxz = 0, prev = 0, nzk[8] = {0}, nzz[8] = {0};
+  if (allow_planes) {
+    for (size_t i = 0; i < n; i++) {
+      uint64_t k = exdiv_div(esc, v[i] - mn);
+      uint64_t z = zz((k - prev) & m, w, m);
+      if (k > maxk) maxk = k;
+      if (z > maxz) maxz = z;
+      for (unsigned b = 0; b < w; b++) {
+        nzk[b] += ((k >> (8 * b)) & 0xff) != 0;
+        nzz[b] += ((z >> (8 * b)) & 0xff) != 0;
+      }
+      prev = k;
+    }
+  } else if (sc == 1) { /* 3.0 (no planes), the common scale: from the first pass */
+    if (n) {
+      uint64_t z0 = zz((v0 - mn) & m, w, m); /* row 0's delta is from 0 */
+      maxk = mx - mn;
+      maxz = z0 | zmax; /* only its bit length is used */
+    }
+  } else {
+    for (size_t i = 0; i < n; i++) {
+      uint64_t k = exdiv_div(esc, v[i] - mn), z = zz((k - prev) & m, w, m);
+      maxk = k > maxk ? k : maxk;
+      maxz = z > maxz ? z : maxz;
+      prev = k;
+    }
+  }
+  o->b_for = bitlen(maxk);
+  o->b_delta = bitlen(maxz);
+  o->b_dict = nd > 1 ? bitlen(nd - 1) : 0;
+  uint64_t pl_k = 0, pl_z = 0;
+  for (unsigned b = 0; b < w; b++) {
+    pl_k += BA_MIN(8ull * n, 24 * nzk[b]);
+    pl_z += BA_MIN(8ull * n, 24 * nzz[b]);
+  }
+  uint64_t cost[5] = {(uint64_t)n * o->b_for, allow_planes ? pl_k : UINT64_MAX, (uint64_t)n * o->b_delta,
+                      allow_planes ? pl_z : UINT64_MAX,
+                      dict_ok && nd ? (uint64_t)n * o->b_dict + 8ull * w * nd : UINT64_MAX};
+  o->best = 0;
+  for (int c = 1; c < 5; c++)
+    if (cost[c] < cost[o->best]) o->best = c;
+  o->best_cost = cost[o->best];
+}
+
+/* A FOR or DELTA field's values at p: bit-packed as transformed, or (2.0)
+ * transformed into v and written in byte planes. Returns the end. */
+static uint8_t *write_for_delta(uint8_t *p, uint64_t *v, size_t n, unsigned w, int method, int planes,
+                                unsigned bits, uint64_t mn, uint64_t sc, const exdiv_t *esc) {
+  uint64_t m = wmask(w), prev = 0;
+  if (!planes) { /* packed as transformed: no pass writing v back */
+    bitw_t bw = {p, 0, 0};
+    if (bits && method == XF_FOR && sc == 1) {
+      for (size_t i = 0; i < n; i++) bitw_put(&bw, v[i] - mn, bits);
+    } else if (bits && method == XF_FOR) {
+      for (size_t i = 0; i < n; i++) bitw_put(&bw, exdiv_div(esc, v[i] - mn), bits);
+    } else if (bits) {
+      for (size_t i = 0; i < n; i++) {
+        uint64_t k = exdiv_div(esc, v[i] - mn);
+        bitw_put(&bw, zz((k - prev) & m, w, m), bits);
+        prev = k;
+      }
+    }
+    return bitw_end(&bw);
+  }
+  for (size_t i = 0; i < n; i++) {
+    uint64_t k = exdiv_div(esc, v[i] - mn);
+    v[i] = method == XF_DELTA ? zz((k - prev) & m, w, m) : k;
+    prev = k;
+  }
+  unsigned nb = (bits + 7) / 8;
+  for (unsigned b = 0; b < nb; b++)
+    for (size_t i = 0; i < n; i++) p[(size_t)b * n + i] = (uint8_t)(v[i] >> (8 * b));
+  return p + (size_t)nb * n;
+}
+
 static size_t encode2_int(enc_scratch_t *x, uint64_t *v, size_t n, unsigned w, int allow_planes,
                           uint8_t *out) {
-  uint64_t m = wmask(w);
   uint64_t mn = UINT64_MAX, mx = 0, g, v0 = n ? v[0] : 0;
   /* zmax: the largest zigzag row-to-row difference from row 1 on, which is
    * DELTA's width at scale 1 whatever the minimum (it cancels). */
@@ -527,66 +618,28 @@ static size_t encode2_int(enc_scratch_t *x, uint64_t *v, size_t n, unsigned w, i
   size_t nd = 0;
   uint16_t *hs = NULL;
   int dict_ok = dict_pass(x, v, n, key, used, cnt, dict, &nd, &hs);
-  /* Sizes in bits: packed = n * width. Byte planes: LZO has no entropy
-   * coder, so a plane costs a byte a row unless it is mostly zero, where
-   * each nonzero byte costs about three (a literal between two matches):
-   * skewed values, a few large among many small, favour planes. */
-  uint64_t maxk = 0, maxz = 0, prev = 0, nzk[8] = {0}, nzz[8] = {0};
-  if (allow_planes) {
-    for (size_t i = 0; i < n; i++) {
-      uint64_t k = exdiv_div(&esc, v[i] - mn);
-      uint64_t z = zz((k - prev) & m, w, m);
-      if (k > maxk) maxk = k;
-      if (z > maxz) maxz = z;
-      for (unsigned b = 0; b < w; b++) {
-        nzk[b] += ((k >> (8 * b)) & 0xff) != 0;
-        nzz[b] += ((z >> (8 * b)) & 0xff) != 0;
-      }
-      prev = k;
-    }
-  } else if (sc == 1) { /* 3.0 (no planes), the common scale: from the first pass */
-    if (n) {
-      uint64_t z0 = zz((v0 - mn) & m, w, m); /* row 0's delta is from 0 */
-      maxk = mx - mn;
-      maxz = z0 | zmax; /* only its bit length is used */
-    }
-  } else {
-    for (size_t i = 0; i < n; i++) {
-      uint64_t k = exdiv_div(&esc, v[i] - mn), z = zz((k - prev) & m, w, m);
-      maxk = k > maxk ? k : maxk;
-      maxz = z > maxz ? z : maxz;
-      prev = k;
-    }
-  }
-  unsigned b_for = bitlen(maxk), b_delta = bitlen(maxz), b_dict = nd > 1 ? bitlen(nd - 1) : 0;
-  uint64_t pl_k = 0, pl_z = 0;
-  for (unsigned b = 0; b < w; b++) {
-    pl_k += BA_MIN(8ull * n, 24 * nzk[b]);
-    pl_z += BA_MIN(8ull * n, 24 * nzz[b]);
-  }
-  uint64_t cost[5] = {(uint64_t)n * b_for, allow_planes ? pl_k : UINT64_MAX, (uint64_t)n * b_delta,
-                      allow_planes ? pl_z : UINT64_MAX,
-                      dict_ok && nd ? (uint64_t)n * b_dict + 8ull * w * nd : UINT64_MAX};
-  int best = 0;
-  for (int c = 1; c < 5; c++)
-    if (cost[c] < cost[best]) best = c;
+  widths_t wd;
+  choose_method(v, n, w, allow_planes, mn, mx, v0, zmax, sc, &esc, nd, dict_ok, &wd);
+  unsigned b_for = wd.b_for, b_delta = wd.b_delta, b_dict = wd.b_dict;
+  int best = wd.best;
+  uint64_t cost_best = wd.best_cost;
   /* Many distinct values, some frequent (ports: a few services among
    * ephemeral ports): a dictionary of the frequent ones may win. */
   /* 3.0: a few values dominate (a mostly-zero field, small packet
    * counts): the frequent ones in a dictionary of b bits, the rest as
    * exceptions, estimated from the dictionary pass's counts first. */
   if (!allow_planes && dict_ok && nd > 2 && b_for >= 2 &&
-      pdict_estimate(key, used, cnt, nd, n, w, b_for) < cost[best]) {
+      pdict_estimate(key, used, cnt, nd, n, w, b_for) < cost_best) {
     unsigned pb = 0;
     size_t pk = 0;
     uint64_t pc = pdict_plan(x, v, n, w, b_for, &pb, &pk);
-    if (pc < cost[best]) return pdict_write(x, v, n, w, pb, pk, out);
+    if (pc < cost_best) return pdict_write(x, v, n, w, pb, pk, out);
   }
   if (!dict_ok && b_for >= 6) {
     unsigned pb = 0;
     size_t pk = 0;
     uint64_t pc = pdict_plan(x, v, n, w, b_for, &pb, &pk);
-    if (pc < cost[best]) return pdict_write(x, v, n, w, pb, pk, out);
+    if (pc < cost_best) return pdict_write(x, v, n, w, pb, pk, out);
   }
   int method = best < 2 ? XF_FOR : best < 4 ? XF_DELTA : XF_DICT;
   int planes = best == 1 || best == 3;
@@ -599,45 +652,15 @@ static size_t encode2_int(enc_scratch_t *x, uint64_t *v, size_t n, unsigned w, i
   if (method == XF_DICT) {
     ba_store_le32(p + 4, (uint32_t)nd);
     ba_store_le64(p + 16, 1);
-    p += BA_COL2_FIELD_HDR;
-    p = write_dict(p, v, n, w, dict, nd, key, hs);
-  } else {
-    ba_store_le64(p + 8, mn);
-    ba_store_le64(p + 16, sc);
-    p += BA_COL2_FIELD_HDR;
-    if (!planes) { /* packed as transformed: no pass writing v back */
-      bitw_t bw = {p, 0, 0};
-      if (bits && method == XF_FOR && sc == 1) {
-        for (size_t i = 0; i < n; i++) bitw_put(&bw, v[i] - mn, bits);
-      } else if (bits && method == XF_FOR) {
-        for (size_t i = 0; i < n; i++) bitw_put(&bw, exdiv_div(&esc, v[i] - mn), bits);
-      } else if (bits) {
-        prev = 0;
-        for (size_t i = 0; i < n; i++) {
-          uint64_t k = exdiv_div(&esc, v[i] - mn);
-          bitw_put(&bw, zz((k - prev) & m, w, m), bits);
-          prev = k;
-        }
-      }
-      return (size_t)(bitw_end(&bw) - out);
-    }
-    prev = 0;
-    for (size_t i = 0; i < n; i++) {
-      uint64_t k = exdiv_div(&esc, v[i] - mn);
-      v[i] = method == XF_DELTA ? zz((k - prev) & m, w, m) : k;
-      prev = k;
-    }
+    p = write_dict(p + BA_COL2_FIELD_HDR, v, n, w, dict, nd, key, hs);
+    bitw_t bw = {p, 0, 0};
+    if (bits)
+      for (size_t i = 0; i < n; i++) bitw_put(&bw, v[i], bits);
+    return (size_t)(bitw_end(&bw) - out);
   }
-  if (planes) {
-    unsigned nb = (bits + 7) / 8;
-    for (unsigned b = 0; b < nb; b++)
-      for (size_t i = 0; i < n; i++) p[(size_t)b * n + i] = (uint8_t)(v[i] >> (8 * b));
-    return (size_t)(p - out) + (size_t)nb * n;
-  }
-  bitw_t bw = {p, 0, 0};
-  if (bits)
-    for (size_t i = 0; i < n; i++) bitw_put(&bw, v[i], bits);
-  return (size_t)(bitw_end(&bw) - out);
+  ba_store_le64(p + 8, mn);
+  ba_store_le64(p + 16, sc);
+  return (size_t)(write_for_delta(p + BA_COL2_FIELD_HDR, v, n, w, method, planes, bits, mn, sc, &esc) - out);
 }
 
 /* Unpacks n values of b bits (1..64) from p[0..len) (len >= ceil(n*b/8)). */
