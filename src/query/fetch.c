@@ -167,6 +167,17 @@ int buffer_sink(void *ctx, const ba_record_t *recs, size_t n) {
   return 0;
 }
 
+/* The rows of bm through f (records to a sink, or field vectors) on the
+ * calling thread, batched and cut at block ends. */
+static int feed_one_thread(rowfeed_t *f, const ba_bitmap_t *bm, uint64_t *blocks, uint64_t *damaged) {
+  int rc = ba_bitmap_foreach(bm, feed_rows, f);
+  if (rc == 0) rc = feed_flush(f, f->n);
+  ba_free(f->rows);
+  *blocks = f->blocks;
+  *damaged = f->damaged;
+  return rc;
+}
+
 /* Reads the rows of bm (candidate rows of one segment) with columns cols
  * into sink, batched and cut at block ends. blocks: blocks touched. */
 int fetch_rows(ba_segment_t *seg, const ba_bitmap_t *bm, uint32_t cols, uint32_t block_rows, ba_record_sink_fn sink,
@@ -176,18 +187,8 @@ int fetch_rows(ba_segment_t *seg, const ba_bitmap_t *bm, uint32_t cols, uint32_t
     int rc = fetch_rows_two(seg, bm, cols, block_rows, NULL, sink, sink_ctx, blocks, damaged, &done);
     if (rc != 0 || done) return rc;
   }
-  rowfeed_t f = {0};
-  f.seg = seg;
-  f.cols = cols;
-  f.block_rows = block_rows;
-  f.sink = sink;
-  f.sink_ctx = sink_ctx;
-  int rc = ba_bitmap_foreach(bm, feed_rows, &f);
-  if (rc == 0) rc = feed_flush(&f, f.n);
-  ba_free(f.rows);
-  *blocks = f.blocks;
-  *damaged = f.damaged;
-  return rc;
+  rowfeed_t f = {.seg = seg, .cols = cols, .block_rows = block_rows, .sink = sink, .sink_ctx = sink_ctx};
+  return feed_one_thread(&f, bm, blocks, damaged);
 }
 
 int fetch_fields(ba_segment_t *seg, const ba_bitmap_t *bm, uint32_t block_rows, runctx_t *run, int threads,
@@ -198,16 +199,8 @@ int fetch_fields(ba_segment_t *seg, const ba_bitmap_t *bm, uint32_t block_rows, 
     int rc = fetch_rows_two(seg, bm, 0, block_rows, run, NULL, NULL, blocks, damaged, &done);
     if (rc != 0 || done) return rc;
   }
-  rowfeed_t f = {0};
-  f.seg = seg;
-  f.block_rows = block_rows;
-  f.fields = run;
-  int rc = ba_bitmap_foreach(bm, feed_rows, &f);
-  if (rc == 0) rc = feed_flush(&f, f.n);
-  ba_free(f.rows);
-  *blocks = f.blocks;
-  *damaged = f.damaged;
-  return rc;
+  rowfeed_t f = {.seg = seg, .block_rows = block_rows, .fields = run};
+  return feed_one_thread(&f, bm, blocks, damaged);
 }
 
 int sum_flush(sumfeed_t *f) {
