@@ -482,16 +482,8 @@ static void test_run_fields(void **state) {
 
 /* A committed segment (tests/archive/data) in a store of its own. */
 static char *fixture_store(const char *rel) {
-  const char *src = ba_test_source(rel);
-  assert_non_null(src);
-  char *dir = ba_test_mkdtemp();
-  char path[4096];
-  snprintf(path, sizeof path, "%s/seg-20251122T000000Z.bitarc", dir);
-  size_t len = 0;
-  uint8_t *b = ba_test_read_file(src, &len);
-  assert_non_null(b);
-  assert_int_equal(ba_test_write_file(path, b, len), 0);
-  free(b);
+  char *dir = ba_test_fixture_store(rel);
+  assert_non_null(dir);
   return dir;
 }
 

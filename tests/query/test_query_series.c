@@ -406,21 +406,10 @@ static void sums_of_store(ba_store_t *st, ba_rng_t *rng, const char *name) {
   }
 }
 
-/* A committed 1.0 or 2.0 segment (tests/archive/data) in a store of its own. */
+/* A committed segment (tests/archive/data) in a store of its own. */
 static char *fixture_store(const char *rel) {
-  const char *src = ba_test_source(rel);
-  assert_non_null(src);
-  char *dir = ba_test_mkdtemp();
-  char path[4096];
-  snprintf(path, sizeof path, "%s/seg-20251122T000000Z.bitarc", dir);
-  FILE *in = fopen(src, "rb"), *out = fopen(path, "wb");
-  assert_non_null(in);
-  assert_non_null(out);
-  char buf[8192];
-  size_t k;
-  while ((k = fread(buf, 1, sizeof buf, in)) > 0) assert_int_equal(fwrite(buf, 1, k, out), k);
-  fclose(in);
-  assert_int_equal(fclose(out), 0);
+  char *dir = ba_test_fixture_store(rel);
+  assert_non_null(dir);
   return dir;
 }
 

@@ -133,3 +133,19 @@ int ba_test_write_file(const char *path, const uint8_t *b, size_t len) {
   int ok = fwrite(b, 1, len, f) == len;
   return fclose(f) == 0 && ok ? 0 : -1;
 }
+
+char *ba_test_fixture_store(const char *rel) {
+  const char *src = ba_test_source(rel);
+  char *dir = src ? ba_test_mkdtemp() : NULL;
+  if (!dir) return NULL;
+  char path[4096];
+  snprintf(path, sizeof path, "%s/seg-20251122T000000Z.bitarc", dir);
+  size_t len = 0;
+  uint8_t *b = ba_test_read_file(src, &len);
+  int rc = b ? ba_test_write_file(path, b, len) : -1;
+  free(b);
+  if (rc == 0) return dir;
+  ba_test_rmtree(dir);
+  free(dir);
+  return NULL;
+}

@@ -34,6 +34,10 @@ void ba_test_rmtree(const char *dir);
 uint8_t *ba_test_read_file(const char *path, size_t *len);
 /* Writes len bytes to path (created or truncated); 0, or -1 on error. */
 int ba_test_write_file(const char *path, const uint8_t *b, size_t len);
+/* A fresh store (temporary directory, removed by ba_test_rmtree) holding the
+ * committed segment `rel` of the source tree as its one segment; NULL if it
+ * cannot be made. */
+char *ba_test_fixture_store(const char *rel);
 
 /* The IPv6 index attributes' hash, written out from doc/format.md §7.4
  * (FNV-1a 32: offset basis 2166136261, prime 16777619; then the XOR of its
