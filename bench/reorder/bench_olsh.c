@@ -234,7 +234,7 @@ static void usage(void) {
   fprintf(stderr,
           "usage: bench_olsh [--traces DIR] [--flows N] [--flow-csv PATH]... [--no-replay]\n"
           "                  [--mmax M] [--mmin M] [--nchains P] [--nfuncs n] [--width W] [--max-block B] [--q Q]\n"
-          "                  [--weights w1,...,w11] [--chain-order h2|tuple]\n"
+          "                  [--weights w1,...,w11] [--chain-order h2|tuple|dst] [--purge longest|sorted]\n"
           "                  [--store TMPDIR [--store-codecs LIST]] [--columns-only]\n"
           "  Compares arrival order with oLSH on the shared captures (packets, read by\n"
           "  ba_capture_ingest, and flows aggregated from them by ba_flowagg), on N\n"
@@ -267,6 +267,12 @@ static int olsh_option(int c, const char *arg) {
     case 'o':
       if (!strcmp(arg, "h2")) g_olsh.chain_order = BA_OLSH_ORDER_H2;
       else if (!strcmp(arg, "tuple")) g_olsh.chain_order = BA_OLSH_ORDER_TUPLE;
+      else if (!strcmp(arg, "dst")) g_olsh.chain_order = BA_OLSH_ORDER_DST;
+      else usage();
+      return 1;
+    case 'p':
+      if (!strcmp(arg, "longest")) g_olsh.purge = BA_OLSH_PURGE_LONGEST;
+      else if (!strcmp(arg, "sorted")) g_olsh.purge = BA_OLSH_PURGE_SORTED;
       else usage();
       return 1;
     case 'W': {
@@ -286,7 +292,11 @@ static void print_olsh(void) {
   printf("oLSH: n=%u P=%u maxBlockSize=%u MMax=%u MMin=%u W=%g Q=%u frame budget=%llu\n", g_olsh.nfuncs,
          g_olsh.nchains, g_olsh.max_block, g_olsh.mmax, g_olsh.mmin, g_olsh.width, g_olsh.q,
          (unsigned long long)g_olsh.frame_bytes);
-  printf("oLSH chain order: %s\n", g_olsh.chain_order == BA_OLSH_ORDER_TUPLE ? "tuple" : "h2 (Program 1)");
+  printf("oLSH chain order: %s, purge: %s\n",
+         g_olsh.chain_order == BA_OLSH_ORDER_TUPLE ? "tuple"
+         : g_olsh.chain_order == BA_OLSH_ORDER_DST ? "dst (dst, src, dst port, src port)"
+                                                   : "h2 (Program 1)",
+         g_olsh.purge == BA_OLSH_PURGE_SORTED ? "sorted (the whole buffer)" : "longest chain (Program 1)");
   printf("oLSH weights (src a b c d, dst a b c d, sport, dport, proto):");
   for (int k = 0; k < 11; k++) printf(" %g", g_olsh.weight[k]);
   printf("\n");
@@ -306,6 +316,7 @@ int main(int argc, char **argv) {
       {"store", required_argument, 0, 'S'},  {"no-replay", no_argument, 0, 'R'},
       {"store-codecs", required_argument, 0, 'C'}, {"columns-only", no_argument, 0, 'K'},
       {"chain-order", required_argument, 0, 'o'}, {"flow-csv", required_argument, 0, 'F'},
+      {"purge", required_argument, 0, 'p'},
       {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
   int c;
   while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {

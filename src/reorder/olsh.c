@@ -10,7 +10,7 @@
  * Insertion sort, done lazily. Program 1 keeps each chain insertion-sorted by
  * H2. A stable insertion sort of a sequence gives exactly the stable sort of
  * that sequence, so chains are kept in arrival order and stably sorted by H2
- * (or by the tuple, BA_OLSH_ORDER_TUPLE) when emitted: same output,
+ * (or by the tuple, BA_OLSH_ORDER_TUPLE / _DST) when emitted: same output,
  * O(n log n) instead of O(n^2) per chain. */
 #include "reorder/olsh.h"
 
@@ -40,9 +40,9 @@ typedef struct olsh_slot {
 typedef struct olsh_entry {
   uint32_t slot;
   uint32_t h2;
-  uint32_t sub;  /* BA_OLSH_ORDER_TUPLE: (dst port, protocol) */
+  uint32_t sub;  /* BA_OLSH_ORDER_TUPLE: (dst port, protocol); _DST: (dst port, src port) */
   uint32_t pad_;
-  uint64_t pair; /* BA_OLSH_ORDER_TUPLE: address pair */
+  uint64_t pair; /* BA_OLSH_ORDER_TUPLE: address pair (src, dst); _DST: (dst, src) */
 } olsh_entry;
 typedef struct olsh_chunk {
   uint32_t next; /* next chunk of the chain, or of the free list */
@@ -81,11 +81,13 @@ struct ba_olsh {
   uint64_t arena_end;    /* next free offset */
   uint64_t arena_live;   /* frame bytes of buffered records */
   uint32_t ahead, atail;
-  ba_record_t *batch;    /* one emitted chain */
+  ba_record_t *batch;    /* one sink call's records (bcap) */
   uint32_t *idx;
   uint64_t *keys, *tmp;
-  olsh_key2 *keys2, *tmp2; /* BA_OLSH_ORDER_TUPLE (same memory as keys, tmp) */
+  olsh_key2 *keys2, *tmp2; /* BA_OLSH_ORDER_TUPLE, _DST (same memory as keys, tmp) */
   size_t bmax;           /* longest chain ever emitted */
+  size_t bcap;           /* records per sink call: batch's capacity */
+  size_t scap;           /* capacity of idx, keys, tmp: bmax, or MMax + 1 (BA_OLSH_PURGE_SORTED) */
   ba_olsh_stats_t st;
 };
 
@@ -104,14 +106,25 @@ struct ba_olsh {
  * exact (address pair, dst port, protocol), ties in arrival order, makes
  * runs of one pair in time order. On 1 M generated flows that took the
  * archive from 0.94 to 0.88 and the WAH32 index from 0.66 to 0.62 of
- * arrival order (bench_olsh --chain-order). */
+ * arrival order (bench_olsh --chain-order).
+ * Purges emit the whole buffer merged in key order (BA_OLSH_PURGE_SORTED),
+ * not the longest chain down to MMin, the key puts the destination first
+ * (BA_OLSH_ORDER_DST) and MMax = maxBlockSize = 300000. On CTU-13 (558,696
+ * real flows; an hour slice holds up to 266,590 of them) the whole store
+ * went from 0.94x of arrival order (Program 1's purge, tuple order, MMax
+ * 100000) to 0.80x with the sorted purge and MMax 300000, and 0.755x with
+ * the destination first as well (0.79x with MMax 100000); maxBlockSize 4000
+ * cost 0.04x (bench/RESULTS.md, "oLSH reordering"). The LSH chains then
+ * only decide which near-identical records leave early together (a chain
+ * longer than maxBlockSize). */
 void ba_olsh_opts_init(ba_olsh_opts_t *o) {
   memset(o, 0, sizeof *o);
   o->nfuncs = 4;
   o->nchains = 1024;
-  o->max_block = 4000;
-  o->mmax = 100000;
-  o->mmin = 50000;
+  o->max_block = 300000;
+  o->mmax = 300000;
+  o->mmin = 150000;
+  o->purge = BA_OLSH_PURGE_SORTED;
   o->width = 8.0;
   o->seed = 0x6F4C5348u; /* "oLSH" */
   o->q = 1u << 30;
@@ -119,7 +132,7 @@ void ba_olsh_opts_init(ba_olsh_opts_t *o) {
   for (int k = 0; k < 8; k++) o->weight[k] = 1.0;
   o->weight[8] = o->weight[9] = 1.0 / 4096;
   o->weight[10] = 1.0 / 16;
-  o->chain_order = BA_OLSH_ORDER_TUPLE;
+  o->chain_order = BA_OLSH_ORDER_DST;
 }
 
 static int olsh_weights_valid(const ba_olsh_opts_t *o) {
@@ -132,7 +145,10 @@ static int olsh_opts_valid(const ba_olsh_opts_t *o) {
   return o && o->nfuncs >= 1 && o->nfuncs <= OLSH_MAX_FUNCS && o->nchains >= 1 && o->max_block >= 1 &&
          o->mmax >= 1 && o->mmax < (1u << 31) && o->mmin < o->mmax && o->q >= 1 && isfinite(o->width) &&
          o->width > 0.0 && o->frame_bytes <= (uint64_t)SIZE_MAX / 2 && olsh_weights_valid(o) &&
-         (o->chain_order == BA_OLSH_ORDER_H2 || o->chain_order == BA_OLSH_ORDER_TUPLE);
+         (o->chain_order == BA_OLSH_ORDER_H2 || o->chain_order == BA_OLSH_ORDER_TUPLE ||
+          o->chain_order == BA_OLSH_ORDER_DST) &&
+         (o->purge == BA_OLSH_PURGE_LONGEST ||
+          (o->purge == BA_OLSH_PURGE_SORTED && o->chain_order != BA_OLSH_ORDER_H2));
 }
 
 /* Sizes derived from the options (shared by create and mem_bound). */
@@ -140,12 +156,18 @@ static int olsh_opts_valid(const ba_olsh_opts_t *o) {
  * emitted at once, and no chain exceeds MMax + 1 records. */
 static size_t olsh_maxlen(const ba_olsh_opts_t *o) { return BA_MIN((size_t)o->max_block, (size_t)o->mmax + 1); }
 static size_t olsh_bmax(const ba_olsh_opts_t *o) { return BA_MIN((size_t)o->max_block, (size_t)o->mmax) + 1; }
+/* Records per sink call: a longer chain (or buffer) goes in several. */
+#define OLSH_BATCH_MAX 16384
+static size_t olsh_bcap(const ba_olsh_opts_t *o) { return BA_MIN(olsh_bmax(o), (size_t)OLSH_BATCH_MAX); }
+/* Entries sorted at once: one chain, or the whole buffer (BA_OLSH_PURGE_SORTED). */
+static size_t olsh_scap(const ba_olsh_opts_t *o) {
+  return o->purge == BA_OLSH_PURGE_SORTED ? BA_MAX(olsh_bmax(o), (size_t)o->mmax + 1) : olsh_bmax(o);
+}
 
 static size_t olsh_fixed_bytes(const ba_olsh_opts_t *o) {
-  size_t b = olsh_bmax(o);
   return sizeof(struct ba_olsh) + 2 * (size_t)o->nfuncs * (OLSH_DIM + 1) * sizeof(double) +
          (size_t)o->nchains * sizeof(olsh_chain) + (olsh_maxlen(o) + 1) * sizeof(uint32_t) +
-         b * (sizeof(ba_record_t) + sizeof(uint32_t) + 2 * sizeof(olsh_key2));
+         olsh_bcap(o) * sizeof(ba_record_t) + olsh_scap(o) * (sizeof(uint32_t) + 2 * sizeof(olsh_key2));
 }
 
 static size_t olsh_chunk_limit(const ba_olsh_opts_t *o) {
@@ -191,24 +213,26 @@ int ba_olsh_create(const ba_olsh_opts_t *o, ba_olsh_t **out) {
   size_t nf = (size_t)o->nfuncs * OLSH_DIM;
   h->maxlen = (uint32_t)olsh_maxlen(o);
   h->bmax = olsh_bmax(o);
+  h->scap = olsh_scap(o);
+  h->bcap = olsh_bcap(o);
   h->slot_limit = (size_t)o->mmax + 1;
   h->chunk_limit = olsh_chunk_limit(o);
   h->a1 = ba_malloc(2 * nf * sizeof(double));
   h->b1 = ba_malloc(2 * (size_t)o->nfuncs * sizeof(double));
   h->chains = ba_malloc((size_t)o->nchains * sizeof(olsh_chain));
   h->len_head = ba_malloc(((size_t)h->maxlen + 1) * sizeof(uint32_t));
-  h->batch = ba_malloc(h->bmax * sizeof(ba_record_t));
-  h->idx = ba_malloc(h->bmax * sizeof(uint32_t));
-  h->keys = ba_malloc(2 * h->bmax * sizeof(olsh_key2));
+  h->batch = ba_malloc(h->bcap * sizeof(ba_record_t));
+  h->idx = ba_malloc(h->scap * sizeof(uint32_t));
+  h->keys = ba_malloc(2 * h->scap * sizeof(olsh_key2));
   if (!h->a1 || !h->b1 || !h->chains || !h->len_head || !h->batch || !h->idx || !h->keys) {
     ba_olsh_free(h);
     return BA_ERR_NOMEM;
   }
   h->a2 = h->a1 + nf;
   h->b2 = h->b1 + o->nfuncs;
-  h->tmp = h->keys + h->bmax;
+  h->tmp = h->keys + h->scap;
   h->keys2 = (olsh_key2 *)h->keys;
-  h->tmp2 = h->keys2 + h->bmax;
+  h->tmp2 = h->keys2 + h->scap;
   uint64_t s = o->seed;
   /* The weights scale the vector; folding them into the projections costs nothing per record. */
   for (size_t i = 0; i < 2 * nf; i++) h->a1[i] = olsh_gauss(&s) * o->weight[i % OLSH_DIM];
@@ -330,6 +354,7 @@ static void olsh_arena_compact(ba_olsh_t *h) {
 }
 
 static int olsh_emit_chain(ba_olsh_t *h, uint32_t c, ba_record_sink_fn emit, void *ctx);
+static int olsh_emit_all(ba_olsh_t *h, ba_record_sink_fn emit, void *ctx);
 
 /* Makes room for `need` (<= frame_bytes) frame bytes at arena_end. */
 static int olsh_arena_reserve(ba_olsh_t *h, uint64_t need, ba_record_sink_fn emit, void *ctx) {
@@ -341,9 +366,13 @@ static int olsh_arena_reserve(ba_olsh_t *h, uint64_t need, ba_record_sink_fn emi
     int rc = BA_OK;
     int evicted = 0;
     while ((h->arena_live > budget / 2 || h->arena_live + need > budget) && h->count > 0) {
-      uint32_t c = olsh_longest(h);
       h->st.frame_chains++;
       evicted = 1;
+      if (h->o.purge == BA_OLSH_PURGE_SORTED) {
+        rc = olsh_emit_all(h, emit, ctx);
+        break;
+      }
+      uint32_t c = olsh_longest(h);
       if ((rc = olsh_emit_chain(h, c, emit, ctx)) != 0) break;
     }
     if (evicted) olsh_arena_compact(h);
@@ -405,7 +434,7 @@ static void olsh_merge_sort2(olsh_key2 *k, olsh_key2 *tmp, size_t n) {
   while (i < m) k[o++] = tmp[i++];
 }
 
-/* The BA_OLSH_ORDER_TUPLE key of a record: IPv4 pairs exactly; IPv6 by a
+/* The BA_OLSH_ORDER_TUPLE and _DST keys of a record: IPv4 pairs exactly; IPv6 by a
  * fold of each address (equal addresses stay together). */
 static uint32_t olsh_addr32(const ba_record_t *r, const uint8_t a[16]) {
   if (r->ipver != 6) return ba_load_be32(a + 12);
@@ -414,13 +443,47 @@ static uint32_t olsh_addr32(const ba_record_t *r, const uint8_t a[16]) {
   return (uint32_t)a[0] << 24 | (uint32_t)a[1] << 16 | (x >> 16);
 }
 
+/* Hands the n sorted records (keys2 with tuple, else keys; low 32 bits:
+ * index into idx) to the sink in batches of at most bcap records and frees
+ * their slots and frames. If the sink fails, the rest are dropped with the
+ * failed batch (its owner is failing anyway; the handle stays usable). */
+static int olsh_hand_over(ba_olsh_t *h, size_t n, int tuple, ba_record_sink_fn emit, void *ctx) {
+  int rc = 0;
+  for (size_t off = 0; off < n;) {
+    size_t m = BA_MIN(n - off, h->bcap);
+    for (size_t i = 0; i < m; i++) {
+      size_t k = off + i;
+      if (i + 4 < m)
+        __builtin_prefetch(&h->slots[h->idx[tuple ? (uint32_t)h->keys2[k + 4].b : (uint32_t)h->keys[k + 4]]]);
+      const olsh_slot *sl = &h->slots[h->idx[tuple ? (uint32_t)h->keys2[k].b : (uint32_t)h->keys[k]]];
+      h->batch[i] = sl->rec;
+      if (sl->flen) h->batch[i].frame = h->arena + sl->foff;
+    }
+    if (rc == 0) {
+      rc = emit(ctx, h->batch, m);
+      h->st.batches++;
+    }
+    /* Free after the sink returned: the batch's frames point into the arena. */
+    for (size_t i = 0; i < m; i++) {
+      size_t k = off + i;
+      uint32_t s = h->idx[tuple ? (uint32_t)h->keys2[k].b : (uint32_t)h->keys[k]];
+      if (h->slots[s].flen) olsh_arena_unlink(h, s);
+      h->free_slots[h->nfree++] = s;
+    }
+    off += m;
+  }
+  h->count -= n;
+  h->st.emitted += n;
+  return rc;
+}
+
 /* Removes chain c, hands its records to the sink sorted by (H2, arrival) or
  * (address pair, dst port and protocol, arrival) and
  * frees their slots and frames. */
 static int olsh_emit_chain(ba_olsh_t *h, uint32_t c, ba_record_sink_fn emit, void *ctx) {
   olsh_chain *ch = &h->chains[c];
   size_t n = 0;
-  int sorted = 1, tuple = h->o.chain_order == BA_OLSH_ORDER_TUPLE;
+  int sorted = 1, tuple = h->o.chain_order != BA_OLSH_ORDER_H2;
   uint32_t last = OLSH_NIL;
   for (uint32_t k = ch->head; k != OLSH_NIL; k = h->chunks[k].next) {
     const olsh_chunk *ck = &h->chunks[k];
@@ -447,31 +510,45 @@ static int olsh_emit_chain(ba_olsh_t *h, uint32_t c, ba_record_sink_fn emit, voi
     if (tuple) olsh_merge_sort2(h->keys2, h->tmp2, n);
     else olsh_merge_sort(h->keys, h->tmp, n);
   }
-  for (size_t i = 0; i < n; i++) {
-    size_t at = tuple ? (uint32_t)h->keys2[i].b : (uint32_t)h->keys[i];
-    if (i + 4 < n)
-      __builtin_prefetch(&h->slots[h->idx[tuple ? (uint32_t)h->keys2[i + 4].b : (uint32_t)h->keys[i + 4]]]);
-    const olsh_slot *sl = &h->slots[h->idx[at]];
-    h->batch[i] = sl->rec;
-    if (sl->flen) h->batch[i].frame = h->arena + sl->foff;
-  }
   if (ch->len <= h->maxlen) olsh_len_unlink(h, c);
   ch->head = ch->tail = OLSH_NIL;
   ch->len = 0;
-  int rc = emit(ctx, h->batch, n);
-  /* Free after the sink returned: the batch's frames point into the arena. */
-  for (size_t i = 0; i < n; i++) {
-    uint32_t s = h->idx[i];
-    if (h->slots[s].flen) olsh_arena_unlink(h, s);
-    h->free_slots[h->nfree++] = s;
+  return olsh_hand_over(h, n, tuple, emit, ctx);
+}
+
+/* BA_OLSH_PURGE_SORTED: empties every chain and hands the whole buffer to
+ * the sink sorted by (address pair, dst port and protocol), ties chain by
+ * chain in arrival order. */
+static int olsh_emit_all(ba_olsh_t *h, ba_record_sink_fn emit, void *ctx) {
+  size_t n = 0;
+  for (uint32_t c = 0; c < h->o.nchains; c++) {
+    olsh_chain *ch = &h->chains[c];
+    if (!ch->len) continue;
+    uint32_t last = OLSH_NIL;
+    for (uint32_t k = ch->head; k != OLSH_NIL; k = h->chunks[k].next) {
+      const olsh_chunk *ck = &h->chunks[k];
+      for (uint32_t j = 0; j < ck->n; j++, n++) {
+        h->idx[n] = ck->e[j].slot;
+        h->keys2[n] = (olsh_key2){ck->e[j].pair, ((uint64_t)ck->e[j].sub << 32) | n};
+      }
+      last = k;
+    }
+    h->chunks[last].next = h->chunk_free;
+    h->chunk_free = ch->head;
+    if (ch->len <= h->maxlen) olsh_len_unlink(h, c);
+    ch->head = ch->tail = OLSH_NIL;
+    ch->len = 0;
   }
-  h->count -= n;
-  h->st.emitted += n;
-  h->st.batches++;
-  return rc;
+  h->top = 0;
+  olsh_merge_sort2(h->keys2, h->tmp2, n);
+  return olsh_hand_over(h, n, 1, emit, ctx);
 }
 
 static int olsh_drain(ba_olsh_t *h, size_t target, ba_record_sink_fn emit, void *ctx, uint64_t *reason) {
+  if (h->o.purge == BA_OLSH_PURGE_SORTED && h->count > target) {
+    if (reason) (*reason)++;
+    return olsh_emit_all(h, emit, ctx);
+  }
   while (h->count > target) {
     uint32_t c = olsh_longest(h);
     if (reason) (*reason)++;
@@ -571,6 +648,9 @@ static int olsh_push_one(ba_olsh_t *h, const ba_record_t *r, ba_record_sink_fn e
   if (h->o.chain_order == BA_OLSH_ORDER_TUPLE) {
     e->pair = (uint64_t)olsh_addr32(r, r->src) << 32 | olsh_addr32(r, r->dst);
     e->sub = (uint32_t)r->dst_port << 8 | r->proto;
+  } else if (h->o.chain_order == BA_OLSH_ORDER_DST) {
+    e->pair = (uint64_t)olsh_addr32(r, r->dst) << 32 | olsh_addr32(r, r->src);
+    e->sub = (uint32_t)r->dst_port << 16 | r->src_port;
   }
   if (ch->len) olsh_len_unlink(h, c);
   ch->len++;

@@ -11,10 +11,13 @@
  *   H1 = sum_i h(a_i,b_i,v) mod P     picks the chain
  *   H2 = sum_i h(a'_i,b'_i,v) mod Q   other projections: the chain's sort key
  *   the chain is kept insertion-sorted by H2 (stable: equal keys keep arrival order);
- *     with chain_order = BA_OLSH_ORDER_TUPLE (the default) by the exact
- *     (address pair, dst port, protocol) instead, see ba_olsh_opts_init
+ *     with chain_order = BA_OLSH_ORDER_TUPLE by the exact (address pair, dst
+ *     port, protocol) instead, with BA_OLSH_ORDER_DST (the default) by (dst
+ *     address, src address, dst port, src port), see ba_olsh_opts_init
  *   if chain length > maxBlockSize: emit the chain
  *   if buffered > MMax: emit the longest chain, repeatedly, until buffered <= MMin
+ *     (BA_OLSH_PURGE_LONGEST); the default, BA_OLSH_PURGE_SORTED, emits the
+ *     whole buffer instead, every chain merged in the chain order
  * Ties between equally long chains go to the chain that reached that length
  * most recently. ba_olsh_flush emits the longest chain until none is left.
  *
@@ -48,11 +51,20 @@ typedef struct ba_olsh_opts {
   /* Order of the records of an emitted chain: BA_OLSH_ORDER_H2 = Program 1
    * (stably by H2); BA_OLSH_ORDER_TUPLE = stably by (address pair, dst
    * port, protocol), so equal host pairs of a chain come out as runs in
-   * arrival (time) order. */
+   * arrival (time) order; BA_OLSH_ORDER_DST = stably by (dst address, src
+   * address, dst port, src port). IPv6 addresses by a 32-bit fold. */
   uint32_t chain_order;
+  /* What a memory purge (more than MMax records buffered), a frame purge and
+   * ba_olsh_flush emit: BA_OLSH_PURGE_LONGEST = Program 1 (the longest
+   * chain, repeatedly, down to MMin); BA_OLSH_PURGE_SORTED = the whole
+   * buffer at once (MMin unused), merged across chains in chain_order
+   * (which must not be BA_OLSH_ORDER_H2), ties chain by chain in arrival
+   * order. Chains longer than maxBlockSize are emitted alone either way. */
+  uint32_t purge;
 } ba_olsh_opts_t;
 
-enum { BA_OLSH_ORDER_H2 = 0, BA_OLSH_ORDER_TUPLE = 1 };
+enum { BA_OLSH_ORDER_H2 = 0, BA_OLSH_ORDER_TUPLE = 1, BA_OLSH_ORDER_DST = 2 };
+enum { BA_OLSH_PURGE_LONGEST = 0, BA_OLSH_PURGE_SORTED = 1 };
 
 typedef struct ba_olsh ba_olsh_t;
 

@@ -1,5 +1,6 @@
 /* reorder/: the oLSH buffer against a naive model of Program 1 (arrays,
- * a real insertion sort, a linear longest-chain scan), plus the properties the
+ * a real insertion sort, a linear longest-chain scan) and of the sorted purge
+ * (BA_OLSH_PURGE_SORTED: qsort of the whole buffer), plus the properties the
  * store relies on: every record out exactly once with its frame, the memory
  * bounds (records, frame bytes, allocated bytes) at every push, determinism,
  * and the LSH property itself (near records collide, far ones rarely). */
@@ -224,26 +225,35 @@ typedef struct {
   uint64_t *out;
   size_t nout;
   const stream *s;
-  int tuple; /* BA_OLSH_ORDER_TUPLE */
+  uint32_t order; /* chain_order */
 } model;
 
-/* BA_OLSH_ORDER_TUPLE on IPv4 streams: (src, dst, dst port, protocol, arrival). */
+/* The chain-order keys on IPv4 streams, without the arrival:
+ * BA_OLSH_ORDER_TUPLE (src, dst, dst port, protocol),
+ * BA_OLSH_ORDER_DST (dst, src, dst port, src port). */
 static const stream *g_cmp_stream;
-static int cmp_tuple(const void *pa, const void *pb) {
-  uint64_t ia = *(const uint64_t *)pa, ib = *(const uint64_t *)pb;
+static uint32_t g_cmp_order;
+static int cmp_key(uint64_t ia, uint64_t ib) {
   const ba_record_t *a = &g_cmp_stream->r[ia], *b = &g_cmp_stream->r[ib];
-  int c = memcmp(a->src + 12, b->src + 12, 4);
-  if (!c) c = memcmp(a->dst + 12, b->dst + 12, 4);
+  int dst = g_cmp_order == BA_OLSH_ORDER_DST;
+  int c = memcmp((dst ? a->dst : a->src) + 12, (dst ? b->dst : b->src) + 12, 4);
+  if (!c) c = memcmp((dst ? a->src : a->dst) + 12, (dst ? b->src : b->dst) + 12, 4);
   if (!c) c = (a->dst_port > b->dst_port) - (a->dst_port < b->dst_port);
-  if (!c) c = (a->proto > b->proto) - (a->proto < b->proto);
+  if (!c && dst) c = (a->src_port > b->src_port) - (a->src_port < b->src_port);
+  if (!c && !dst) c = (a->proto > b->proto) - (a->proto < b->proto);
+  return c;
+}
+/* The key, then arrival. */
+static int cmp_key_arrival(const void *pa, const void *pb) {
+  uint64_t ia = *(const uint64_t *)pa, ib = *(const uint64_t *)pb;
+  int c = cmp_key(ia, ib);
   return c ? c : (ia > ib) - (ia < ib);
 }
 
 static void model_emit(model *m, uint32_t c) {
-  if (m->tuple) {
-    g_cmp_stream = m->s;
-    qsort(m->c[c].id, m->c[c].len, sizeof *m->c[c].id, cmp_tuple);
-  }
+  g_cmp_stream = m->s;
+  g_cmp_order = m->order;
+  if (m->order != BA_OLSH_ORDER_H2) qsort(m->c[c].id, m->c[c].len, sizeof *m->c[c].id, cmp_key_arrival);
   for (size_t i = 0; i < m->c[c].len; i++) m->out[m->nout++] = m->c[c].id[i];
   m->count -= m->c[c].len;
   m->c[c].len = 0;
@@ -263,8 +273,7 @@ static uint32_t model_longest(const model *m) {
 static void model_run(const stream *s, const ba_olsh_opts_t *o, uint64_t *out) {
   ba_olsh_t *h;
   assert_int_equal(ba_olsh_create(o, &h), BA_OK);
-  model m = {calloc(o->nchains, sizeof(mchain)), o->nchains, 0, 0, out, 0, s,
-             o->chain_order == BA_OLSH_ORDER_TUPLE};
+  model m = {calloc(o->nchains, sizeof(mchain)), o->nchains, 0, 0, out, 0, s, o->chain_order};
   for (size_t i = 0; i < s->n; i++) {
     uint32_t h1, h2;
     ba_olsh_hash(h, &s->r[i], &h1, &h2);
@@ -315,9 +324,10 @@ static void check_against_model(stream_kind kind, size_t n, uint32_t p, uint32_t
   o.width = w;
   o.q = q;
   o.seed = seed * 7 + 1;
+  o.purge = BA_OLSH_PURGE_LONGEST;
   if (seed % 2) /* odd seeds: the paper's raw vector (every weight 1) */
     for (int d = 0; d < 11; d++) o.weight[d] = 1.0;
-  for (uint32_t order = BA_OLSH_ORDER_H2; order <= BA_OLSH_ORDER_TUPLE; order++) {
+  for (uint32_t order = BA_OLSH_ORDER_H2; order <= BA_OLSH_ORDER_DST; order++) {
     o.chain_order = order;
     sink k;
     run(&s, &o, &k, seed);
@@ -346,6 +356,101 @@ static void test_matches_program1(void **state) {
   check_against_model(S_SAME, 3000, 8, 5000, 1000, 10, 1000.0, 1u << 30, 8);   /* maxBlock > MMax */
   check_against_model(S_PACKETS, 8000, 128, 300, 2000, 1000, 700.0, 1u << 30, 9);
   check_against_model(S_ZIPF, 0, 16, 10, 10, 5, 1000.0, 10, 10);               /* empty stream */
+}
+
+/* ---------- the naive model of the sorted purge ---------- */
+
+/* Chains as arrays in arrival order; a chain longer than maxBlockSize leaves
+ * sorted by the chain order (ties in arrival order); more than MMax records,
+ * and the flush, empty the buffer: every record sorted by the chain order,
+ * ties by chain number, then arrival. */
+static const uint32_t *g_cmp_chain;
+/* The key, then the chain number, then arrival. */
+static int cmp_purge(const void *pa, const void *pb) {
+  uint64_t ia = *(const uint64_t *)pa, ib = *(const uint64_t *)pb;
+  int c = cmp_key(ia, ib);
+  if (!c) c = (g_cmp_chain[ia] > g_cmp_chain[ib]) - (g_cmp_chain[ia] < g_cmp_chain[ib]);
+  return c ? c : (ia > ib) - (ia < ib);
+}
+
+static void sorted_model_run(const stream *s, const ba_olsh_opts_t *o, uint64_t *out) {
+  ba_olsh_t *h;
+  assert_int_equal(ba_olsh_create(o, &h), BA_OK);
+  uint32_t *chain = malloc((s->n ? s->n : 1) * sizeof *chain);
+  size_t *len = calloc(o->nchains, sizeof *len);
+  uint64_t *buf = malloc((s->n ? s->n : 1) * sizeof *buf); /* buffered ids, arrival order */
+  size_t nbuf = 0, nout = 0;
+  g_cmp_stream = s;
+  g_cmp_chain = chain;
+  g_cmp_order = o->chain_order;
+  for (size_t i = 0; i <= s->n; i++) {
+    int purge = i == s->n;
+    if (i < s->n) {
+      uint32_t h1, h2;
+      ba_olsh_hash(h, &s->r[i], &h1, &h2);
+      chain[i] = h1;
+      buf[nbuf++] = i;
+      if (++len[h1] > o->max_block) { /* the chain alone, in key order */
+        size_t start = nout, k = 0;
+        for (size_t j = 0; j < nbuf; j++)
+          if (chain[buf[j]] == h1) out[nout++] = buf[j];
+          else buf[k++] = buf[j];
+        nbuf = k;
+        len[h1] = 0;
+        qsort(out + start, nout - start, sizeof *out, cmp_key_arrival);
+      }
+      purge = nbuf > o->mmax;
+    }
+    if (purge && nbuf) {
+      qsort(buf, nbuf, sizeof *buf, cmp_purge);
+      memcpy(out + nout, buf, nbuf * sizeof *buf);
+      nout += nbuf;
+      nbuf = 0;
+      memset(len, 0, o->nchains * sizeof *len);
+    }
+  }
+  assert_int_equal(nout, s->n);
+  free(chain);
+  free(len);
+  free(buf);
+  ba_olsh_free(h);
+}
+
+static void check_sorted_purge(stream_kind kind, size_t n, uint32_t p, uint32_t maxb, uint32_t mmax, uint64_t seed) {
+  stream s = make_stream(kind, n, seed);
+  ba_olsh_opts_t o;
+  ba_olsh_opts_init(&o);
+  assert_int_equal(o.purge, BA_OLSH_PURGE_SORTED); /* the default */
+  o.nchains = p;
+  o.max_block = maxb;
+  o.mmax = mmax;
+  o.mmin = mmax / 2;
+  o.seed = seed * 5 + 3;
+  for (uint32_t order = BA_OLSH_ORDER_TUPLE; order <= BA_OLSH_ORDER_DST; order++) {
+    o.chain_order = order;
+    sink k;
+    run(&s, &o, &k, seed);
+    uint64_t *want = malloc((n ? n : 1) * sizeof *want);
+    sorted_model_run(&s, &o, want);
+    for (size_t i = 0; i < n; i++)
+      if (k.order[i] != want[i])
+        fail_msg("order differs from the sorted purge at output %zu (P=%u maxBlock=%u MMax=%u, chain order %u)", i,
+                 p, maxb, mmax, order);
+    free(want);
+    free(k.order);
+  }
+  free_stream(&s);
+}
+
+static void test_sorted_purge(void **state) {
+  (void)state;
+  /* kind, n, P, maxBlockSize, MMax, seed */
+  check_sorted_purge(S_ZIPF, 20000, 64, 500, 3000, 11);
+  check_sorted_purge(S_ZIPF, 20000, 1024, 300000, 7000, 12);    /* the default maxBlockSize */
+  check_sorted_purge(S_DISTINCT, 10000, 97, 100, 2000, 13);
+  check_sorted_purge(S_SAME, 50000, 8, 20000, 40000, 14);       /* chains of 20001 leave in two batches */
+  check_sorted_purge(S_PACKETS, 8000, 128, 4000, 1, 15);        /* MMax 1 */
+  check_sorted_purge(S_ZIPF, 0, 16, 10, 10, 16);                /* empty stream */
 }
 
 /* Frames: every byte comes back; the arena stays within its budget, big
@@ -425,6 +530,7 @@ static void test_deterministic(void **state) {
   o.mmax = 3000;
   o.mmin = 1000;
   o.nchains = 200;
+  o.max_block = 200; /* chains leave early: the LSH (and its seed) decides which */
   sink k1, k2, k3;
   run(&s, &o, &k1, 1);
   run(&s, &o, &k2, 2); /* different push batching, same order */
@@ -489,6 +595,13 @@ static void test_sink_error_and_invalid(void **state) {
   bad = o; bad.q = 0;
   assert_int_equal(ba_olsh_create(&bad, &h), BA_ERR_INVALID);
   bad = o; bad.weight[3] = -1.0;
+  assert_int_equal(ba_olsh_create(&bad, &h), BA_ERR_INVALID);
+  bad = o; bad.chain_order = BA_OLSH_ORDER_H2; /* the sorted purge needs a key order */
+  assert_int_equal(ba_olsh_create(&bad, &h), BA_ERR_INVALID);
+  bad.purge = BA_OLSH_PURGE_LONGEST;
+  assert_int_equal(ba_olsh_create(&bad, &h), BA_OK);
+  ba_olsh_free(h);
+  bad = o; bad.purge = 2;
   assert_int_equal(ba_olsh_create(&bad, &h), BA_ERR_INVALID);
   ba_olsh_free(NULL);
 
@@ -584,7 +697,8 @@ static void test_real_frames(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_matches_program1), cmocka_unit_test(test_frames_budget),
+      cmocka_unit_test(test_matches_program1), cmocka_unit_test(test_sorted_purge),
+      cmocka_unit_test(test_frames_budget),
       cmocka_unit_test(test_alloc_bound),      cmocka_unit_test(test_deterministic),
       cmocka_unit_test(test_locality),         cmocka_unit_test(test_sink_error_and_invalid),
       cmocka_unit_test(test_real_frames),
