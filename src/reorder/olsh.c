@@ -453,8 +453,10 @@ static int olsh_hand_over(ba_olsh_t *h, size_t n, int tuple, ba_record_sink_fn e
     size_t m = BA_MIN(n - off, h->bcap);
     for (size_t i = 0; i < m; i++) {
       size_t k = off + i;
-      if (i + 4 < m)
-        __builtin_prefetch(&h->slots[h->idx[tuple ? (uint32_t)h->keys2[k + 4].b : (uint32_t)h->keys[k + 4]]]);
+      if (i + 8 < m) { /* the whole slot: a sorted buffer visits slots at random */
+        const char *p = (const char *)&h->slots[h->idx[tuple ? (uint32_t)h->keys2[k + 8].b : (uint32_t)h->keys[k + 8]]];
+        for (size_t b = 0; b < sizeof(olsh_slot); b += 64) __builtin_prefetch(p + b);
+      }
       const olsh_slot *sl = &h->slots[h->idx[tuple ? (uint32_t)h->keys2[k].b : (uint32_t)h->keys[k]]];
       h->batch[i] = sl->rec;
       if (sl->flen) h->batch[i].frame = h->arena + sl->foff;
@@ -614,8 +616,15 @@ static int olsh_push_one(ba_olsh_t *h, const ba_record_t *r, ba_record_sink_fn e
   if (flen && (rc = olsh_arena_reserve(h, flen, emit, ctx)) != 0) return rc;
   /* Chain space first, then the slot: a failure leaves nothing half done
    * (at worst an empty chunk on the chain, which later records fill). */
-  uint32_t c, h2;
-  ba_olsh_hash(h, r, &c, &h2);
+  /* H2 is the sort key of BA_OLSH_ORDER_H2 only: the key orders skip it. */
+  uint32_t c, h2 = 0;
+  if (h->o.chain_order == BA_OLSH_ORDER_H2) {
+    ba_olsh_hash(h, r, &c, &h2);
+  } else {
+    double v[OLSH_DIM];
+    olsh_vector(r, v);
+    c = olsh_sum_mod(h->a1, h->b1, h->o.nfuncs, h->o.width, v, h->o.nchains);
+  }
   olsh_chain *ch = &h->chains[c];
   if (ch->tail == OLSH_NIL || h->chunks[ch->tail].n == OLSH_CHUNK) {
     uint32_t k;
