@@ -87,7 +87,7 @@ struct ba_olsh {
   olsh_key2 *keys2, *tmp2; /* BA_OLSH_ORDER_TUPLE, _DST (same memory as keys, tmp) */
   size_t bmax;           /* longest chain ever emitted */
   size_t bcap;           /* records per sink call: batch's capacity */
-  size_t scap;           /* capacity of idx, keys, tmp: bmax, or MMax + 1 (BA_OLSH_PURGE_SORTED) */
+  size_t scap;           /* capacity of idx, keys, tmp: bmax, grown up to MMax + 1 by a sorted purge */
   ba_olsh_stats_t st;
 };
 
@@ -160,6 +160,7 @@ static size_t olsh_bmax(const ba_olsh_opts_t *o) { return BA_MIN((size_t)o->max_
 #define OLSH_BATCH_MAX 16384
 static size_t olsh_bcap(const ba_olsh_opts_t *o) { return BA_MIN(olsh_bmax(o), (size_t)OLSH_BATCH_MAX); }
 /* Entries sorted at once: one chain, or the whole buffer (BA_OLSH_PURGE_SORTED). */
+#define OLSH_SORT_BYTES (sizeof(uint32_t) + 2 * sizeof(olsh_key2)) /* idx, keys and tmp */
 static size_t olsh_scap(const ba_olsh_opts_t *o) {
   return o->purge == BA_OLSH_PURGE_SORTED ? BA_MAX(olsh_bmax(o), (size_t)o->mmax + 1) : olsh_bmax(o);
 }
@@ -167,7 +168,7 @@ static size_t olsh_scap(const ba_olsh_opts_t *o) {
 static size_t olsh_fixed_bytes(const ba_olsh_opts_t *o) {
   return sizeof(struct ba_olsh) + 2 * (size_t)o->nfuncs * (OLSH_DIM + 1) * sizeof(double) +
          (size_t)o->nchains * sizeof(olsh_chain) + (olsh_maxlen(o) + 1) * sizeof(uint32_t) +
-         olsh_bcap(o) * sizeof(ba_record_t) + olsh_scap(o) * (sizeof(uint32_t) + 2 * sizeof(olsh_key2));
+         olsh_bcap(o) * sizeof(ba_record_t);
 }
 
 static size_t olsh_chunk_limit(const ba_olsh_opts_t *o) {
@@ -176,12 +177,16 @@ static size_t olsh_chunk_limit(const ba_olsh_opts_t *o) {
 
 size_t ba_olsh_mem_bound(const ba_olsh_opts_t *o) {
   if (!olsh_opts_valid(o)) return 0;
-  return olsh_fixed_bytes(o) + ((size_t)o->mmax + 1) * (sizeof(olsh_slot) + sizeof(uint32_t)) +
+  /* While the sort arrays grow (olsh_sort_reserve), old and new are both held. */
+  size_t sort = o->purge == BA_OLSH_PURGE_SORTED ? 2 * olsh_scap(o) : olsh_scap(o);
+  return olsh_fixed_bytes(o) + sort * OLSH_SORT_BYTES +
+         ((size_t)o->mmax + 1) * (sizeof(olsh_slot) + sizeof(uint32_t)) +
          olsh_chunk_limit(o) * sizeof(olsh_chunk) + (size_t)o->frame_bytes;
 }
 
 size_t ba_olsh_mem_bytes(const ba_olsh_t *h) {
-  return olsh_fixed_bytes(&h->o) + h->slot_cap * (sizeof(olsh_slot) + sizeof(uint32_t)) +
+  return olsh_fixed_bytes(&h->o) + h->scap * OLSH_SORT_BYTES +
+         h->slot_cap * (sizeof(olsh_slot) + sizeof(uint32_t)) +
          h->chunk_cap * sizeof(olsh_chunk) + h->arena_cap;
 }
 
@@ -213,7 +218,7 @@ int ba_olsh_create(const ba_olsh_opts_t *o, ba_olsh_t **out) {
   size_t nf = (size_t)o->nfuncs * OLSH_DIM;
   h->maxlen = (uint32_t)olsh_maxlen(o);
   h->bmax = olsh_bmax(o);
-  h->scap = olsh_scap(o);
+  h->scap = h->bmax; /* a sorted purge grows it (olsh_sort_reserve) */
   h->bcap = olsh_bcap(o);
   h->slot_limit = (size_t)o->mmax + 1;
   h->chunk_limit = olsh_chunk_limit(o);
@@ -518,10 +523,34 @@ static int olsh_emit_chain(ba_olsh_t *h, uint32_t c, ba_record_sink_fn emit, voi
   return olsh_hand_over(h, n, tuple, emit, ctx);
 }
 
+/* Room to sort n entries (n <= MMax + 1): idx, keys and tmp grow by
+ * doubling, so a buffer that never fills does not hold MMax of them. */
+static int olsh_sort_reserve(ba_olsh_t *h, size_t n) {
+  if (n <= h->scap) return BA_OK;
+  size_t ncap = BA_MIN(BA_MAX(n, 2 * h->scap), olsh_scap(&h->o));
+  uint32_t *idx = ba_malloc(ncap * sizeof *idx);
+  uint64_t *keys = ba_malloc(2 * ncap * sizeof(olsh_key2));
+  if (!idx || !keys) {
+    ba_free(idx);
+    ba_free(keys);
+    return BA_ERR_NOMEM;
+  }
+  ba_free(h->idx);
+  ba_free(h->keys);
+  h->idx = idx;
+  h->keys = keys;
+  h->tmp = h->keys + ncap;
+  h->keys2 = (olsh_key2 *)h->keys;
+  h->tmp2 = h->keys2 + ncap;
+  h->scap = ncap;
+  return BA_OK;
+}
+
 /* BA_OLSH_PURGE_SORTED: empties every chain and hands the whole buffer to
  * the sink sorted by (address pair, dst port and protocol), ties chain by
  * chain in arrival order. */
 static int olsh_emit_all(ba_olsh_t *h, ba_record_sink_fn emit, void *ctx) {
+  BA_FORWARD(olsh_sort_reserve(h, h->count)); /* nothing taken out yet on failure */
   size_t n = 0;
   for (uint32_t c = 0; c < h->o.nchains; c++) {
     olsh_chain *ch = &h->chains[c];
