@@ -87,7 +87,7 @@ struct ba_olsh {
   olsh_key2 *keys2, *tmp2; /* BA_OLSH_ORDER_TUPLE, _DST (same memory as keys, tmp) */
   size_t bmax;           /* longest chain ever emitted */
   size_t bcap;           /* records per sink call: batch's capacity */
-  size_t scap;           /* capacity of idx, keys, tmp: bmax, grown up to MMax + 1 by a sorted purge */
+  size_t scap;           /* capacity of idx, keys, tmp: grown on demand up to olsh_scap */
   ba_olsh_stats_t st;
 };
 
@@ -161,6 +161,7 @@ static size_t olsh_bmax(const ba_olsh_opts_t *o) { return BA_MIN((size_t)o->max_
 static size_t olsh_bcap(const ba_olsh_opts_t *o) { return BA_MIN(olsh_bmax(o), (size_t)OLSH_BATCH_MAX); }
 /* Entries sorted at once: one chain, or the whole buffer (BA_OLSH_PURGE_SORTED). */
 #define OLSH_SORT_BYTES (sizeof(uint32_t) + 2 * sizeof(olsh_key2)) /* idx, keys and tmp */
+#define OLSH_SORT_START 4096u                                      /* entries at first */
 static size_t olsh_scap(const ba_olsh_opts_t *o) {
   return o->purge == BA_OLSH_PURGE_SORTED ? BA_MAX(olsh_bmax(o), (size_t)o->mmax + 1) : olsh_bmax(o);
 }
@@ -178,8 +179,7 @@ static size_t olsh_chunk_limit(const ba_olsh_opts_t *o) {
 size_t ba_olsh_mem_bound(const ba_olsh_opts_t *o) {
   if (!olsh_opts_valid(o)) return 0;
   /* While the sort arrays grow (olsh_sort_reserve), old and new are both held. */
-  size_t sort = o->purge == BA_OLSH_PURGE_SORTED ? 2 * olsh_scap(o) : olsh_scap(o);
-  return olsh_fixed_bytes(o) + sort * OLSH_SORT_BYTES +
+  return olsh_fixed_bytes(o) + 2 * olsh_scap(o) * OLSH_SORT_BYTES +
          ((size_t)o->mmax + 1) * (sizeof(olsh_slot) + sizeof(uint32_t)) +
          olsh_chunk_limit(o) * sizeof(olsh_chunk) + (size_t)o->frame_bytes;
 }
@@ -218,7 +218,7 @@ int ba_olsh_create(const ba_olsh_opts_t *o, ba_olsh_t **out) {
   size_t nf = (size_t)o->nfuncs * OLSH_DIM;
   h->maxlen = (uint32_t)olsh_maxlen(o);
   h->bmax = olsh_bmax(o);
-  h->scap = h->bmax; /* a sorted purge grows it (olsh_sort_reserve) */
+  h->scap = BA_MIN(h->bmax, (size_t)OLSH_SORT_START); /* grown by olsh_sort_reserve */
   h->bcap = olsh_bcap(o);
   h->slot_limit = (size_t)o->mmax + 1;
   h->chunk_limit = olsh_chunk_limit(o);
@@ -448,6 +448,29 @@ static uint32_t olsh_addr32(const ba_record_t *r, const uint8_t a[16]) {
   return (uint32_t)a[0] << 24 | (uint32_t)a[1] << 16 | (x >> 16);
 }
 
+/* Room to sort n entries (n <= olsh_scap): idx, keys and tmp grow by
+ * doubling, so a buffer that never fills does not hold MMax of them. */
+static int olsh_sort_reserve(ba_olsh_t *h, size_t n) {
+  if (n <= h->scap) return BA_OK;
+  size_t ncap = BA_MIN(BA_MAX(n, 2 * h->scap), olsh_scap(&h->o));
+  uint32_t *idx = ba_malloc(ncap * sizeof *idx);
+  uint64_t *keys = ba_malloc(2 * ncap * sizeof(olsh_key2));
+  if (!idx || !keys) {
+    ba_free(idx);
+    ba_free(keys);
+    return BA_ERR_NOMEM;
+  }
+  ba_free(h->idx);
+  ba_free(h->keys);
+  h->idx = idx;
+  h->keys = keys;
+  h->tmp = h->keys + ncap;
+  h->keys2 = (olsh_key2 *)h->keys;
+  h->tmp2 = h->keys2 + ncap;
+  h->scap = ncap;
+  return BA_OK;
+}
+
 /* Hands the n sorted records (keys2 with tuple, else keys; low 32 bits:
  * index into idx) to the sink in batches of at most bcap records and frees
  * their slots and frames. If the sink fails, the rest are dropped with the
@@ -489,6 +512,7 @@ static int olsh_hand_over(ba_olsh_t *h, size_t n, int tuple, ba_record_sink_fn e
  * frees their slots and frames. */
 static int olsh_emit_chain(ba_olsh_t *h, uint32_t c, ba_record_sink_fn emit, void *ctx) {
   olsh_chain *ch = &h->chains[c];
+  BA_FORWARD(olsh_sort_reserve(h, ch->len)); /* nothing taken out yet on failure */
   size_t n = 0;
   int sorted = 1, tuple = h->o.chain_order != BA_OLSH_ORDER_H2;
   uint32_t last = OLSH_NIL;
@@ -521,29 +545,6 @@ static int olsh_emit_chain(ba_olsh_t *h, uint32_t c, ba_record_sink_fn emit, voi
   ch->head = ch->tail = OLSH_NIL;
   ch->len = 0;
   return olsh_hand_over(h, n, tuple, emit, ctx);
-}
-
-/* Room to sort n entries (n <= MMax + 1): idx, keys and tmp grow by
- * doubling, so a buffer that never fills does not hold MMax of them. */
-static int olsh_sort_reserve(ba_olsh_t *h, size_t n) {
-  if (n <= h->scap) return BA_OK;
-  size_t ncap = BA_MIN(BA_MAX(n, 2 * h->scap), olsh_scap(&h->o));
-  uint32_t *idx = ba_malloc(ncap * sizeof *idx);
-  uint64_t *keys = ba_malloc(2 * ncap * sizeof(olsh_key2));
-  if (!idx || !keys) {
-    ba_free(idx);
-    ba_free(keys);
-    return BA_ERR_NOMEM;
-  }
-  ba_free(h->idx);
-  ba_free(h->keys);
-  h->idx = idx;
-  h->keys = keys;
-  h->tmp = h->keys + ncap;
-  h->keys2 = (olsh_key2 *)h->keys;
-  h->tmp2 = h->keys2 + ncap;
-  h->scap = ncap;
-  return BA_OK;
 }
 
 /* BA_OLSH_PURGE_SORTED: empties every chain and hands the whole buffer to
