@@ -19,13 +19,15 @@
  *     (BA_OLSH_PURGE_LONGEST); the default, BA_OLSH_PURGE_SORTED, emits the
  *     whole buffer instead, every chain merged in the chain order
  * Ties between equally long chains go to the chain that reached that length
- * most recently. ba_olsh_flush emits the longest chain until none is left.
+ * most recently. ba_olsh_flush emits the longest chain until none is left
+ * (BA_OLSH_PURGE_SORTED: the whole buffer, sorted, in batches of at most
+ * 16384 records).
  *
  * Memory: at most MMax records (after every push returns) and at most
  * frame_bytes bytes of packet frames are buffered; when a frame does not fit,
- * the longest chains are emitted until the buffered frames take at most half
- * the frame budget, and a frame larger than the whole budget passes straight
- * through (after everything buffered). ba_olsh_mem_bound gives the largest
+ * the longest chains (BA_OLSH_PURGE_SORTED: all records) are emitted until
+ * the buffered frames take at most half the frame budget, and a frame larger
+ * than the whole budget passes straight through (after everything buffered). ba_olsh_mem_bound gives the largest
  * number of bytes a handle ever allocates, whatever the input. */
 #ifndef BA_OLSH_H
 #define BA_OLSH_H
