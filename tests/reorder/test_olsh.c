@@ -623,6 +623,31 @@ static void test_sink_error_and_invalid(void **state) {
   free(k.seen);
   free(k.order);
   free_stream(&s);
+
+  /* A sorted purge hands the buffer over in batches of maxBlockSize + 1: a
+   * failing batch stops it, the records not handed over yet are dropped
+   * (counted as emitted), and the handle goes on. */
+  s = make_stream(S_DISTINCT, 5000, 601);
+  ba_olsh_opts_init(&o);
+  o.mmax = 2000;
+  o.mmin = 1000;
+  o.max_block = 100; /* batches of 101; S_DISTINCT's chains stay far shorter */
+  assert_int_equal(ba_olsh_create(&o, &h), BA_OK);
+  k = (sink){.in = &s, .seen = calloc(s.n, 1), .fail_at = 3};
+  assert_int_equal(ba_olsh_push(h, s.r, s.n, sink_fn, &k), 77); /* at the 2001st record */
+  assert_int_equal(k.n, 303);
+  assert_int_equal(ba_olsh_buffered(h), 0);
+  k.fail_at = 0;
+  assert_int_equal(ba_olsh_push(h, s.r + 2001, s.n - 2001, sink_fn, &k), 0);
+  assert_int_equal(ba_olsh_flush(h, sink_fn, &k), 0);
+  assert_int_equal(k.n, s.n - (2001 - 303));
+  ba_olsh_stats_t st;
+  ba_olsh_get_stats(h, &st);
+  assert_true(st.pushed == s.n && st.emitted == s.n && st.batches == k.calls);
+  ba_olsh_free(h);
+  free(k.seen);
+  free(k.order);
+  free_stream(&s);
 }
 
 /* Real frames: every packet of a few shared captures goes through a small
