@@ -507,9 +507,9 @@ static int olsh_hand_over(ba_olsh_t *h, size_t n, int tuple, ba_record_sink_fn e
   return rc;
 }
 
-/* Removes chain c, hands its records to the sink sorted by (H2, arrival) or
- * (address pair, dst port and protocol, arrival) and
- * frees their slots and frames. */
+/* Removes chain c, hands its records to the sink sorted by (H2, arrival),
+ * (address pair, dst port and protocol, arrival) or (dst, src, dst port,
+ * src port, arrival) and frees their slots and frames. */
 static int olsh_emit_chain(ba_olsh_t *h, uint32_t c, ba_record_sink_fn emit, void *ctx) {
   olsh_chain *ch = &h->chains[c];
   BA_FORWARD(olsh_sort_reserve(h, ch->len)); /* nothing taken out yet on failure */
@@ -548,7 +548,7 @@ static int olsh_emit_chain(ba_olsh_t *h, uint32_t c, ba_record_sink_fn emit, voi
 }
 
 /* BA_OLSH_PURGE_SORTED: empties every chain and hands the whole buffer to
- * the sink sorted by (address pair, dst port and protocol), ties chain by
+ * the sink sorted by the chain order's key (TUPLE or DST), ties chain by
  * chain in arrival order. */
 static int olsh_emit_all(ba_olsh_t *h, ba_record_sink_fn emit, void *ctx) {
   BA_FORWARD(olsh_sort_reserve(h, h->count)); /* nothing taken out yet on failure */
