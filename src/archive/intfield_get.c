@@ -76,7 +76,35 @@ static inline __attribute__((always_inline)) uint64_t count_ones_body(const uint
                                                                       size_t to, unsigned b, int hw) {
   uint64_t starts = 0, n = 0, pos = (uint64_t)from * b;
   for (unsigned s = 0; s + b <= 64; s += b) starts |= 1ull << s;
-  for (size_t i = from; i < to;) {
+  size_t i = from;
+  /* Windows of a fixed q = (64 - 7) / b values, whatever bit they start
+   * at: each window's load and shift follow from i alone, so successive
+   * windows do not wait for each other. Only windows whose 8 bytes lie in
+   * the stream; the rest below. */
+  const unsigned q = 57 / b;
+  const uint64_t qmask = (1ull << (q * b)) - 1, qstarts = starts & qmask;
+  size_t fast_to = len >= 8 ? (size_t)(((uint64_t)(len - 8) * 8) / b) : 0; /* rows whose window's load fits */
+  fast_to = BA_MIN(fast_to, to);
+  if (i + q <= fast_to) {
+    uint64_t n1 = 0;
+    for (; i + 2 * q <= fast_to; i += 2 * q) {
+      uint64_t p0 = (uint64_t)i * b, p1 = p0 + (uint64_t)q * b;
+      uint64_t x0 = (ba_load_le64(p + (p0 >> 3)) >> (p0 & 7)) & qmask;
+      uint64_t x1 = (ba_load_le64(p + (p1 >> 3)) >> (p1 & 7)) & qmask;
+      uint64_t y0 = x0, y1 = x1;
+      for (unsigned s = 1; s < b; s++) y0 &= x0 >> s, y1 &= x1 >> s;
+#if defined(__x86_64__) && defined(__GNUC__)
+      n += hw ? (uint64_t)__builtin_popcountll(y0 & qstarts) : popcount_swar(y0 & qstarts);
+      n1 += hw ? (uint64_t)__builtin_popcountll(y1 & qstarts) : popcount_swar(y1 & qstarts);
+#else
+      n += popcount_swar(y0 & qstarts);
+      n1 += popcount_swar(y1 & qstarts);
+#endif
+    }
+    n += n1;
+    pos = (uint64_t)i * b;
+  }
+  for (; i < to;) {
     unsigned sh = (unsigned)(pos & 7);
     size_t k = BA_MIN(to - i, (64 - sh) / b), byte = (size_t)(pos >> 3);
     uint64_t x;
