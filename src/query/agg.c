@@ -353,8 +353,8 @@ int ba_query_agg_result(ba_query_agg_t *a, ba_agg_order_t order, const ba_query_
     sctx_t c = {a, order};
     for (size_t i = 0; i < a->n; i++) a->perm[i] = (uint32_t)i;
     if (a->n > 1) qsort_r(a->perm, a->n, sizeof(uint32_t), perm_cmp, &c);
-    grp_t *g = ba_malloc((a->n ? a->n : 1) * sizeof(*g));
-    uint8_t *keys = ba_malloc((a->n ? a->n : 1) * a->klen);
+    grp_t *g = agg_alloc_big((a->n ? a->n : 1) * sizeof(*g));
+    uint8_t *keys = agg_alloc_big((a->n ? a->n : 1) * a->klen);
     if (!g || !keys) {
       ba_free(g);
       ba_free(keys);

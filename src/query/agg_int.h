@@ -66,5 +66,7 @@ struct ba_query_agg {
 /* agg_cols.c: the fields the aggregator reads (a->need) and where each
  * grouped field's values are among them. */
 int agg_plan_fields(ba_query_agg_t *a);
+/* ba_malloc, and from 4 MiB on a hint for transparent huge pages (agg_cols.c). */
+void *agg_alloc_big(size_t bytes);
 
 #endif
