@@ -1,13 +1,13 @@
 /* Materialization on two threads: the candidate rows of one segment are cut
  * into chunks of whole row groups, delivered in order by the caller's
- * thread. Each chunk is read by whichever thread comes to it first: a worker
- * (its own reader of the segment, ba_segment_clone) claims the next chunk
- * while it has a free buffer of the ring and reads it there; the caller
- * reads the chunk it is to deliver next itself when the worker has not
- * claimed it yet. So a caller busy in its sink (formatting records, or
- * aggregating every row of -s) leaves most reading to the worker. Records,
- * their order, damage counts and messages are those of fetch_rows on one
- * thread. */
+ * thread. The caller reads the chunk it is to deliver itself unless a
+ * worker (its own reader of the segment, ba_segment_clone) has claimed it;
+ * the worker claims the next chunk while one of its ring buffers is free,
+ * but not the one after the caller's, which stays the caller's. A caller
+ * with a light sink so reads every other chunk; one busy in its sink
+ * (aggregating every row of a broad -s) leaves most reading to the worker.
+ * Records, their order, damage counts and messages are those of
+ * fetch_rows on one thread. */
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -43,7 +43,9 @@ typedef struct pfetch {
   uint32_t cols;
   runctx_t *fields; /* set: column vectors of fields->fields into run_field_sink */
   int quit;
-  size_t next;          /* the first chunk no thread has claimed (under mu) */
+  uint8_t *claimed;     /* per chunk: a thread reads it (under mu) */
+  size_t scan;          /* chunks below it are all claimed (under mu) */
+  size_t deliv;         /* the chunk the caller delivers (under mu) */
   size_t nslot;         /* slots in use (<= NSLOT) */
   pslot_t slot[NSLOT];
 } pfetch_t;
@@ -84,12 +86,19 @@ static void *worker(void *arg) {
   for (;;) {
     pthread_mutex_lock(&p->mu);
     pslot_t *s = NULL;
-    while (!p->quit && p->next < p->nchunks && !(s = free_slot(p))) pthread_cond_wait(&p->cv, &p->mu);
-    if (p->quit || p->next >= p->nchunks) {
+    size_t k;
+    for (;;) { /* the first unclaimed chunk after the caller's next one */
+      while (p->scan < p->nchunks && p->claimed[p->scan]) p->scan++;
+      k = BA_MAX(p->scan, p->deliv + 2);
+      while (k < p->nchunks && p->claimed[k]) k++;
+      if (p->quit || p->scan >= p->nchunks || (k < p->nchunks && (s = free_slot(p)))) break;
+      pthread_cond_wait(&p->cv, &p->mu);
+    }
+    if (p->quit || !s) {
       pthread_mutex_unlock(&p->mu);
       break;
     }
-    size_t k = p->next++;
+    p->claimed[k] = 1;
     s->full = 1;
     s->chunk = k;
     pthread_mutex_unlock(&p->mu);
@@ -195,9 +204,12 @@ static int run_two(ba_segment_t *seg, const uint64_t *rows, const size_t *cut, s
       if (!p.slot[j].vec) rc = BA_ERR_NOMEM;
     }
   }
+  p.claimed = ba_calloc(nchunks, 1);
+  if (rc == 0 && !p.claimed) rc = BA_ERR_NOMEM;
   if (rc == 0) rc = ba_segment_clone(seg, &p.clone);
   if (rc < 0) {
     for (int j = 0; j < NSLOT; j++) ba_free(p.slot[j].vec);
+    ba_free(p.claimed);
     return rc;
   }
   p.rows = rows;
@@ -210,12 +222,14 @@ static int run_two(ba_segment_t *seg, const uint64_t *rows, const size_t *cut, s
   int started = pthread_create(&th, NULL, worker, &p) == 0;
   for (size_t k = 0; k < nchunks && rc == 0; k++) {
     int mine = !started;
-    if (started) { /* every chunk before k was claimed: k is the next, or the worker's */
+    if (started) { /* k unclaimed: the caller's; else the worker's */
       pthread_mutex_lock(&p.mu);
-      if (p.next == k) {
-        p.next++;
+      p.deliv = k;
+      if (!p.claimed[k]) {
+        p.claimed[k] = 1;
         mine = 1;
       }
+      pthread_cond_broadcast(&p.cv); /* the worker may claim one more */
       pthread_mutex_unlock(&p.mu);
     }
     if (mine) {
@@ -240,6 +254,7 @@ static int run_two(ba_segment_t *seg, const uint64_t *rows, const size_t *cut, s
     ba_free(p.slot[j].vec);
   }
   ba_segment_clone_free(p.clone);
+  ba_free(p.claimed);
   return rc;
 }
 
