@@ -308,6 +308,9 @@ uint32_t ba_query_agg_columns(const ba_query_agg_t *a);
  * reads, in the order it takes their vectors: *n of them (at most 64; more than
  * BA_FIELDS_MAX - 8 cannot go through ba_query_exec_opts_t.fields). */
 const uint16_t *ba_query_agg_fields(const ba_query_agg_t *a, size_t *n);
+/* Before the first add: the groups' TCP flags are not kept (key.tcp_flags
+ * stays 0), so neither add reads them (-s statistics, which print no flags). */
+int ba_query_agg_drop_flags(ba_query_agg_t *a);
 /* Adds n rows given as column vectors: vals[i] holds field i of
  * ba_query_agg_fields for each row. ba_query_agg_add is this over the
  * records' fields. */

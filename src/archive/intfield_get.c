@@ -76,7 +76,35 @@ static inline __attribute__((always_inline)) uint64_t count_ones_body(const uint
                                                                       size_t to, unsigned b, int hw) {
   uint64_t starts = 0, n = 0, pos = (uint64_t)from * b;
   for (unsigned s = 0; s + b <= 64; s += b) starts |= 1ull << s;
-  for (size_t i = from; i < to;) {
+  size_t i = from;
+  /* Windows of a fixed q = (64 - 7) / b values, whatever bit they start
+   * at: each window's load and shift follow from i alone, so successive
+   * windows do not wait for each other. Only windows whose 8 bytes lie in
+   * the stream; the rest below. */
+  const unsigned q = 57 / b;
+  const uint64_t qmask = (1ull << (q * b)) - 1, qstarts = starts & qmask;
+  size_t fast_to = len >= 8 ? (size_t)(((uint64_t)(len - 8) * 8) / b) : 0; /* rows whose window's load fits */
+  fast_to = BA_MIN(fast_to, to);
+  if (i + q <= fast_to) {
+    uint64_t n1 = 0;
+    for (; i + 2 * q <= fast_to; i += 2 * q) {
+      uint64_t p0 = (uint64_t)i * b, p1 = p0 + (uint64_t)q * b;
+      uint64_t x0 = (ba_load_le64(p + (p0 >> 3)) >> (p0 & 7)) & qmask;
+      uint64_t x1 = (ba_load_le64(p + (p1 >> 3)) >> (p1 & 7)) & qmask;
+      uint64_t y0 = x0, y1 = x1;
+      for (unsigned s = 1; s < b; s++) y0 &= x0 >> s, y1 &= x1 >> s;
+#if defined(__x86_64__) && defined(__GNUC__)
+      n += hw ? (uint64_t)__builtin_popcountll(y0 & qstarts) : popcount_swar(y0 & qstarts);
+      n1 += hw ? (uint64_t)__builtin_popcountll(y1 & qstarts) : popcount_swar(y1 & qstarts);
+#else
+      n += popcount_swar(y0 & qstarts);
+      n1 += popcount_swar(y1 & qstarts);
+#endif
+    }
+    n += n1;
+    pos = (uint64_t)i * b;
+  }
+  for (; i < to;) {
     unsigned sh = (unsigned)(pos & 7);
     size_t k = BA_MIN(to - i, (64 - sh) / b), byte = (size_t)(pos >> 3);
     uint64_t x;
@@ -214,25 +242,13 @@ static inline __attribute__((always_inline)) uint64_t zz_sum_run(const uint8_t *
   return s0 + s1;
 }
 
-/* The sum over values [i, end) (multiples of 8) of a DELTA stream whose
- * values there are all readable with one 8-byte load (ba_if_get_rows). */
-static uint64_t zz_sum_blocks(const uint8_t *v, size_t i, size_t end, unsigned b) {
-  switch (b) {
-#define ZZ_CASE(w) \
-  case w: return zz_sum_run(v, i, end, w);
-    ZZ_CASE(1) ZZ_CASE(2) ZZ_CASE(3) ZZ_CASE(4) ZZ_CASE(5) ZZ_CASE(6) ZZ_CASE(7) ZZ_CASE(8)
-    ZZ_CASE(9) ZZ_CASE(10) ZZ_CASE(11) ZZ_CASE(12) ZZ_CASE(13) ZZ_CASE(14) ZZ_CASE(15) ZZ_CASE(16)
-#undef ZZ_CASE
-    default: return zz_sum_run(v, i, end, b);
-  }
-}
-
 /* DELTA: the running sum from the cursor (or from row 0 when the rows go
- * back) to each row. */
-static int get_rows_delta(ba_if_reader_t *r, const uint32_t *rows, size_t k, uint64_t *out) {
+ * back) to each row. b (the value width) is a constant once inlined: every
+ * load offset and shift of the sums is one. */
+static inline __attribute__((always_inline)) int delta_rows_body(ba_if_reader_t *r, const uint32_t *rows, size_t k,
+                                                                 uint64_t *out, unsigned b) {
   const uint8_t *v = r->vals;
   size_t vl = r->vals_len;
-  unsigned b = r->bits;
   uint64_t m = r->mask;
   if (rows[0] < r->cur) {
     r->cur = 0;
@@ -253,7 +269,7 @@ static int get_rows_delta(ba_if_reader_t *r, const uint32_t *rows, size_t k, uin
         acc += (z >> 1) ^ (0 - (z & 1));
       }
       size_t e8 = fe & ~(size_t)7;
-      acc += zz_sum_blocks(v, i, e8, b);
+      acc += zz_sum_run(v, i, e8, b);
       i = e8;
     }
     if (i < fe) {
@@ -281,12 +297,26 @@ static int get_rows_delta(ba_if_reader_t *r, const uint32_t *rows, size_t k, uin
   return BA_OK;
 }
 
+static int get_rows_delta(ba_if_reader_t *r, const uint32_t *rows, size_t k, uint64_t *out) {
+  switch (r->bits) {
+#define DELTA_CASE(w) \
+  case w: return delta_rows_body(r, rows, k, out, w);
+    DELTA_CASE(1) DELTA_CASE(2) DELTA_CASE(3) DELTA_CASE(4) DELTA_CASE(5) DELTA_CASE(6) DELTA_CASE(7) DELTA_CASE(8)
+    DELTA_CASE(9) DELTA_CASE(10) DELTA_CASE(11) DELTA_CASE(12) DELTA_CASE(13) DELTA_CASE(14) DELTA_CASE(15)
+    DELTA_CASE(16)
+#undef DELTA_CASE
+    default: return delta_rows_body(r, rows, k, out, r->bits);
+  }
+}
+
 /* PDICT: a dictionary code per row, the escape code meaning the next
- * exception; the escapes before a row are counted from the cursor. */
-static int get_rows_pdict(ba_if_reader_t *r, const uint32_t *rows, size_t k, uint64_t *out) {
+ * exception; the escapes before a row are counted from the cursor. b (the
+ * code width, 1..8) and hw (popcnt) are constants once inlined, so the
+ * escape counts between picked rows run without a call. */
+static inline __attribute__((always_inline)) int pdict_rows_body(ba_if_reader_t *r, const uint32_t *rows, size_t k,
+                                                                 uint64_t *out, unsigned b, int hw) {
   const uint8_t *v = r->vals;
   size_t vl = r->vals_len;
-  unsigned b = r->bits;
   uint64_t m = r->mask;
   uint64_t esc = ((uint64_t)1 << b) - 1;
   if (rows[0] < r->cur) {
@@ -307,7 +337,7 @@ static int get_rows_pdict(ba_if_reader_t *r, const uint32_t *rows, size_t k, uin
     uint64_t after = 0; /* escapes at rows [rows[j], n) */
     size_t hi = r->n;
     for (size_t j = k; j-- > back;) {
-      after += count_all_ones(v, vl, rows[j], hi, b);
+      after += count_ones_body(v, vl, rows[j], hi, b, hw);
       hi = rows[j];
       BA_RETURN_IF(after > r->ne, BA_ERR_CORRUPT);
       out[j] = r->ne - after;
@@ -315,13 +345,8 @@ static int get_rows_pdict(ba_if_reader_t *r, const uint32_t *rows, size_t k, uin
   }
   for (size_t j = 0; j < k; j++) {
     size_t row = rows[j];
-    if (j >= back) {
-      e = out[j];
-    } else if (row - cur <= 8) { /* a dense pick: the few values between compared one by one */
-      for (size_t i = cur; i < row; i++) e += bit_get(v, vl, (uint64_t)i * b, b) == esc;
-    } else if (row > cur) {
-      e += count_all_ones(v, vl, cur, row, b);
-    }
+    if (j >= back) e = out[j];
+    else if (row > cur) e += count_ones_body(v, vl, cur, row, b, hw);
     uint64_t ix = bit_get(v, vl, (uint64_t)row * b, b);
     cur = row + 1;
     if (ix == esc) {
@@ -337,6 +362,34 @@ static int get_rows_pdict(ba_if_reader_t *r, const uint32_t *rows, size_t k, uin
   r->acc = e;
   return BA_OK;
 }
+
+#define PDICT_CASES(hw)                                                    \
+  switch (r->bits) {                                                       \
+    case 1: return pdict_rows_body(r, rows, k, out, 1, hw);                \
+    case 2: return pdict_rows_body(r, rows, k, out, 2, hw);                \
+    case 3: return pdict_rows_body(r, rows, k, out, 3, hw);                \
+    case 4: return pdict_rows_body(r, rows, k, out, 4, hw);                \
+    case 5: return pdict_rows_body(r, rows, k, out, 5, hw);                \
+    case 6: return pdict_rows_body(r, rows, k, out, 6, hw);                \
+    case 7: return pdict_rows_body(r, rows, k, out, 7, hw);                \
+    default: return pdict_rows_body(r, rows, k, out, 8, hw); /* 1..8 (ba_if_open) */ \
+  }
+
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("popcnt"))) static int get_rows_pdict_hw(ba_if_reader_t *r, const uint32_t *rows, size_t k,
+                                                               uint64_t *out) {
+  PDICT_CASES(1)
+}
+#endif
+
+static int get_rows_pdict(ba_if_reader_t *r, const uint32_t *rows, size_t k, uint64_t *out) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  pthread_once(&g_popcnt_once, popcnt_init);
+  if (g_popcnt) return get_rows_pdict_hw(r, rows, k, out);
+#endif
+  PDICT_CASES(0)
+}
+#undef PDICT_CASES
 
 int ba_if_get_rows(ba_if_reader_t *r, const uint32_t *rows, size_t k, uint64_t *out) {
   if (k == 0) return BA_OK;

@@ -364,6 +364,8 @@ static int setup_groups(const qopts_t *op, qout_t *o) {
       }
       st->spec.inout = (st->spec.fields & BA_AGG_RECORD) ? 0 : st->dir;
       if (ba_query_agg_create(&st->spec, &st->agg) < 0) return 2;
+      /* a statistic's lines show no flags (-s record prints flows: it keeps them) */
+      if (!(st->spec.fields & BA_AGG_RECORD) && ba_query_agg_drop_flags(st->agg) < 0) return 2;
       st->text = op->stat[i];
       o->nstats++;
     }

@@ -128,6 +128,7 @@ uint32_t ba_query_agg_columns(const ba_query_agg_t *a) {
   /* the counters, times and flags of add_to; META (kind, ipver) is always read */
   uint32_t c = BA_COL_FIRST | BA_COL_LAST | BA_COL_PACKETS | BA_COL_BYTES | BA_COL_OUT | BA_COL_FLAGS | BA_COL_MISC;
   if (!a) return BA_COL_ALL & ~(uint32_t)BA_COL_FRAME;
+  if (a->no_flags) c &= ~(uint32_t)BA_COL_FLAGS;
   for (size_t i = 0; i < a->nf; i++) c |= a->fl[i]->cols;
   return c;
 }
@@ -224,7 +225,7 @@ int ba_query_agg_create(const ba_query_agg_spec_t *spec, ba_query_agg_t **out) {
     return BA_ERR_INVALID;
   }
   a->nslots = 1024;
-  a->slots = ba_calloc(a->nslots, sizeof(uint32_t));
+  a->slots = ba_calloc(a->nslots, sizeof *a->slots);
   if (!a->slots) {
     ba_free(a);
     return BA_ERR_NOMEM;
@@ -241,6 +242,7 @@ void ba_query_agg_free(ba_query_agg_t *a) {
   ba_free(a->perm);
   ba_free(a->keys);
   ba_free(a->slots);
+  ba_free(a->ghash);
   ba_free(a->kbuf);
   ba_free(a->hbuf);
   ba_free(a);
@@ -351,8 +353,8 @@ int ba_query_agg_result(ba_query_agg_t *a, ba_agg_order_t order, const ba_query_
     sctx_t c = {a, order};
     for (size_t i = 0; i < a->n; i++) a->perm[i] = (uint32_t)i;
     if (a->n > 1) qsort_r(a->perm, a->n, sizeof(uint32_t), perm_cmp, &c);
-    grp_t *g = ba_malloc((a->n ? a->n : 1) * sizeof(*g));
-    uint8_t *keys = ba_malloc((a->n ? a->n : 1) * a->klen);
+    grp_t *g = agg_alloc_big((a->n ? a->n : 1) * sizeof(*g));
+    uint8_t *keys = agg_alloc_big((a->n ? a->n : 1) * a->klen);
     if (!g || !keys) {
       ba_free(g);
       ba_free(keys);

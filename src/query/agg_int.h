@@ -37,8 +37,11 @@ struct ba_query_agg {
   grp_t *g;                  /* dense group array */
   uint8_t *keys;             /* klen bytes per group */
   size_t n, cap, kcap;
-  uint32_t *slots;           /* hash slots: group index + 1, 0 = empty */
+  uint64_t *slots;           /* hash slots: group index + 1 in the low 32 bits (0 = empty), the
+                                key hash's high 32 bits above (compared before the key) */
   size_t nslots;
+  uint64_t *ghash;           /* each group's key hash (the slots grow without reading keys) */
+  size_t hcap;
   int sorted_by;             /* groups are in this order (-1: first seen) */
   ba_query_agg_row_t *rows;  /* the last result's rows */
   size_t rcap;
@@ -54,6 +57,7 @@ struct ba_query_agg {
   uint16_t need[AGG_NEED_MAX];
   size_t nneed;
   uint8_t ix[32][2][2][4];
+  uint8_t no_flags; /* ba_query_agg_drop_flags: tcp_flags not read, key.tcp_flags 0 */
   uint8_t i_first, i_last, i_pk, i_by, i_opk, i_oby, i_flags, i_aggr, i_kind, i_ipver, i_proto, i_sport, i_dport;
   uint8_t *kbuf;             /* scratch: a batch's keys, hashes */
   uint64_t *hbuf;
@@ -62,5 +66,7 @@ struct ba_query_agg {
 /* agg_cols.c: the fields the aggregator reads (a->need) and where each
  * grouped field's values are among them. */
 int agg_plan_fields(ba_query_agg_t *a);
+/* ba_malloc, and from 4 MiB on a hint for transparent huge pages (agg_cols.c). */
+void *agg_alloc_big(size_t bytes);
 
 #endif

@@ -1,9 +1,13 @@
 /* Materialization on two threads: the candidate rows of one segment are cut
- * into chunks of whole row groups; the caller's thread reads the even chunks
- * straight into the sink, a worker (its own reader of the segment,
- * ba_segment_clone) reads the odd ones into one of two buffers, and the
- * caller delivers them in turn. Records, their order, damage counts and
- * messages are those of fetch_rows on one thread. */
+ * into chunks of whole row groups, delivered in order by the caller's
+ * thread. The caller reads the chunk it is to deliver itself unless a
+ * worker (its own reader of the segment, ba_segment_clone) has claimed it;
+ * the worker claims the next chunk while one of its ring buffers is free,
+ * but not the one after the caller's, which stays the caller's. A caller
+ * with a light sink so reads every other chunk; one busy in its sink
+ * (aggregating every row of a broad -s) leaves most reading to the worker.
+ * Records, their order, damage counts and messages are those of
+ * fetch_rows on one thread. */
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -15,9 +19,10 @@
  * that the hand-off (a futex call or two) is noise. */
 #define CHUNK_GROUPS 16
 #define CHUNK_ROWS 8192
+#define NSLOT 4 /* column vectors: chunks the worker reads ahead of the caller, at most (records: 2) */
 
 typedef struct pslot {
-  int full; /* 1: holds chunk `chunk`, read */
+  int full; /* 0: free, 1: chunk `chunk` being read, 2: read */
   int rc;
   size_t chunk;
   ba_record_t *recs;
@@ -38,7 +43,11 @@ typedef struct pfetch {
   uint32_t cols;
   runctx_t *fields; /* set: column vectors of fields->fields into run_field_sink */
   int quit;
-  pslot_t slot[2]; /* odd chunk 2j + 1 goes to slot[j % 2] */
+  uint8_t *claimed;     /* per chunk: a thread reads it (under mu) */
+  size_t scan;          /* chunks below it are all claimed (under mu) */
+  size_t deliv;         /* the chunk the caller delivers (under mu) */
+  size_t nslot;         /* slots in use (<= NSLOT) */
+  pslot_t slot[NSLOT];
 } pfetch_t;
 
 static int slot_sink(void *ctx, const ba_record_t *recs, size_t n) {
@@ -65,19 +74,37 @@ static int read_chunk(ba_segment_t *seg, const uint64_t *rows, size_t n, uint32_
   return ba_segment_read_rows(seg, rows, n, cols, sink, ctx, damaged);
 }
 
+/* A free slot, or NULL (under mu). */
+static pslot_t *free_slot(pfetch_t *p) {
+  for (size_t j = 0; j < p->nslot; j++)
+    if (!p->slot[j].full) return &p->slot[j];
+  return NULL;
+}
+
 static void *worker(void *arg) {
   pfetch_t *p = arg;
-  for (size_t k = 1, j = 0; k < p->nchunks; k += 2, j++) {
-    pslot_t *s = &p->slot[j % 2];
+  for (;;) {
     pthread_mutex_lock(&p->mu);
-    while (s->full && !p->quit) pthread_cond_wait(&p->cv, &p->mu);
-    int quit = p->quit;
+    pslot_t *s = NULL;
+    size_t k;
+    for (;;) { /* the first unclaimed chunk after the caller's next one */
+      while (p->scan < p->nchunks && p->claimed[p->scan]) p->scan++;
+      k = BA_MAX(p->scan, p->deliv + 2);
+      while (k < p->nchunks && p->claimed[k]) k++;
+      if (p->quit || p->scan >= p->nchunks || (k < p->nchunks && (s = free_slot(p)))) break;
+      pthread_cond_wait(&p->cv, &p->mu);
+    }
+    if (p->quit || !s) {
+      pthread_mutex_unlock(&p->mu);
+      break;
+    }
+    p->claimed[k] = 1;
+    s->full = 1;
+    s->chunk = k;
     pthread_mutex_unlock(&p->mu);
-    if (quit) break;
     s->n = 0;
     s->damaged = 0;
     s->err[0] = 0;
-    s->chunk = k;
     size_t n = p->cut[k + 1] - p->cut[k];
     if (p->fields)
       s->rc = ba_segment_read_fields(p->clone, p->rows + p->cut[k], n, p->fields->fields, p->fields->nfields,
@@ -85,20 +112,27 @@ static void *worker(void *arg) {
     else
       s->rc = ba_segment_read_rows(p->clone, p->rows + p->cut[k], n, p->cols, slot_sink, s, &s->damaged);
     if (s->damaged) snprintf(s->err, sizeof s->err, "%s", ba_segment_errmsg(p->clone));
+    int rc = s->rc;
     pthread_mutex_lock(&p->mu);
-    s->full = 1;
+    s->full = 2;
     pthread_cond_broadcast(&p->cv);
     pthread_mutex_unlock(&p->mu);
-    if (s->rc < 0) break;
+    if (rc < 0) break;
   }
   return NULL;
 }
 
-/* Chunk k (odd) from the worker's slot into the sink; frees the slot. */
+/* Chunk k (claimed by the worker) from its slot into the sink once read;
+ * frees the slot. */
 static int take_slot(pfetch_t *p, ba_segment_t *seg, size_t k, ba_record_sink_fn sink, void *ctx, uint64_t *damaged) {
-  pslot_t *s = &p->slot[(k / 2) % 2];
+  pslot_t *s = NULL;
   pthread_mutex_lock(&p->mu);
-  while (!(s->full && s->chunk == k)) pthread_cond_wait(&p->cv, &p->mu);
+  for (;;) {
+    for (size_t j = 0; j < p->nslot && !s; j++)
+      if (p->slot[j].full == 2 && p->slot[j].chunk == k) s = &p->slot[j];
+    if (s) break;
+    pthread_cond_wait(&p->cv, &p->mu);
+  }
   pthread_mutex_unlock(&p->mu);
   int rc = s->rc;
   if (rc == 0 && s->damaged) {
@@ -158,24 +192,24 @@ static int run_two(ba_segment_t *seg, const uint64_t *rows, const size_t *cut, s
   pfetch_t p;
   memset(&p, 0, sizeof p);
   p.fields = fields;
+  p.nslot = fields ? NSLOT : 2;
+  int rc = 0;
   if (fields) { /* each slot holds the vectors of the largest chunk */
     size_t most = 0;
     for (size_t k = 0; k < nchunks; k++) most = BA_MAX(most, cut[k + 1] - cut[k]);
-    for (int j = 0; j < 2; j++) {
+    for (int j = 0; j < NSLOT; j++) {
       p.slot[j].nf = fields->nfields;
       p.slot[j].stride = most;
       p.slot[j].vec = ba_malloc((most ? most : 1) * fields->nfields * sizeof(uint64_t));
-    }
-    if (!p.slot[0].vec || !p.slot[1].vec) {
-      ba_free(p.slot[0].vec);
-      ba_free(p.slot[1].vec);
-      return BA_ERR_NOMEM;
+      if (!p.slot[j].vec) rc = BA_ERR_NOMEM;
     }
   }
-  int rc = ba_segment_clone(seg, &p.clone);
+  p.claimed = ba_calloc(nchunks, 1);
+  if (rc == 0 && !p.claimed) rc = BA_ERR_NOMEM;
+  if (rc == 0) rc = ba_segment_clone(seg, &p.clone);
   if (rc < 0) {
-    ba_free(p.slot[0].vec);
-    ba_free(p.slot[1].vec);
+    for (int j = 0; j < NSLOT; j++) ba_free(p.slot[j].vec);
+    ba_free(p.claimed);
     return rc;
   }
   p.rows = rows;
@@ -187,7 +221,18 @@ static int run_two(ba_segment_t *seg, const uint64_t *rows, const size_t *cut, s
   pthread_t th;
   int started = pthread_create(&th, NULL, worker, &p) == 0;
   for (size_t k = 0; k < nchunks && rc == 0; k++) {
-    if (k % 2 == 0 || !started) {
+    int mine = !started;
+    if (started) { /* k unclaimed: the caller's; else the worker's */
+      pthread_mutex_lock(&p.mu);
+      p.deliv = k;
+      if (!p.claimed[k]) {
+        p.claimed[k] = 1;
+        mine = 1;
+      }
+      pthread_cond_broadcast(&p.cv); /* the worker may claim one more */
+      pthread_mutex_unlock(&p.mu);
+    }
+    if (mine) {
       uint64_t d = 0;
       rc = read_chunk(seg, rows + cut[k], cut[k + 1] - cut[k], cols, fields, sink, ctx, &d);
       *damaged += d;
@@ -204,11 +249,12 @@ static int run_two(ba_segment_t *seg, const uint64_t *rows, const size_t *cut, s
   }
   pthread_mutex_destroy(&p.mu);
   pthread_cond_destroy(&p.cv);
-  ba_free(p.slot[0].recs);
-  ba_free(p.slot[1].recs);
-  ba_free(p.slot[0].vec);
-  ba_free(p.slot[1].vec);
+  for (int j = 0; j < NSLOT; j++) {
+    ba_free(p.slot[j].recs);
+    ba_free(p.slot[j].vec);
+  }
   ba_segment_clone_free(p.clone);
+  ba_free(p.claimed);
   return rc;
 }
 

@@ -337,6 +337,16 @@ static void check_spec(const char *text, int element, int bidir, unsigned every)
   read_both(g_st, every, a, &got);
   assert_true(got.n > 0);
   assert_int_equal(ba_query_agg_add(b, got.r, got.n), 0); /* the record adapter */
+  assert_int_equal(ba_query_agg_drop_flags(b), BA_ERR_INVALID); /* after an add: refused */
+  /* d keeps no flags: it reads no tcp_flags and its groups are a's with key.tcp_flags 0 */
+  ba_query_agg_t *d;
+  assert_int_equal(ba_query_agg_create(&sp, &d), 0);
+  assert_int_equal(ba_query_agg_drop_flags(d), 0);
+  size_t ndf = 0;
+  const uint16_t *df = ba_query_agg_fields(d, &ndf);
+  for (size_t i = 0; i < ndf; i++) assert_int_not_equal(df[i], offsetof(ba_record_t, tcp_flags));
+  assert_int_equal(ba_query_agg_columns(d) & BA_COL_FLAGS, 0);
+  assert_int_equal(ba_query_agg_add(d, got.r, got.n), 0);
   rspec_t rs;
   ref_spec(text, &sp, &rs);
   rgrp_t *ref = malloc(2 * got.n * sizeof *ref);
@@ -349,6 +359,15 @@ static void check_spec(const char *text, int element, int bidir, unsigned every)
     assert_int_equal(na, nref);
     assert_int_equal(nb, nref);
     assert_memory_equal(ra, rb, na * sizeof *ra);
+    const ba_query_agg_row_t *rd;
+    size_t nd;
+    assert_int_equal(ba_query_agg_result(d, (ba_agg_order_t)o, &rd, &nd), 0);
+    assert_int_equal(nd, na);
+    for (size_t g = 0; g < nd; g++) {
+      ba_query_agg_row_t x = ra[g];
+      x.key.tcp_flags = 0;
+      assert_memory_equal(&rd[g], &x, sizeof x);
+    }
     for (size_t g = 0; g < na; g++) {
       uint8_t k[160];
       rkey(&rs, &ra[g].key, 0, 0, k);
@@ -385,6 +404,7 @@ static void check_spec(const char *text, int element, int bidir, unsigned every)
   free(got.r);
   ba_query_agg_free(a);
   ba_query_agg_free(b);
+  ba_query_agg_free(d);
 }
 
 static void test_elements(void **state) {
