@@ -129,6 +129,14 @@ size_t ba_bitmap_serialized_size(const ba_bitmap_t *bm);
 int ba_bitmap_serialize(const ba_bitmap_t *bm, uint8_t *buf, size_t cap, size_t *len);
 /* Validates everything (codec id, lengths, word structure, row count). */
 int ba_bitmap_deserialize(const uint8_t *buf, size_t len, ba_bitmap_t **out, size_t *consumed);
+/* a AND the bitmap of a whole serialized record of len bytes, in a's codec,
+ * without deserializing it, when the record is a valid WAH32 or PLWAH bitmap
+ * of a's codec and rows with one word per group (a dense literal bitmap):
+ * its words are read in place (any alignment) as a table of groups, and only
+ * those under a's set groups are combined. Same words as deserializing and
+ * ba_bitmap_and(a, b, codec of a). 1 = declined (other records, and invalid
+ * ones: deserializing reports them), 0 = done, < 0 = error. */
+int ba_bitmap_and_record(const ba_bitmap_t *a, const uint8_t *rec, size_t len, ba_bitmap_t **out);
 
 #ifdef __cplusplus
 }

@@ -42,6 +42,10 @@ int ba_idxz_pack(void *ctx, const uint8_t *rec, size_t len, const uint8_t **out,
  * frame is decoded in place). */
 int ba_idxz_load(ba_idxz_t *z, uint8_t *p, size_t len, uint32_t crc, int allow, ba_codec_t codec, uint64_t rows,
                  ba_bitmap_t **out);
+/* reader_dir.c: index records of at least this many bytes are mapped from
+ * the segment file instead of read into a buffer (default 256 KiB; tests
+ * set 0 to map every record). Not thread-safe: set it before reading. */
+void ba_rd_set_map_min(size_t bytes);
 
 /* LIVE (journals only, doc/format.md §5): rows of a row group not yet full,
  * written early so live queries see them; superseded by the GROUP block of

@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "archive/archive.h"
 #include "archive/reader_int.h"
@@ -268,22 +270,61 @@ void ba_rd_index_attr_bytes(ba_segment_t *g, uint64_t bytes[BA_ATTR_COUNT]) {
 }
 
 /* ---------- bitmaps ---------- */
-static int read_bitmap(ba_segment_t *g, const ba_idx_dirent_t *e, ba_bitmap_t **out) {
+
+/* A record this large is mapped from the file rather than read: its pages
+ * come from the page cache as they are touched (16 at a fault), with no copy
+ * and no fresh memory, where a pread copies it into a buffer whose first
+ * touches fault a page at a time. Private and writable, so a compressed
+ * record can still be decoded in place (ba_idxz_load; a copy-on-write page). */
+static size_t g_map_min = 256u << 10;
+
+void ba_rd_set_map_min(size_t bytes) { g_map_min = bytes; }
+
+typedef struct rec {
+  uint8_t *p;
+  void *map;
+  size_t maplen;
+} rec_t;
+
+static int rec_get(ba_segment_t *g, const ba_idx_dirent_t *e, rec_t *r) {
+  r->map = NULL;
+  if (e->len >= g_map_min && e->len > 0) {
+    static long pg;
+    if (!pg) pg = sysconf(_SC_PAGESIZE) > 0 ? sysconf(_SC_PAGESIZE) : 4096;
+    uint64_t at = e->off - e->off % (uint64_t)pg;
+    size_t l = (size_t)(e->off - at) + e->len;
+    void *m = mmap(NULL, l, PROT_READ | PROT_WRITE, MAP_PRIVATE, g->fd, (off_t)at);
+    if (m != MAP_FAILED) {
+      r->map = m;
+      r->maplen = l;
+      r->p = (uint8_t *)m + (e->off - at);
+      return BA_OK;
+    }
+  }
   if (g->bmcap < (size_t)e->len + 1) {
     void *p = g->bmbuf;
     BA_FORWARD(ba_grow(&p, &g->bmcap, (size_t)e->len + 1, 1));
     g->bmbuf = p;
   }
-  int rc = ba_pread_full(g->fd, g->bmbuf, e->len, e->off);
-  if (rc == BA_OK)
-    rc = ba_idxz_load(&g->idxz, g->bmbuf, e->len, e->crc, ba_seg_has_idxz(&g->h), (ba_codec_t)g->h.codec,
-                      g->f.rows, out);
-  return rc;
+  r->p = g->bmbuf;
+  return ba_pread_full(g->fd, g->bmbuf, e->len, e->off);
 }
 
-/* ", zstd" when the record read last (read_bitmap) is a compressed one. */
-static const char *bm_kind(const ba_segment_t *g, const ba_idx_dirent_t *e) {
-  return e->len > 1 && g->bmbuf && (g->bmbuf[1] & BA_BM_FLAG_ZSTD) ? ", zstd" : "";
+static void rec_done(rec_t *r) {
+  if (r->map) munmap(r->map, r->maplen);
+  r->map = NULL;
+}
+
+/* *zstd: the record is a compressed one (for error messages). */
+static int read_bitmap(ba_segment_t *g, const ba_idx_dirent_t *e, ba_bitmap_t **out, int *zstd) {
+  rec_t r;
+  int rc = rec_get(g, e, &r);
+  *zstd = rc == BA_OK && e->len > 1 && (r.p[1] & BA_BM_FLAG_ZSTD);
+  if (rc == BA_OK)
+    rc = ba_idxz_load(&g->idxz, r.p, e->len, e->crc, ba_seg_has_idxz(&g->h), (ba_codec_t)g->h.codec, g->f.rows,
+                      out);
+  rec_done(&r);
+  return rc;
 }
 
 static int empty_bitmap(const ba_segment_t *g, ba_bitmap_t **out) {
@@ -298,18 +339,64 @@ static int empty_bitmap(const ba_segment_t *g, ba_bitmap_t **out) {
   return BA_OK;
 }
 
-int ba_segment_index(ba_segment_t *g, ba_attr_t attr, uint32_t value, ba_bitmap_t **out) {
-  BA_RETURN_IF(!g || !out || (unsigned)attr >= BA_ATTR_COUNT, BA_ERR_INVALID);
+static void bitmap_err(ba_segment_t *g, const ba_idx_dirent_t *e, int zstd, int rc) {
+  ba_rd_serr(g->store, "%s: index bitmap %s=%u at offset %llu (%u bytes%s): %s", g->name,
+             ba_attr_name((ba_attr_t)e->attr), e->value, (unsigned long long)e->off, e->len, zstd ? ", zstd" : "",
+             ba_strerror(rc));
+}
+
+/* The directory entry of attr == value: 1 = found, 0 = the value is absent. */
+static int find_entry(ba_segment_t *g, ba_attr_t attr, uint32_t value, ba_idx_dirent_t *e) {
   const uint8_t *ent;
   size_t n;
   BA_FORWARD(attr_entries(g, attr, &ent, &n));
   size_t k = ent_lower(g, ent, n, value, 0);
-  if (k >= n || ba_load_le32(ent + k * BA_DIRENT_BYTES + g->ev) != value) return empty_bitmap(g, out);
-  ba_idx_dirent_t e = ent_get(g, attr, ent + k * BA_DIRENT_BYTES);
-  int rc = read_bitmap(g, &e, out);
-  if (rc < 0)
-    ba_rd_serr(g->store, "%s: index bitmap %s=%u at offset %llu (%u bytes%s): %s", g->name, ba_attr_name(attr),
-               value, (unsigned long long)e.off, e.len, bm_kind(g, &e), ba_strerror(rc));
+  if (k >= n || ba_load_le32(ent + k * BA_DIRENT_BYTES + g->ev) != value) return 0;
+  *e = ent_get(g, attr, ent + k * BA_DIRENT_BYTES);
+  return 1;
+}
+
+int ba_segment_index(ba_segment_t *g, ba_attr_t attr, uint32_t value, ba_bitmap_t **out) {
+  BA_RETURN_IF(!g || !out || (unsigned)attr >= BA_ATTR_COUNT, BA_ERR_INVALID);
+  ba_idx_dirent_t e;
+  int rc = find_entry(g, attr, value, &e), zstd = 0;
+  if (rc <= 0) return rc < 0 ? rc : empty_bitmap(g, out);
+  if ((rc = read_bitmap(g, &e, out, &zstd)) < 0) bitmap_err(g, &e, zstd, rc);
+  return rc;
+}
+
+int ba_segment_index_and(ba_segment_t *g, ba_attr_t attr, uint32_t value, const ba_bitmap_t *a,
+                         ba_bitmap_t **out) {
+  BA_RETURN_IF(!g || !a || !out || (unsigned)attr >= BA_ATTR_COUNT, BA_ERR_INVALID);
+  *out = NULL;
+  ba_codec_t codec = (ba_codec_t)g->h.codec;
+  ba_idx_dirent_t e;
+  ba_bitmap_t *b = NULL;
+  int rc = find_entry(g, attr, value, &e), zstd = 0;
+  if (rc < 0) return rc;
+  if (rc == 0) {
+    rc = empty_bitmap(g, &b);
+  } else {
+    rec_t r;
+    rc = rec_get(g, &e, &r);
+    zstd = rc == BA_OK && e.len > 1 && (r.p[1] & BA_BM_FLAG_ZSTD);
+    rc = rc == BA_OK && ba_crc32c(0, r.p, e.len) != e.crc ? BA_ERR_CHECKSUM : rc;
+    if (rc == BA_OK && !zstd && ba_bitmap_codec(a) == codec && ba_bitmap_rows(a) == g->f.rows)
+      rc = ba_bitmap_and_record(a, r.p, e.len, out); /* 1: declined */
+    else if (rc == BA_OK)
+      rc = 1;
+    if (rc == 1) /* the CRC is checked: decoded as ba_idxz_load would */
+      rc = zstd ? ba_idxz_load(&g->idxz, r.p, e.len, e.crc, ba_seg_has_idxz(&g->h), codec, g->f.rows, &b)
+                : ba_idx_bitmap_decode(r.p, e.len, codec, g->f.rows, &b);
+    rec_done(&r);
+    if (rc < 0) {
+      bitmap_err(g, &e, zstd, rc);
+      return rc;
+    }
+    if (*out) return BA_OK;
+  }
+  if (rc == BA_OK) rc = ba_bitmap_and(a, b, codec, out);
+  ba_bitmap_free(b);
   return rc;
 }
 
@@ -368,12 +455,11 @@ void ba_rd_verify_index(ba_segment_t *g, uint64_t *nbad, int *first) {
     }
     for (size_t i = 0; i < ndir; i++) {
       ba_bitmap_t *bm = NULL;
-      rc = read_bitmap(g, &dir[i], &bm);
+      int zstd = 0;
+      rc = read_bitmap(g, &dir[i], &bm, &zstd);
       ba_bitmap_free(bm);
       if (rc < 0) {
-        ba_rd_serr(g->store, "%s: index bitmap %s=%u at offset %llu (%u bytes%s): %s", g->name,
-                   ba_attr_name((ba_attr_t)dir[i].attr), dir[i].value, (unsigned long long)dir[i].off,
-                   dir[i].len, bm_kind(g, &dir[i]), ba_strerror(rc));
+        bitmap_err(g, &dir[i], zstd, rc);
         NOTE(rc);
       }
     }
@@ -387,12 +473,11 @@ void ba_rd_verify_index(ba_segment_t *g, uint64_t *nbad, int *first) {
       for (size_t i = 0; rc == BA_OK && i < n; i++) {
         ba_idx_dirent_t e = ent_get(g, (ba_attr_t)a, ent + i * BA_DIRENT_BYTES);
         ba_bitmap_t *bm = NULL;
-        int r = read_bitmap(g, &e, &bm);
+        int zstd = 0;
+        int r = read_bitmap(g, &e, &bm, &zstd);
         ba_bitmap_free(bm);
         if (r < 0) {
-          ba_rd_serr(g->store, "%s: index bitmap %s=%u at offset %llu (%u bytes%s): %s", g->name,
-                     ba_attr_name((ba_attr_t)a), e.value, (unsigned long long)e.off, e.len, bm_kind(g, &e),
-                     ba_strerror(r));
+          bitmap_err(g, &e, zstd, r);
           NOTE(r);
         }
       }

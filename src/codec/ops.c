@@ -401,3 +401,136 @@ int ba_bitmap_or_many_with(const ba_bitmap_t *const *bms, size_t n, ba_codec_t o
   ba_free(cur);
   return rc;
 }
+
+/* ---- AND with a serialized record of one group per word ---- */
+
+/* A dense literal bitmap of WAH32 or PLWAH has as many words as groups:
+ * every word is then a literal (MSB 0) or a fill of exactly one group
+ * (count 1; PLWAH: no piggybacked position), (x & 0x3FFFFFFF) == 1 in
+ * both codecs. Such words are a table of groups: word g is group g. */
+#define REC_HDR 20u
+#define REC_BATCH 256
+
+static inline uint64_t rec_group(const uint8_t *w, uint64_t g) {
+  uint32_t x = ba_load_le32(w + 4 * g);
+  return !(x >> 31) ? x : (x & 0x40000000u) ? 0x7FFFFFFFu : 0;
+}
+
+/* 1 when the n words at w are one group each and the last group's pad
+ * rows (past nrows) are 0: exactly the valid bitmaps of n groups. */
+static int rec_one_group_words(const uint8_t *w, size_t n, uint64_t nrows) {
+  uint32_t bad = 0;
+  for (size_t i = 0; i < n; i++) {
+    uint32_t x = ba_load_le32(w + 4 * i);
+    bad |= (x >> 31) & ((x & 0x3FFFFFFFu) != 1u);
+  }
+  if (bad) return 0;
+  unsigned r = (unsigned)(nrows % 31);
+  return n == 0 || r == 0 || !(rec_group(w, n - 1) & ((UINT32_C(1) << (31 - r)) - 1));
+}
+
+typedef struct {
+  ba_bitmap_t *o;
+  uint32_t gaps[REC_BATCH];
+  uint64_t lits[REC_BATCH];
+  size_t k;
+  uint64_t next; /* first group not yet appended */
+} rec_out_t;
+
+static int rec_flush(rec_out_t *q) {
+  int rc = ba_bitmap_append_groups(q->o, q->gaps, q->lits, q->k);
+  q->k = 0;
+  return rc;
+}
+
+/* Group g (>= q->next) of the result is lit; zero groups skipped are gaps. */
+static int rec_put(rec_out_t *q, uint64_t g, uint64_t lit) {
+  if (!lit) return BA_OK;
+  uint64_t gap = g - q->next;
+  while (gap > UINT32_MAX) { /* a gap wider than a u32: a zero group, then the rest */
+    q->gaps[q->k] = UINT32_MAX - 1;
+    q->lits[q->k++] = 0;
+    gap -= UINT32_MAX;
+    if (q->k == REC_BATCH) BA_FORWARD(rec_flush(q));
+  }
+  q->gaps[q->k] = (uint32_t)gap;
+  q->lits[q->k++] = lit;
+  q->next = g + 1;
+  return q->k == REC_BATCH ? rec_flush(q) : BA_OK;
+}
+
+/* Group g of the result is lit: the last group (partial: whole groups would
+ * run past the rows) is kept aside, the others batched. */
+static inline int rec_emit(rec_out_t *q, uint64_t g, uint64_t lit, uint64_t whole, uint64_t *last) {
+  if (g < whole) return rec_put(q, g, lit);
+  *last = lit;
+  return BA_OK;
+}
+
+int ba_bitmap_and_record(const ba_bitmap_t *a, const uint8_t *rec, size_t len, ba_bitmap_t **out) {
+  BA_RETURN_IF(!a || !rec || !out || !a->finished, BA_ERR_INVALID);
+  *out = NULL;
+  ba_codec_t id = a->ops->id;
+  if ((id != BA_CODEC_WAH32 && id != BA_CODEC_PLWAH) || len < REC_HDR || rec[0] != (uint8_t)id || rec[1] != 0 ||
+      ba_load_le16(rec + 2) != 0)
+    return 1;
+  const uint64_t G = 31, nrows = ba_load_le64(rec + 4), nwords = ba_load_le64(rec + 12);
+  const uint64_t ngroups = nrows / G + (nrows % G != 0), whole = nrows / G;
+  if (nrows != a->rows || nwords != ngroups || nwords > (len - REC_HDR) / 4 || len != REC_HDR + 4 * nwords)
+    return 1;
+  const uint8_t *w = rec + REC_HDR;
+  if (!rec_one_group_words(w, (size_t)nwords, nrows)) return 1; /* invalid: deserializing says why */
+  rec_out_t *q = ba_malloc(sizeof *q);
+  BA_RETURN_IF(!q, BA_ERR_NOMEM);
+  q->k = 0;
+  q->next = 0;
+  int rc = ba_bm_new(a->ops, &q->o);
+  if (rc < 0) {
+    ba_free(q);
+    return rc;
+  }
+  /* a's words (validated) decoded here: literal 0|31 bits; fill 1|value|
+   * count, PLWAH's count 25 bits after a 5-bit position, WAH32's 30 bits */
+  const int pl = id == BA_CODEC_PLWAH;
+  const uint32_t cmask = pl ? 0x01FFFFFFu : 0x3FFFFFFFu, *aw = (const uint32_t *)a->vec.w;
+  uint64_t g = 0, last = 0;
+  for (size_t i = 0; i < a->vec.n && rc == BA_OK; i++) {
+    uint32_t x = aw[i];
+    if (!(x >> 31)) {
+      if (g >= ngroups) rc = BA_ERR_CORRUPT;
+      else if (x) rc = rec_emit(q, g, x & rec_group(w, g), whole, &last);
+      g++;
+      continue;
+    }
+    uint64_t n = x & cmask;
+    unsigned pos = pl ? (x >> 25) & 31u : 0;
+    if (n > ngroups - g || (pos && n == ngroups - g)) {
+      rc = BA_ERR_CORRUPT;
+      break;
+    }
+    if (x & 0x40000000u) {
+      for (uint64_t e = g + n; g < e && rc == BA_OK; g++) rc = rec_emit(q, g, rec_group(w, g), whole, &last);
+    } else {
+      g += n;
+    }
+    if (pos && rc == BA_OK) { /* the piggybacked literal: the fill's value but bit 31 - pos */
+      uint32_t bit = UINT32_C(1) << (31 - pos), lit = (x & 0x40000000u) ? 0x7FFFFFFFu ^ bit : bit;
+      rc = rec_emit(q, g, lit & rec_group(w, g), whole, &last);
+      g++;
+    }
+  }
+  if (rc == 0 && q->k) rc = rec_flush(q);
+  if (rc == 0 && last) {
+    rc = ba_bitmap_append_run(q->o, 0, whole * G - q->o->rows);
+    if (rc == 0) rc = ba_bitmap_append_bits(q->o, last >> (G - nrows % G), (unsigned)(nrows % G));
+  }
+  if (rc == 0) rc = ba_bitmap_finish(q->o, nrows);
+  ba_bitmap_t *o = q->o;
+  ba_free(q);
+  if (rc < 0) {
+    ba_bitmap_free(o);
+    return rc;
+  }
+  *out = o;
+  return BA_OK;
+}

@@ -139,8 +139,9 @@ static int and_step(segctx_t *c, pres_t *acc, pres_t x) {
 static int and_values_each(segctx_t *c, pres_t *acc, const vpred_t *p, vsel_t sel) {
   if (acc->hi.kind != PB_BM || !pb_same(acc->lo, acc->hi) || !pb_sparse(c, acc->hi)) return 1;
   if (sel.est.hi != ES_SOME || sel.use_compl || sel.k < 2 || sel.k > EACH_MAX) return 1;
-  uint32_t vals[EACH_MAX];
+  uint32_t vals[EACH_MAX], lens[EACH_MAX];
   memcpy(vals, c->vals, sel.k * sizeof(*vals));
+  memcpy(lens, c->lens, sel.k * sizeof(*lens));
   if (c->ex) {
     sb_add(c->ex, "each(%s:", ba_attr_name(p->attr));
     for (size_t j = 0; j < sel.k; j++) sb_add(c->ex, "%s%u", j ? "|" : "", vals[j]);
@@ -149,23 +150,54 @@ static int and_values_each(segctx_t *c, pres_t *acc, const vpred_t *p, vsel_t se
   ba_bitmap_t *parts[EACH_MAX];
   size_t m = 0;
   int rc = 0;
+  pb_t own[EACH_MAX];
   for (size_t j = 0; j < sel.k && rc == 0; j++) {
-    pb_t b;
-    if ((rc = pb_index(c, p->attr, vals[j], &b)) < 0) break;
-    rc = ba_bitmap_and(acc->hi.o->bm, b.o->bm, c->codec, &parts[m]);
-    pb_drop(b);
-    if (rc == 0) m++;
+    rc = pb_and_index(c, acc->hi, p->attr, vals[j], lens[j] >= dense_bytes(c), &own[m]);
+    if (rc == 0 && own[m].kind != PB_BM) {
+      pb_drop(own[m]);
+      rc = BA_ERR_INVALID; /* an AND of two bitmaps is a bitmap */
+    }
+    if (rc == 0) parts[m] = own[m].o->bm, m++;
   }
   ba_bitmap_t *r = NULL;
   if (rc == 0) rc = ba_bitmap_or_many((const ba_bitmap_t *const *)parts, m, c->codec, &r);
-  for (size_t j = 0; j < m; j++) ba_bitmap_free(parts[j]);
+  for (size_t j = 0; j < m; j++) pb_drop(own[j]);
   if (rc < 0) return rc;
-  c->stats->bitmap_ops += 2 * m - 1;
+  c->stats->bitmap_ops += m - 1; /* and one per AND (pb_and_index) */
   pb_t out;
   BA_FORWARD(pb_wrap(r, &out));
   pres_drop(*acc);
   *acc = pres_exact(out);
   return pres_prune(acc);
+}
+
+/* acc AND the one value a term selects (sel, c->vals), when acc is an exact
+ * bitmap and the value's bitmap is dense: combined as it is read
+ * (pb_and_index), where loading it would build the whole bitmap first. The
+ * same result, explain text and operation count as or_selected then
+ * and_step. 1 = does not apply (acc is untouched). */
+static int and_value_direct(segctx_t *c, pres_t *acc, const vpred_t *p, vsel_t sel) {
+  if (acc->hi.kind != PB_BM || !pb_same(acc->lo, acc->hi)) return 1;
+  if (sel.est.hi != ES_SOME || sel.use_compl || sel.k != 1 || c->lens[0] < dense_bytes(c)) return 1;
+  uint32_t v = c->vals[0];
+  if (c->ex) sb_add(c->ex, "%s:%u", ba_attr_name(p->attr), v);
+  pb_t out;
+  BA_FORWARD(pb_and_index(c, acc->hi, p->attr, v, 1, &out));
+  pres_drop(*acc);
+  *acc = pres_exact(out);
+  return pres_prune(acc);
+}
+
+/* 1 when t is one dense value that and_value_direct would combine with acc
+ * (then its place in the chain does not matter much: no by-rows order). */
+static int term_direct(segctx_t *c, const pres_t *acc, const term_t *t) {
+  if (t->node || acc->hi.kind != PB_BM || !pb_same(acc->lo, acc->hi)) return 0;
+  vsel_t sel;
+  binsel_t b;
+  est_t e;
+  if (select_values_bins(c, &t->vp, &sel, &b, &e) < 0) return 0;
+  return b.nfull + b.npart == 0 && sel.est.hi == ES_SOME && !sel.use_compl && sel.k == 1 &&
+         c->lens[0] >= dense_bytes(c);
 }
 
 /* acc AND one operand of a flattened AND chain. */
@@ -181,6 +213,7 @@ static int and_term(segctx_t *c, pres_t *acc, const term_t *t) {
     if (b.nfull + b.npart == 0) {
       int rc = and_values_each(c, acc, &t->vp, sel);
       if (rc <= 0) return rc;
+      if ((rc = and_value_direct(c, acc, &t->vp, sel)) <= 0) return rc;
     }
     BA_FORWARD(values_pres_sel(c, &t->vp, sel, &b, &x));
   }
@@ -219,7 +252,7 @@ static int and_terms(segctx_t *c, termvec_t *v, pres_t *out) {
   ex_open(c, "AND");
   size_t i = 0;
   for (; i < v->n && rc == 0 && acc.hi.kind != PB_NONE; i++) {
-    if (v->t[i].key >= 2 + dense && !pb_sparse(c, acc.hi)) break;
+    if (v->t[i].key >= 2 + dense && !pb_sparse(c, acc.hi) && !term_direct(c, &acc, &v->t[i])) break;
     if (i) ex_sep(c);
     rc = and_term(c, &acc, &v->t[i]);
   }

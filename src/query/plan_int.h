@@ -199,6 +199,7 @@ int pb_and(segctx_t *c, pb_t a, pb_t b, pb_t *out);
 int pb_or(segctx_t *c, pb_t a, pb_t b, pb_t *out);
 int pb_not(segctx_t *c, pb_t a, pb_t *out);
 int pb_index(segctx_t *c, ba_attr_t attr, uint32_t v, pb_t *out);
+int pb_and_index(segctx_t *c, pb_t a, ba_attr_t attr, uint32_t v, int direct, pb_t *out);
 void cache_clear(segctx_t *c);
 int pres_and(segctx_t *c, pres_t a, pres_t b, pres_t *out);
 int pres_or(segctx_t *c, pres_t a, pres_t b, pres_t *out);

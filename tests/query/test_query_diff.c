@@ -10,6 +10,7 @@
 
 #include "bitarc/query.h"
 #include "testsupport.h"
+#include "archive/archive.h"
 #include "query/query_internal.h"
 
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
@@ -756,6 +757,7 @@ static void test_and_each(void **state) {
 
 int main(void) {
   query_set_par_min_rows(0); /* the worker path on these small stores too */
+  ba_rd_set_map_min(4096);   /* index records mapped from the file, as large ones are */
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_wah64),
     cmocka_unit_test(test_compax),
