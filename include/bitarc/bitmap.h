@@ -75,6 +75,10 @@ size_t ba_bitmap_size_bytes(const ba_bitmap_t *bm);
  * than "these words are not a valid `codec` bitmap of `nrows` rows". */
 int ba_bitmap_from_words(ba_codec_t codec, const void *words, size_t nwords, uint64_t nrows,
                          ba_bitmap_t **out);
+/* As ba_bitmap_from_words, but the bitmap takes words (from ba_malloc, host
+ * order) as they are, no copy; they are freed with the bitmap, or at once
+ * when this fails. */
+int ba_bitmap_adopt_words(ba_codec_t codec, void *words, size_t nwords, uint64_t nrows, ba_bitmap_t **out);
 /* Builds a finished bitmap from sorted, distinct row ids all < nrows. */
 int ba_bitmap_from_rows(ba_codec_t codec, const uint64_t *rows, size_t n, uint64_t nrows,
                         ba_bitmap_t **out);
@@ -137,6 +141,11 @@ int ba_bitmap_deserialize(const uint8_t *buf, size_t len, ba_bitmap_t **out, siz
  * ba_bitmap_and(a, b, codec of a). 1 = declined (other records, and invalid
  * ones: deserializing reports them), 0 = done, < 0 = error. */
 int ba_bitmap_and_record(const ba_bitmap_t *a, const uint8_t *rec, size_t len, ba_bitmap_t **out);
+/* a AND the bitmap of codec whose nwords words (host order, aligned to the
+ * codec's word size) are read where they lie, not copied: validated as
+ * ba_bitmap_from_words does, then ba_bitmap_and into codec c. */
+int ba_bitmap_and_words(const ba_bitmap_t *a, ba_codec_t codec, const void *words, size_t nwords, uint64_t nrows,
+                        ba_codec_t c, ba_bitmap_t **out);
 
 #ifdef __cplusplus
 }

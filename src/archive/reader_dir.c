@@ -286,6 +286,18 @@ typedef struct rec {
   size_t maplen;
 } rec_t;
 
+/* Where a record starts in g->bmbuf: its words (after the 20-byte header)
+ * then lie on an 8-byte boundary, so they can be read in place. */
+#define REC_AT 4u
+
+static int rec_buf(ba_segment_t *g, size_t len) {
+  if (g->bmcap >= len + REC_AT + 1) return BA_OK;
+  void *p = g->bmbuf;
+  BA_FORWARD(ba_grow(&p, &g->bmcap, len + REC_AT + 1, 1));
+  g->bmbuf = p;
+  return BA_OK;
+}
+
 static int rec_get(ba_segment_t *g, const ba_idx_dirent_t *e, rec_t *r) {
   r->map = NULL;
   if (e->len >= g_map_min && e->len > 0) {
@@ -301,13 +313,9 @@ static int rec_get(ba_segment_t *g, const ba_idx_dirent_t *e, rec_t *r) {
       return BA_OK;
     }
   }
-  if (g->bmcap < (size_t)e->len + 1) {
-    void *p = g->bmbuf;
-    BA_FORWARD(ba_grow(&p, &g->bmcap, (size_t)e->len + 1, 1));
-    g->bmbuf = p;
-  }
-  r->p = g->bmbuf;
-  return ba_pread_full(g->fd, g->bmbuf, e->len, e->off);
+  BA_FORWARD(rec_buf(g, e->len));
+  r->p = g->bmbuf + REC_AT;
+  return ba_pread_full(g->fd, r->p, e->len, e->off);
 }
 
 static void rec_done(rec_t *r) {
@@ -365,6 +373,27 @@ int ba_segment_index(ba_segment_t *g, ba_attr_t attr, uint32_t value, ba_bitmap_
   return rc;
 }
 
+/* a AND a raw record's words where they lie (ba_bitmap_and_words): in the
+ * buffer they were read into, or in the mapping when they are aligned there,
+ * else copied into the buffer (no fresh bitmap either way). 1 = not
+ * applicable (a header the decoder must judge; a big-endian host). */
+static int and_in_place(ba_segment_t *g, const uint8_t *p, size_t len, const ba_bitmap_t *a, ba_bitmap_t **out) {
+  const uint16_t one = 1;
+  ba_codec_t codec = (ba_codec_t)g->h.codec;
+  unsigned wb = ba_codec_word_bits(codec) / 8;
+  if (*(const uint8_t *)&one != 1 || wb == 0 || len < BA_BM_REC_HDR || p[0] != (uint8_t)codec || p[1] != 0 ||
+      ba_load_le16(p + 2) != 0 || ba_load_le64(p + 4) != g->f.rows)
+    return 1;
+  uint64_t nwords = ba_load_le64(p + 12);
+  if (nwords > (len - BA_BM_REC_HDR) / wb || BA_BM_REC_HDR + nwords * wb != len) return 1;
+  if ((uintptr_t)(p + BA_BM_REC_HDR) % wb) { /* unaligned (mapped, decompressed): into the buffer */
+    BA_FORWARD(rec_buf(g, len));
+    memcpy(g->bmbuf + REC_AT, p, len);
+    p = g->bmbuf + REC_AT;
+  }
+  return ba_bitmap_and_words(a, codec, p + BA_BM_REC_HDR, (size_t)nwords, g->f.rows, codec, out);
+}
+
 int ba_segment_index_and(ba_segment_t *g, ba_attr_t attr, uint32_t value, const ba_bitmap_t *a,
                          ba_bitmap_t **out) {
   BA_RETURN_IF(!g || !a || !out || (unsigned)attr >= BA_ATTR_COUNT, BA_ERR_INVALID);
@@ -378,16 +407,18 @@ int ba_segment_index_and(ba_segment_t *g, ba_attr_t attr, uint32_t value, const 
     rc = empty_bitmap(g, &b);
   } else {
     rec_t r;
+    const uint8_t *raw = NULL;
+    size_t rlen = 0;
     rc = rec_get(g, &e, &r);
     zstd = rc == BA_OK && e.len > 1 && (r.p[1] & BA_BM_FLAG_ZSTD);
     rc = rc == BA_OK && ba_crc32c(0, r.p, e.len) != e.crc ? BA_ERR_CHECKSUM : rc;
-    if (rc == BA_OK && !zstd && ba_bitmap_codec(a) == codec && ba_bitmap_rows(a) == g->f.rows)
-      rc = ba_bitmap_and_record(a, r.p, e.len, out); /* 1: declined */
-    else if (rc == BA_OK)
-      rc = 1;
-    if (rc == 1) /* the CRC is checked: decoded as ba_idxz_load would */
-      rc = zstd ? ba_idxz_load(&g->idxz, r.p, e.len, e.crc, ba_seg_has_idxz(&g->h), codec, g->f.rows, &b)
-                : ba_idx_bitmap_decode(r.p, e.len, codec, g->f.rows, &b);
+    /* a compressed record decoded first (checked as ba_idxz_load does) */
+    if (rc == BA_OK) rc = ba_idxz_unpack(r.p, e.len, ba_seg_has_idxz(&g->h), codec, g->f.rows, &raw, &rlen);
+    if (rc == BA_OK)
+      rc = ba_bitmap_codec(a) == codec && ba_bitmap_rows(a) == g->f.rows ? ba_bitmap_and_record(a, raw, rlen, out)
+                                                                          : 1; /* 1: declined */
+    if (rc == 1) rc = and_in_place(g, raw, rlen, a, out);
+    if (rc == 1) rc = ba_idx_bitmap_decode(raw, rlen, codec, g->f.rows, &b); /* reports what is wrong */
     rec_done(&r);
     if (rc < 0) {
       bitmap_err(g, &e, zstd, rc);

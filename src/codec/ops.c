@@ -534,3 +534,28 @@ int ba_bitmap_and_record(const ba_bitmap_t *a, const uint8_t *rec, size_t len, b
   *out = o;
   return BA_OK;
 }
+
+/* ---- AND with words read in place ---- */
+
+int ba_bitmap_and_words(const ba_bitmap_t *a, ba_codec_t codec, const void *words, size_t nwords, uint64_t nrows,
+                        ba_codec_t c, ba_bitmap_t **out) {
+  BA_RETURN_IF(!a || !out || (nwords && !words), BA_ERR_INVALID);
+  *out = NULL;
+  BA_RETURN_IF(codec < BA_CODEC_MIN || codec > BA_CODEC_MAX, BA_ERR_INVALID);
+  const ba_codec_ops_t *ops = ba_codec_ops(codec);
+  BA_RETURN_IF(!ops, BA_ERR_UNSUPPORTED);
+  BA_RETURN_IF((uintptr_t)words % ops->word_bytes, BA_ERR_INVALID);
+  BA_RETURN_IF(nrows > BA_BITMAP_MAX_ROWS, BA_ERR_CORRUPT);
+  BA_FORWARD(ba_bm_validate(ops, words, nwords, nrows, 0)); /* as ba_bitmap_from_words */
+  ba_bitmap_t *b;
+  BA_FORWARD(ba_bm_new(ops, &b));
+  b->vec.w = (void *)(uintptr_t)words; /* borrowed: never written, taken back before the free */
+  b->vec.n = b->vec.cap = nwords;
+  b->rows = nrows;
+  b->finished = 1;
+  int rc = ba_bitmap_and(a, b, c, out);
+  b->vec.w = NULL;
+  b->vec.n = b->vec.cap = 0;
+  ba_bitmap_free(b);
+  return rc;
+}
