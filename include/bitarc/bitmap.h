@@ -141,11 +141,14 @@ int ba_bitmap_deserialize(const uint8_t *buf, size_t len, ba_bitmap_t **out, siz
  * ba_bitmap_and(a, b, codec of a). 1 = declined (other records, and invalid
  * ones: deserializing reports them), 0 = done, < 0 = error. */
 int ba_bitmap_and_record(const ba_bitmap_t *a, const uint8_t *rec, size_t len, ba_bitmap_t **out);
+/* The rows of that AND, counted without building it (same 1 and errors). */
+int ba_bitmap_and_record_count(const ba_bitmap_t *a, const uint8_t *rec, size_t len, uint64_t *count);
 /* a AND the bitmap of codec whose nwords words (host order, aligned to the
  * codec's word size) are read where they lie, not copied: validated as
- * ba_bitmap_from_words does, then ba_bitmap_and into codec c. */
+ * ba_bitmap_from_words does, then ba_bitmap_and into codec c (out), or
+ * only its rows counted (out NULL: ba_bitmap_and_count into *count). */
 int ba_bitmap_and_words(const ba_bitmap_t *a, ba_codec_t codec, const void *words, size_t nwords, uint64_t nrows,
-                        ba_codec_t c, ba_bitmap_t **out);
+                        ba_codec_t c, ba_bitmap_t **out, uint64_t *count);
 
 #ifdef __cplusplus
 }

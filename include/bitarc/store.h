@@ -177,11 +177,12 @@ int ba_segment_info(const ba_segment_t *seg, ba_segment_info_t *out);
 int ba_segment_index(ba_segment_t *seg, ba_attr_t attr, uint32_t value, ba_bitmap_t **out);
 /* a AND the bitmap ba_segment_index gives (a: a finished bitmap of the
  * segment's rows), in the segment's codec: the same words and errors as
- * loading it and calling ba_bitmap_and, but a dense literal bitmap is
- * combined where it was read (ba_bitmap_and_record), never built. Caller
- * frees. */
+ * loading it and calling ba_bitmap_and, but the bitmap is combined where it
+ * was read or decoded (ba_bitmap_and_record, ba_bitmap_and_words), never
+ * built. Caller frees *out. out NULL: only the rows of the AND are counted
+ * into *count (as ba_bitmap_and_count). */
 int ba_segment_index_and(ba_segment_t *seg, ba_attr_t attr, uint32_t value, const ba_bitmap_t *a,
-                         ba_bitmap_t **out);
+                         ba_bitmap_t **out, uint64_t *count);
 /* Values present for an attribute, ascending; *n gets the count (may exceed cap). */
 int ba_segment_index_values(ba_segment_t *seg, ba_attr_t attr, uint32_t *values, size_t cap, size_t *n);
 /* The present values v of attr with lo_value <= v <= hi_value, ascending

@@ -377,7 +377,8 @@ int ba_segment_index(ba_segment_t *g, ba_attr_t attr, uint32_t value, ba_bitmap_
  * buffer they were read into, or in the mapping when they are aligned there,
  * else copied into the buffer (no fresh bitmap either way). 1 = not
  * applicable (a header the decoder must judge; a big-endian host). */
-static int and_in_place(ba_segment_t *g, const uint8_t *p, size_t len, const ba_bitmap_t *a, ba_bitmap_t **out) {
+static int and_in_place(ba_segment_t *g, const uint8_t *p, size_t len, const ba_bitmap_t *a, ba_bitmap_t **out,
+                        uint64_t *count) {
   const uint16_t one = 1;
   ba_codec_t codec = (ba_codec_t)g->h.codec;
   unsigned wb = ba_codec_word_bits(codec) / 8;
@@ -391,13 +392,14 @@ static int and_in_place(ba_segment_t *g, const uint8_t *p, size_t len, const ba_
     memcpy(g->bmbuf + REC_AT, p, len);
     p = g->bmbuf + REC_AT;
   }
-  return ba_bitmap_and_words(a, codec, p + BA_BM_REC_HDR, (size_t)nwords, g->f.rows, codec, out);
+  return ba_bitmap_and_words(a, codec, p + BA_BM_REC_HDR, (size_t)nwords, g->f.rows, codec, out, count);
 }
 
 int ba_segment_index_and(ba_segment_t *g, ba_attr_t attr, uint32_t value, const ba_bitmap_t *a,
-                         ba_bitmap_t **out) {
-  BA_RETURN_IF(!g || !a || !out || (unsigned)attr >= BA_ATTR_COUNT, BA_ERR_INVALID);
-  *out = NULL;
+                         ba_bitmap_t **out, uint64_t *count) {
+  BA_RETURN_IF(!g || !a || !(out || count) || (unsigned)attr >= BA_ATTR_COUNT, BA_ERR_INVALID);
+  if (out) *out = NULL;
+  int done = 0;
   ba_codec_t codec = (ba_codec_t)g->h.codec;
   ba_idx_dirent_t e;
   ba_bitmap_t *b = NULL;
@@ -414,19 +416,21 @@ int ba_segment_index_and(ba_segment_t *g, ba_attr_t attr, uint32_t value, const 
     rc = rc == BA_OK && ba_crc32c(0, r.p, e.len) != e.crc ? BA_ERR_CHECKSUM : rc;
     /* a compressed record decoded first (checked as ba_idxz_load does) */
     if (rc == BA_OK) rc = ba_idxz_unpack(r.p, e.len, ba_seg_has_idxz(&g->h), codec, g->f.rows, &raw, &rlen);
-    if (rc == BA_OK)
-      rc = ba_bitmap_codec(a) == codec && ba_bitmap_rows(a) == g->f.rows ? ba_bitmap_and_record(a, raw, rlen, out)
-                                                                          : 1; /* 1: declined */
-    if (rc == 1) rc = and_in_place(g, raw, rlen, a, out);
+    if (rc == BA_OK && (ba_bitmap_codec(a) != codec || ba_bitmap_rows(a) != g->f.rows))
+      rc = 1; /* 1: declined */
+    else if (rc == BA_OK)
+      rc = out ? ba_bitmap_and_record(a, raw, rlen, out) : ba_bitmap_and_record_count(a, raw, rlen, count);
+    if (rc == 1) rc = and_in_place(g, raw, rlen, a, out, count);
+    done = rc == BA_OK && !b;
     if (rc == 1) rc = ba_idx_bitmap_decode(raw, rlen, codec, g->f.rows, &b); /* reports what is wrong */
     rec_done(&r);
     if (rc < 0) {
       bitmap_err(g, &e, zstd, rc);
       return rc;
     }
-    if (*out) return BA_OK;
+    if (done) return BA_OK;
   }
-  if (rc == BA_OK) rc = ba_bitmap_and(a, b, codec, out);
+  if (rc == BA_OK) rc = out ? ba_bitmap_and(a, b, codec, out) : ba_bitmap_and_count(a, b, count);
   ba_bitmap_free(b);
   return rc;
 }

@@ -435,6 +435,7 @@ typedef struct {
   uint64_t lits[REC_BATCH];
   size_t k;
   uint64_t next; /* first group not yet appended */
+  uint64_t *count; /* counting only: the result's rows, no bitmap */
 } rec_out_t;
 
 static int rec_flush(rec_out_t *q) {
@@ -462,14 +463,18 @@ static int rec_put(rec_out_t *q, uint64_t g, uint64_t lit) {
 /* Group g of the result is lit: the last group (partial: whole groups would
  * run past the rows) is kept aside, the others batched. */
 static inline int rec_emit(rec_out_t *q, uint64_t g, uint64_t lit, uint64_t whole, uint64_t *last) {
+  if (q->count) {
+    *q->count += ba_popcount64(lit); /* padding rows are 0 in both */
+    return BA_OK;
+  }
   if (g < whole) return rec_put(q, g, lit);
   *last = lit;
   return BA_OK;
 }
 
-int ba_bitmap_and_record(const ba_bitmap_t *a, const uint8_t *rec, size_t len, ba_bitmap_t **out) {
-  BA_RETURN_IF(!a || !rec || !out || !a->finished, BA_ERR_INVALID);
-  *out = NULL;
+static int and_record(const ba_bitmap_t *a, const uint8_t *rec, size_t len, ba_bitmap_t **out, uint64_t *count) {
+  BA_RETURN_IF(!a || !rec || !(out || count) || !a->finished, BA_ERR_INVALID);
+  if (out) *out = NULL;
   ba_codec_t id = a->ops->id;
   if ((id != BA_CODEC_WAH32 && id != BA_CODEC_PLWAH) || len < REC_HDR || rec[0] != (uint8_t)id || rec[1] != 0 ||
       ba_load_le16(rec + 2) != 0)
@@ -484,11 +489,14 @@ int ba_bitmap_and_record(const ba_bitmap_t *a, const uint8_t *rec, size_t len, b
   BA_RETURN_IF(!q, BA_ERR_NOMEM);
   q->k = 0;
   q->next = 0;
-  int rc = ba_bm_new(a->ops, &q->o);
+  q->count = out ? NULL : count;
+  q->o = NULL;
+  int rc = out ? ba_bm_new(a->ops, &q->o) : BA_OK;
   if (rc < 0) {
     ba_free(q);
     return rc;
   }
+  if (!out) *count = 0;
   /* a's words (validated) decoded here: literal 0|31 bits; fill 1|value|
    * count, PLWAH's count 25 bits after a 5-bit position, WAH32's 30 bits */
   const int pl = id == BA_CODEC_PLWAH;
@@ -519,6 +527,10 @@ int ba_bitmap_and_record(const ba_bitmap_t *a, const uint8_t *rec, size_t len, b
       g++;
     }
   }
+  if (!out) {
+    ba_free(q);
+    return rc;
+  }
   if (rc == 0 && q->k) rc = rec_flush(q);
   if (rc == 0 && last) {
     rc = ba_bitmap_append_run(q->o, 0, whole * G - q->o->rows);
@@ -535,12 +547,22 @@ int ba_bitmap_and_record(const ba_bitmap_t *a, const uint8_t *rec, size_t len, b
   return BA_OK;
 }
 
+int ba_bitmap_and_record(const ba_bitmap_t *a, const uint8_t *rec, size_t len, ba_bitmap_t **out) {
+  BA_RETURN_IF(!out, BA_ERR_INVALID);
+  return and_record(a, rec, len, out, NULL);
+}
+
+int ba_bitmap_and_record_count(const ba_bitmap_t *a, const uint8_t *rec, size_t len, uint64_t *count) {
+  BA_RETURN_IF(!count, BA_ERR_INVALID);
+  return and_record(a, rec, len, NULL, count);
+}
+
 /* ---- AND with words read in place ---- */
 
 int ba_bitmap_and_words(const ba_bitmap_t *a, ba_codec_t codec, const void *words, size_t nwords, uint64_t nrows,
-                        ba_codec_t c, ba_bitmap_t **out) {
-  BA_RETURN_IF(!a || !out || (nwords && !words), BA_ERR_INVALID);
-  *out = NULL;
+                        ba_codec_t c, ba_bitmap_t **out, uint64_t *count) {
+  BA_RETURN_IF(!a || !(out || count) || (nwords && !words), BA_ERR_INVALID);
+  if (out) *out = NULL;
   BA_RETURN_IF(codec < BA_CODEC_MIN || codec > BA_CODEC_MAX, BA_ERR_INVALID);
   const ba_codec_ops_t *ops = ba_codec_ops(codec);
   BA_RETURN_IF(!ops, BA_ERR_UNSUPPORTED);
@@ -553,7 +575,7 @@ int ba_bitmap_and_words(const ba_bitmap_t *a, ba_codec_t codec, const void *word
   b->vec.n = b->vec.cap = nwords;
   b->rows = nrows;
   b->finished = 1;
-  int rc = ba_bitmap_and(a, b, c, out);
+  int rc = out ? ba_bitmap_and(a, b, c, out) : ba_bitmap_and_count(a, b, count);
   b->vec.w = NULL;
   b->vec.n = b->vec.cap = 0;
   ba_bitmap_free(b);

@@ -123,9 +123,19 @@ int pb_and_index(segctx_t *c, pb_t a, ba_attr_t attr, uint32_t v, int direct, pb
     return rc;
   }
   ba_bitmap_t *r;
-  BA_FORWARD(ba_segment_index_and(c->seg, attr, v, a.o->bm, &r));
+  BA_FORWARD(ba_segment_index_and(c->seg, attr, v, a.o->bm, &r, NULL));
   c->stats->bitmap_ops++;
   return pb_wrap(r, out);
+}
+
+/* The rows of a AND the bitmap of attr == v, counted without building it:
+ * with the loaded bitmap when the cache has it, else where it is read. */
+int pb_and_index_count(segctx_t *c, const ba_bitmap_t *a, ba_attr_t attr, uint32_t v, uint64_t *count) {
+  c->stats->bitmap_ops++;
+  for (size_t i = 0; i < c->ncache; i++)
+    if (c->cache[i].attr == (uint32_t)attr && c->cache[i].value == v && c->cache[i].p.kind == PB_BM)
+      return ba_bitmap_and_count(a, c->cache[i].p.o->bm, count);
+  return ba_segment_index_and(c->seg, attr, v, a, NULL, count);
 }
 
 void cache_clear(segctx_t *c) {

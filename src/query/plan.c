@@ -188,6 +188,23 @@ static int and_value_direct(segctx_t *c, pres_t *acc, const vpred_t *p, vsel_t s
   return pres_prune(acc);
 }
 
+/* The last operand of a count-only AND chain (c->count_root), one value:
+ * acc AND it counted where it is read, no bitmap built; acc becomes none and
+ * c->count the rows. 1 = does not apply (acc is untouched). */
+static int and_value_count(segctx_t *c, pres_t *acc, const term_t *t) {
+  if (t->node || acc->hi.kind != PB_BM || !pb_same(acc->lo, acc->hi)) return 1;
+  vsel_t sel;
+  binsel_t b;
+  est_t e;
+  BA_FORWARD(select_values_bins(c, &t->vp, &sel, &b, &e));
+  if (b.nfull + b.npart || sel.est.hi != ES_SOME || sel.use_compl || sel.k != 1) return 1;
+  BA_FORWARD(pb_and_index_count(c, acc->hi.o->bm, t->vp.attr, c->vals[0], &c->count));
+  c->counted = 1;
+  pres_drop(*acc);
+  *acc = pres_exact(pb_none());
+  return 0;
+}
+
 /* 1 when t is one dense value that and_value_direct would combine with acc
  * (then its place in the chain does not matter much: no by-rows order). */
 static int term_direct(segctx_t *c, const pres_t *acc, const term_t *t) {
@@ -226,7 +243,7 @@ static int and_term(segctx_t *c, pres_t *acc, const term_t *t) {
  * dense operands are left and the result so far is dense too (sizes then
  * say nothing about row counts), they are all loaded and combined in the
  * order of their row counts, so the result thins out as early as possible. */
-static int and_terms(segctx_t *c, termvec_t *v, pres_t *out) {
+static int and_terms(segctx_t *c, termvec_t *v, int count_last, pres_t *out) {
   int rc = 0, empty = 0;
   for (size_t i = 0; i < v->n && rc == 0 && !empty; i++) {
     term_t *t = &v->t[i];
@@ -254,6 +271,7 @@ static int and_terms(segctx_t *c, termvec_t *v, pres_t *out) {
   for (; i < v->n && rc == 0 && acc.hi.kind != PB_NONE; i++) {
     if (v->t[i].key >= 2 + dense && !pb_sparse(c, acc.hi) && !term_direct(c, &acc, &v->t[i])) break;
     if (i) ex_sep(c);
+    if (count_last && i + 1 == v->n && (rc = and_value_count(c, &acc, &v->t[i])) <= 0) continue;
     rc = and_term(c, &acc, &v->t[i]);
   }
   if (i < v->n && rc == 0 && acc.hi.kind != PB_NONE) {
@@ -299,7 +317,7 @@ static int and_terms(segctx_t *c, termvec_t *v, pres_t *out) {
 static int plan_and(segctx_t *c, const qnode_t *n, pres_t *out) {
   termvec_t v = {0};
   int rc = flatten_and(c, n, &v);
-  if (rc == 0) rc = and_terms(c, &v, out);
+  if (rc == 0) rc = and_terms(c, &v, n == c->count_root, out);
   ba_free(v.t);
   return rc;
 }
@@ -321,7 +339,7 @@ static int plan_v4_item(segctx_t *c, const qaddr_t *a, int dst, pb_t *out) {
     rc = rows_ipver(c, 4, out);
   } else if (rc == 0) {
     pres_t r;
-    rc = and_terms(c, &v, &r);
+    rc = and_terms(c, &v, 0, &r);
     if (rc == 0) {
       *out = r.lo; /* exact: lo is hi */
       pb_drop(r.hi);
@@ -575,13 +593,17 @@ int plan_segment(const qnode_t *root, segctx_t *c, sbuf_t *ex, segres_t *res) {
   }
   uint64_t ops0 = c->stats->bitmap_ops;
   c->ex = ex;
+  /* a count of an AND chain needs its rows, not its bitmap */
+  c->count_root = c->opts->count_only && !ex && !c->opts->explain_only && root->kind == QN_AND ? root : NULL;
+  c->counted = 0;
   int rc = plan_node(c, root, &res->r);
   c->ex = NULL;
+  c->count_root = NULL;
   cache_clear(c);
   if (rc < 0) return rc;
   res->ops = c->stats->bitmap_ops - ops0;
   res->exact = pb_same(res->r.lo, res->r.hi);
-  res->ncand = count_pb(res->r.hi, c->info.rows);
+  res->ncand = c->counted ? c->count : count_pb(res->r.hi, c->info.rows);
   res->nsure = res->exact ? res->ncand : count_pb(res->r.lo, c->info.rows);
   return 0;
 }

@@ -115,7 +115,12 @@ static void check_and(ba_segment_t *seg, ba_attr_t a, uint32_t v, const ba_bitma
     ba_bitmap_t *x, *want, *got = NULL;
     assert_int_equal(ba_bitmap_from_rows(codec, rows, k, nrows, &x), BA_OK);
     assert_int_equal(ba_bitmap_and(x, bm, codec, &want), BA_OK);
-    assert_int_equal(ba_segment_index_and(seg, a, v, x, &got), BA_OK);
+    assert_int_equal(ba_segment_index_and(seg, a, v, x, &got, NULL), BA_OK);
+    uint64_t cw = 0, cg = 9;
+    assert_int_equal(ba_bitmap_count(want, &cw), BA_OK);
+    assert_int_equal(ba_segment_index_and(seg, a, v, x, NULL, &cg), BA_OK);
+    if (cg != cw) fail_msg("%s=%u AND every %u-th row: counted %llu, want %llu", ba_attr_name(a), v, step[s],
+                           (unsigned long long)cg, (unsigned long long)cw);
     size_t nw, ng;
     const void *ww = ba_bitmap_words(want, &nw), *wg = ba_bitmap_words(got, &ng);
     if (ba_bitmap_codec(got) != codec || ba_bitmap_rows(got) != nrows || nw != ng ||
@@ -325,8 +330,11 @@ static void test_damage(void **state) {
       assert_int_equal(ba_bitmap_create(BA_CODEC_PLWAH, &all), BA_OK);
       assert_int_equal(ba_bitmap_append_run(all, 1, g.n), BA_OK);
       assert_int_equal(ba_bitmap_finish(all, g.n), BA_OK);
-      int arc = ba_segment_index_and(seg, (ba_attr_t)t->attr, t->value, all, &anded);
+      int arc = ba_segment_index_and(seg, (ba_attr_t)t->attr, t->value, all, &anded, NULL);
       ba_bitmap_free(anded);
+      uint64_t cnt;
+      if (ba_segment_index_and(seg, (ba_attr_t)t->attr, t->value, all, NULL, &cnt) != arc)
+        fail_msg("case %d: counting gives another result", k);
       ba_bitmap_free(all);
       if (arc != rc) fail_msg("case %d: ba_segment_index %d, ba_segment_index_and %d", k, rc, arc);
       uint64_t nbad = 0;

@@ -539,12 +539,18 @@ static void test_and_record(void **state) {
     int one = (c == BA_CODEC_WAH32 || c == BA_CODEC_PLWAH) && nw == n / 31 + (n % 31 != 0);
     int rc = ba_bitmap_and_record(a, rec, len, &got);
     if (!one) {
+      uint64_t cnt;
       assert_int_equal(rc, 1);
       assert_null(got);
+      assert_int_equal(ba_bitmap_and_record_count(a, rec, len, &cnt), 1);
     } else {
       assert_int_equal(rc, 0);
       if (!same_words(got, want)) fail_msg("iteration %zu: %s, %llu rows: not the words of ba_bitmap_and", it,
                                            ba_codec_name(c), (unsigned long long)n);
+      uint64_t cw = 0, cg = 7;
+      assert_int_equal(ba_bitmap_count(want, &cw), BA_OK);
+      assert_int_equal(ba_bitmap_and_record_count(a, rec, len, &cg), 0);
+      assert_int_equal(cg, cw);
       direct++;
       ba_bitmap_free(got);
       got = NULL;
@@ -563,6 +569,7 @@ static void test_and_record(void **state) {
       memcpy(keep, rec + i, 4);
       ba_store_le32(rec + i, 0x80000002u);
       assert_int_equal(ba_bitmap_and_record(a, rec, len, &got), 1);
+      assert_int_equal(ba_bitmap_and_record_count(a, rec, len, &cg), 1);
       assert_int_equal(ba_bitmap_deserialize(rec, len, &bad, NULL), BA_ERR_CORRUPT);
       memcpy(rec + i, keep, 4);
       if (n % 31) {

@@ -197,6 +197,8 @@ static const char *const filters[] = {
   "src ip 10.4.*.* && !dst port 137 || ipv6 && port 443",
   /* AND chains: size order, empty operands, a result that empties, dense operands by row count */
   "src ip 10.4.0.1 and dst port 443 and proto tcp", "dst port 443 and src ip 10.4.0.1 and flags S",
+  /* dense last operands: ANDed and counted where they are read */
+  "proto udp and dst port 53", "src net 10.4.0.0/16 and proto tcp", "ipv4 and src net 10.4.0.0/16",
   "src ip 10.4.0.1 and dst port 9999", "proto 99 and src ip 10.4.*.*", "src ip 10.4.0.1 and src ip 10.4.0.2",
   "src ip 10.4.0.1 and dst ip 10.4.0.1 and port 80", "proto tcp and src ip 10.4.*.* and not port 80",
   "proto tcp and flags A and src net 10.4.0.0/16 and dst port < 1024", "any and any and proto udp",
