@@ -143,6 +143,10 @@ int ba_bitmap_deserialize(const uint8_t *buf, size_t len, ba_bitmap_t **out, siz
 int ba_bitmap_and_record(const ba_bitmap_t *a, const uint8_t *rec, size_t len, ba_bitmap_t **out);
 /* The rows of that AND, counted without building it (same 1 and errors). */
 int ba_bitmap_and_record_count(const ba_bitmap_t *a, const uint8_t *rec, size_t len, uint64_t *count);
+/* The rows of a AND all n (1..8) records counted in one pass: 1 unless every
+ * record qualifies as for ba_bitmap_and_record. */
+int ba_bitmap_and_records_count(const ba_bitmap_t *a, const uint8_t *const *recs, const size_t *lens, size_t n,
+                                uint64_t *count);
 /* a AND the bitmap of codec whose nwords words (host order, aligned to the
  * codec's word size) are read where they lie, not copied: validated as
  * ba_bitmap_from_words does, then ba_bitmap_and into codec c (out), or

@@ -435,6 +435,35 @@ int ba_segment_index_and(ba_segment_t *g, ba_attr_t attr, uint32_t value, const 
   return rc;
 }
 
+int ba_segment_index_and_count_all(ba_segment_t *g, const ba_attr_t *attrs, const uint32_t *values, size_t n,
+                                   const ba_bitmap_t *a, uint64_t *count) {
+  BA_RETURN_IF(!g || !a || !count || (n && (!attrs || !values)), BA_ERR_INVALID);
+  enum { MAXREC = 8 };
+  if (n < 1 || n > MAXREC || ba_bitmap_codec(a) != (ba_codec_t)g->h.codec || ba_bitmap_rows(a) != g->f.rows) return 1;
+  rec_t r[MAXREC];
+  ba_idx_dirent_t e[MAXREC];
+  const uint8_t *p[MAXREC];
+  size_t len[MAXREC], k = 0;
+  int rc = 1;
+  /* every record present, large enough to be mapped (each needs a buffer of
+   * its own), raw and with its CRC right: else declined, and the records
+   * are ANDed one by one (which reports what is wrong) */
+  for (; k < n; k++) {
+    if ((unsigned)attrs[k] >= BA_ATTR_COUNT || find_entry(g, attrs[k], values[k], &e[k]) != 1 ||
+        e[k].len < g_map_min || e[k].len < BA_BM_REC_HDR)
+      break;
+    if (rec_get(g, &e[k], &r[k]) < 0 || !r[k].map || r[k].p[1] != 0 || ba_crc32c(0, r[k].p, e[k].len) != e[k].crc) {
+      rec_done(&r[k]);
+      break;
+    }
+    p[k] = r[k].p;
+    len[k] = e[k].len;
+  }
+  if (k == n) rc = ba_bitmap_and_records_count(a, p, len, n, count);
+  for (size_t i = 0; i < k; i++) rec_done(&r[i]);
+  return rc;
+}
+
 int ba_segment_index_values(ba_segment_t *g, ba_attr_t attr, uint32_t *values, size_t cap,
                             size_t *n) {
   return ba_segment_index_range(g, attr, 0, UINT32_MAX, values, NULL, cap, n);

@@ -472,19 +472,40 @@ static inline int rec_emit(rec_out_t *q, uint64_t g, uint64_t lit, uint64_t whol
   return BA_OK;
 }
 
-static int and_record(const ba_bitmap_t *a, const uint8_t *rec, size_t len, ba_bitmap_t **out, uint64_t *count) {
-  BA_RETURN_IF(!a || !rec || !(out || count) || !a->finished, BA_ERR_INVALID);
-  if (out) *out = NULL;
+/* The words of record rec (len bytes) when it is a valid one-word-per-group
+ * bitmap of a's codec and rows, else NULL. */
+static const uint8_t *rec_table(const ba_bitmap_t *a, const uint8_t *rec, size_t len) {
   ba_codec_t id = a->ops->id;
-  if ((id != BA_CODEC_WAH32 && id != BA_CODEC_PLWAH) || len < REC_HDR || rec[0] != (uint8_t)id || rec[1] != 0 ||
-      ba_load_le16(rec + 2) != 0)
-    return 1;
-  const uint64_t G = 31, nrows = ba_load_le64(rec + 4), nwords = ba_load_le64(rec + 12);
-  const uint64_t ngroups = nrows / G + (nrows % G != 0), whole = nrows / G;
+  if ((id != BA_CODEC_WAH32 && id != BA_CODEC_PLWAH) || !rec || len < REC_HDR || rec[0] != (uint8_t)id ||
+      rec[1] != 0 || ba_load_le16(rec + 2) != 0)
+    return NULL;
+  const uint64_t nrows = ba_load_le64(rec + 4), nwords = ba_load_le64(rec + 12);
+  const uint64_t ngroups = nrows / 31 + (nrows % 31 != 0);
   if (nrows != a->rows || nwords != ngroups || nwords > (len - REC_HDR) / 4 || len != REC_HDR + 4 * nwords)
-    return 1;
-  const uint8_t *w = rec + REC_HDR;
-  if (!rec_one_group_words(w, (size_t)nwords, nrows)) return 1; /* invalid: deserializing says why */
+    return NULL;
+  return rec_one_group_words(rec + REC_HDR, (size_t)nwords, nrows) ? rec + REC_HDR : NULL;
+}
+
+#define REC_MAX 8 /* records one pass combines */
+
+/* Group g of the AND of the n tables. */
+static inline uint64_t rec_groups(const uint8_t *const *w, size_t n, uint64_t g) {
+  uint64_t x = rec_group(w[0], g);
+  for (size_t i = 1; i < n; i++) x &= rec_group(w[i], g);
+  return x;
+}
+
+static int and_record(const ba_bitmap_t *a, const uint8_t *const *recs, const size_t *lens, size_t nrec,
+                      ba_bitmap_t **out, uint64_t *count) {
+  BA_RETURN_IF(!a || !recs || !lens || nrec == 0 || nrec > REC_MAX || !(out || count) || !a->finished,
+               BA_ERR_INVALID);
+  if (out) *out = NULL;
+  const uint8_t *tw[REC_MAX];
+  for (size_t i = 0; i < nrec; i++)
+    if (!(tw[i] = rec_table(a, recs[i], lens[i]))) return 1; /* other records, invalid ones: decoding says why */
+  ba_codec_t id = a->ops->id;
+  const uint64_t G = 31, nrows = a->rows, ngroups = nrows / G + (nrows % G != 0), whole = nrows / G;
+  const uint8_t *const *w = tw;
   rec_out_t *q = ba_malloc(sizeof *q);
   BA_RETURN_IF(!q, BA_ERR_NOMEM);
   q->k = 0;
@@ -506,7 +527,7 @@ static int and_record(const ba_bitmap_t *a, const uint8_t *rec, size_t len, ba_b
     uint32_t x = aw[i];
     if (!(x >> 31)) {
       if (g >= ngroups) rc = BA_ERR_CORRUPT;
-      else if (x) rc = rec_emit(q, g, x & rec_group(w, g), whole, &last);
+      else if (x) rc = rec_emit(q, g, x & rec_groups(w, nrec, g), whole, &last);
       g++;
       continue;
     }
@@ -517,13 +538,13 @@ static int and_record(const ba_bitmap_t *a, const uint8_t *rec, size_t len, ba_b
       break;
     }
     if (x & 0x40000000u) {
-      for (uint64_t e = g + n; g < e && rc == BA_OK; g++) rc = rec_emit(q, g, rec_group(w, g), whole, &last);
+      for (uint64_t e = g + n; g < e && rc == BA_OK; g++) rc = rec_emit(q, g, rec_groups(w, nrec, g), whole, &last);
     } else {
       g += n;
     }
     if (pos && rc == BA_OK) { /* the piggybacked literal: the fill's value but bit 31 - pos */
       uint32_t bit = UINT32_C(1) << (31 - pos), lit = (x & 0x40000000u) ? 0x7FFFFFFFu ^ bit : bit;
-      rc = rec_emit(q, g, lit & rec_group(w, g), whole, &last);
+      rc = rec_emit(q, g, lit & rec_groups(w, nrec, g), whole, &last);
       g++;
     }
   }
@@ -548,13 +569,19 @@ static int and_record(const ba_bitmap_t *a, const uint8_t *rec, size_t len, ba_b
 }
 
 int ba_bitmap_and_record(const ba_bitmap_t *a, const uint8_t *rec, size_t len, ba_bitmap_t **out) {
-  BA_RETURN_IF(!out, BA_ERR_INVALID);
-  return and_record(a, rec, len, out, NULL);
+  BA_RETURN_IF(!out || !rec, BA_ERR_INVALID);
+  return and_record(a, &rec, &len, 1, out, NULL);
 }
 
 int ba_bitmap_and_record_count(const ba_bitmap_t *a, const uint8_t *rec, size_t len, uint64_t *count) {
+  BA_RETURN_IF(!count || !rec, BA_ERR_INVALID);
+  return and_record(a, &rec, &len, 1, NULL, count);
+}
+
+int ba_bitmap_and_records_count(const ba_bitmap_t *a, const uint8_t *const *recs, const size_t *lens, size_t n,
+                                uint64_t *count) {
   BA_RETURN_IF(!count, BA_ERR_INVALID);
-  return and_record(a, rec, len, NULL, count);
+  return and_record(a, recs, lens, n, NULL, count);
 }
 
 /* ---- AND with words read in place ---- */

@@ -205,6 +205,34 @@ static int and_value_count(segctx_t *c, pres_t *acc, const term_t *t) {
   return 0;
 }
 
+/* The last operands of a count-only AND chain, from t[0] on, all dense
+ * single values (two or more): acc AND all of them counted in one pass where
+ * they are read (ba_segment_index_and_count_all), no bitmap in between;
+ * acc becomes none and c->count the rows. 1 = does not apply. */
+static int and_values_count_all(segctx_t *c, pres_t *acc, const term_t *t, size_t m) {
+  ba_attr_t attrs[8];
+  uint32_t vals[8];
+  if (m < 2 || m > 8 || t->node || acc->hi.kind != PB_BM || !pb_same(acc->lo, acc->hi)) return 1;
+  for (size_t j = 0; j < m; j++) {
+    vsel_t sel;
+    binsel_t b;
+    est_t e;
+    if (t[j].node) return 1;
+    BA_FORWARD(select_values_bins(c, &t[j].vp, &sel, &b, &e));
+    if (b.nfull + b.npart || sel.est.hi != ES_SOME || sel.use_compl || sel.k != 1 || c->lens[0] < dense_bytes(c))
+      return 1;
+    attrs[j] = t[j].vp.attr;
+    vals[j] = c->vals[0];
+  }
+  int rc = ba_segment_index_and_count_all(c->seg, attrs, vals, m, acc->hi.o->bm, &c->count);
+  if (rc != 0) return rc;
+  c->stats->bitmap_ops += m;
+  c->counted = 1;
+  pres_drop(*acc);
+  *acc = pres_exact(pb_none());
+  return 0;
+}
+
 /* 1 when t is one dense value that and_value_direct would combine with acc
  * (then its place in the chain does not matter much: no by-rows order). */
 static int term_direct(segctx_t *c, const pres_t *acc, const term_t *t) {
@@ -271,6 +299,7 @@ static int and_terms(segctx_t *c, termvec_t *v, int count_last, pres_t *out) {
   for (; i < v->n && rc == 0 && acc.hi.kind != PB_NONE; i++) {
     if (v->t[i].key >= 2 + dense && !pb_sparse(c, acc.hi) && !term_direct(c, &acc, &v->t[i])) break;
     if (i) ex_sep(c);
+    if (count_last && i + 2 <= v->n && (rc = and_values_count_all(c, &acc, &v->t[i], v->n - i)) <= 0) break;
     if (count_last && i + 1 == v->n && (rc = and_value_count(c, &acc, &v->t[i])) <= 0) continue;
     rc = and_term(c, &acc, &v->t[i]);
   }

@@ -590,6 +590,48 @@ static void test_and_record(void **state) {
     ba_ref_free(&rb);
   }
   if (direct < iters / 8) fail_msg("only %zu of %zu records went the direct way", direct, iters);
+  /* several records in one pass: the count of a AND all of them */
+  for (size_t it = 0; it < 200; it++) {
+    ba_codec_t c = it % 2 ? BA_CODEC_PLWAH : BA_CODEC_WAH32;
+    uint64_t n = 1 + ba_rng_below(&r, 5000);
+    size_t k = 1 + (size_t)ba_rng_below(&r, 8);
+    ba_ref_t ra;
+    gen_ref(&r, &ra, n);
+    ba_bitmap_t *acc = build(c, &ra), *a = NULL;
+    assert_int_equal(ba_bitmap_clone(acc, &a), BA_OK);
+    uint8_t *recs[8];
+    size_t lens[8];
+    int table = 1;
+    for (size_t j = 0; j < k; j++) {
+      ba_ref_t rb;
+      assert_int_equal(ba_ref_init(&rb, n), BA_OK);
+      for (uint64_t i = 0; i < n; i++)
+        if (ba_rng_below(&r, 4)) ba_ref_set(&rb, i, 1);
+      ba_bitmap_t *b = build(c, &rb), *t;
+      size_t nw;
+      ba_bitmap_words(b, &nw);
+      table &= nw == n / 31 + (n % 31 != 0);
+      lens[j] = ba_bitmap_serialized_size(b);
+      recs[j] = (uint8_t *)malloc(lens[j]);
+      assert_non_null(recs[j]);
+      assert_int_equal(ba_bitmap_serialize(b, recs[j], lens[j], NULL), BA_OK);
+      assert_int_equal(ba_bitmap_and(acc, b, c, &t), BA_OK);
+      ba_bitmap_free(acc);
+      acc = t;
+      ba_bitmap_free(b);
+      ba_ref_free(&rb);
+    }
+    uint64_t want = 0, got = 5;
+    assert_int_equal(ba_bitmap_count(acc, &want), BA_OK);
+    int rc = ba_bitmap_and_records_count(a, (const uint8_t *const *)recs, lens, k, &got);
+    assert_int_equal(rc, table ? 0 : 1);
+    if (table && got != want) fail_msg("%zu records, %llu rows: counted %llu, want %llu", k, (unsigned long long)n,
+                                       (unsigned long long)got, (unsigned long long)want);
+    for (size_t j = 0; j < k; j++) free(recs[j]);
+    ba_bitmap_free(a);
+    ba_bitmap_free(acc);
+    ba_ref_free(&ra);
+  }
   ba_bitmap_t *bm, *o = NULL;
   assert_int_equal(ba_bitmap_create(BA_CODEC_PLWAH, &bm), BA_OK);
   uint8_t rec[24] = {0};

@@ -719,6 +719,14 @@ static void test_and_each(void **state) {
       "src ip 192.168.1.7 and dst port in [80 443 53]", "src ip 192.168.0.77 and dst port in [80 443 53 137]",
       "src ip 10.4.30.1 and dst port in [80 443]", "dst ip 10.5.5.200 and src port in [80 443 53]",
       "src ip 192.168.2.9 and dst ip 10.5.5.1,2,3"};
+  /* PLWAH: dense literal operands ANDed and counted where they are read */
+  static const char *const dense[] = {"src net 10.4.0.0/16 and dst port 137", "src ip 10.4.*.* and proto udp",
+                                      "proto tcp and src net 10.4.0.0/16 and dst port 445"};
+  for (size_t i = 0; i < NELEM(dense); i++) {
+    ba_query_exec_opts_t o;
+    ba_query_exec_opts_init(&o);
+    check_filter(dense[i], &o, "dense");
+  }
   char *plan = calloc(1, 65536);
   assert_non_null(plan);
   size_t each = 0, rows = 0;
@@ -759,7 +767,7 @@ static void test_and_each(void **state) {
 
 int main(void) {
   query_set_par_min_rows(0); /* the worker path on these small stores too */
-  ba_rd_set_map_min(4096);   /* index records mapped from the file, as large ones are */
+  ba_rd_set_map_min(0);      /* index records mapped from the file, as large ones are */
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_wah64),
     cmocka_unit_test(test_compax),
