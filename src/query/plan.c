@@ -352,7 +352,7 @@ static int plan_and(segctx_t *c, const qnode_t *n, pres_t *out) {
 }
 
 /* One IPv4 pattern on one side: AND over the octets that are not '*'. */
-static int plan_v4_item(segctx_t *c, const qaddr_t *a, int dst, pb_t *out) {
+static int plan_v4_item(segctx_t *c, const qaddr_t *a, int dst, int count_last, pb_t *out) {
   termvec_t v = {0};
   int rc = 0;
   for (int i = 0; i < 4 && rc == 0; i++) {
@@ -368,7 +368,7 @@ static int plan_v4_item(segctx_t *c, const qaddr_t *a, int dst, pb_t *out) {
     rc = rows_ipver(c, 4, out);
   } else if (rc == 0) {
     pres_t r;
-    rc = and_terms(c, &v, 0, &r);
+    rc = and_terms(c, &v, count_last, &r);
     if (rc == 0) {
       *out = r.lo; /* exact: lo is hi */
       pb_drop(r.hi);
@@ -431,7 +431,7 @@ static int plan_addr_side(segctx_t *c, const qnode_t *n, int dst, pres_t *out) {
       it = (pres_t){pb_none(), hi};
     } else {
       pb_t e;
-      rc = plan_v4_item(c, a, dst, &e);
+      rc = plan_v4_item(c, a, dst, n == c->count_root && cnt == 1, &e);
       if (rc < 0) break;
       it = (pres_t){e, pb_ref(e)};
     }
@@ -623,7 +623,8 @@ int plan_segment(const qnode_t *root, segctx_t *c, sbuf_t *ex, segres_t *res) {
   uint64_t ops0 = c->stats->bitmap_ops;
   c->ex = ex;
   /* a count of an AND chain needs its rows, not its bitmap */
-  c->count_root = c->opts->count_only && !ex && !c->opts->explain_only && root->kind == QN_AND ? root : NULL;
+  int chain = root->kind == QN_AND || (root->kind == QN_ADDR && (root->dir == QD_SRC || root->dir == QD_DST));
+  c->count_root = c->opts->count_only && !ex && !c->opts->explain_only && chain ? root : NULL;
   c->counted = 0;
   int rc = plan_node(c, root, &res->r);
   c->ex = NULL;

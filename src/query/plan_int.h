@@ -65,9 +65,10 @@ typedef struct segctx {
   struct bmcache *cache; /* index bitmaps loaded for this segment (one reference each) */
   size_t ncache, cache_cap;
   int fetch_threads; /* threads reading one segment's candidate rows (fetch_rows) */
-  /* A count-only run (plan_segment): the last operand of this AND chain, one
-   * value, is counted with the rest rather than ANDed into a bitmap
-   * (and_terms); counted: it was, the chain's rows are `count`. */
+  /* A count-only run (plan_segment): the last operands of this AND chain
+   * (or of the one v4 pattern of this address node), single values, are
+   * counted with the rest rather than ANDed into a bitmap (and_terms);
+   * counted: they were, the chain's rows are `count`. */
   const qnode_t *count_root;
   int counted;
   uint64_t count;

@@ -721,7 +721,8 @@ static void test_and_each(void **state) {
       "src ip 192.168.2.9 and dst ip 10.5.5.1,2,3"};
   /* PLWAH: dense literal operands ANDed and counted where they are read */
   static const char *const dense[] = {"src net 10.4.0.0/16 and dst port 137", "src ip 10.4.*.* and proto udp",
-                                      "proto tcp and src net 10.4.0.0/16 and dst port 445"};
+                                      "proto tcp and src net 10.4.0.0/16 and dst port 445", "src ip 10.4.0.1",
+                                      "src ip 10.4.1.*", "dst ip 10.5.5.3"};
   for (size_t i = 0; i < NELEM(dense); i++) {
     ba_query_exec_opts_t o;
     ba_query_exec_opts_init(&o);
