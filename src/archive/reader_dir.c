@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "archive/archive.h"
@@ -301,11 +302,17 @@ static int rec_buf(ba_segment_t *g, size_t len) {
 static int rec_get(ba_segment_t *g, const ba_idx_dirent_t *e, rec_t *r) {
   r->map = NULL;
   if (e->len >= g_map_min && e->len > 0) {
-    static long pg;
-    if (!pg) pg = sysconf(_SC_PAGESIZE) > 0 ? sysconf(_SC_PAGESIZE) : 4096;
+    long pg = sysconf(_SC_PAGESIZE);
+    if (pg <= 0) pg = 4096;
     uint64_t at = e->off - e->off % (uint64_t)pg;
     size_t l = (size_t)(e->off - at) + e->len;
-    void *m = mmap(NULL, l, PROT_READ | PROT_WRITE, MAP_PRIVATE, g->fd, (off_t)at);
+    /* only bytes the file still holds: a page past its end would be SIGBUS
+     * where a pread says BA_ERR_TRUNCATED (segments are not cut after they
+     * are written, but a damaged store may be) */
+    struct stat st;
+    void *m = fstat(g->fd, &st) == 0 && (uint64_t)st.st_size >= e->off + e->len
+                  ? mmap(NULL, l, PROT_READ | PROT_WRITE, MAP_PRIVATE, g->fd, (off_t)at)
+                  : MAP_FAILED;
     if (m != MAP_FAILED) {
       r->map = m;
       r->maplen = l;
