@@ -75,6 +75,10 @@ size_t ba_bitmap_size_bytes(const ba_bitmap_t *bm);
  * than "these words are not a valid `codec` bitmap of `nrows` rows". */
 int ba_bitmap_from_words(ba_codec_t codec, const void *words, size_t nwords, uint64_t nrows,
                          ba_bitmap_t **out);
+/* As ba_bitmap_from_words, but the bitmap takes words (from ba_malloc, host
+ * order) as they are, no copy; they are freed with the bitmap, or at once
+ * when this fails. */
+int ba_bitmap_adopt_words(ba_codec_t codec, void *words, size_t nwords, uint64_t nrows, ba_bitmap_t **out);
 /* Builds a finished bitmap from sorted, distinct row ids all < nrows. */
 int ba_bitmap_from_rows(ba_codec_t codec, const uint64_t *rows, size_t n, uint64_t nrows,
                         ba_bitmap_t **out);
@@ -129,6 +133,26 @@ size_t ba_bitmap_serialized_size(const ba_bitmap_t *bm);
 int ba_bitmap_serialize(const ba_bitmap_t *bm, uint8_t *buf, size_t cap, size_t *len);
 /* Validates everything (codec id, lengths, word structure, row count). */
 int ba_bitmap_deserialize(const uint8_t *buf, size_t len, ba_bitmap_t **out, size_t *consumed);
+/* a AND the bitmap of a whole serialized record of len bytes, in a's codec,
+ * without deserializing it, when the record is a valid WAH32 or PLWAH bitmap
+ * of a's codec and rows with one word per group (a dense literal bitmap):
+ * its words are read in place (any alignment) as a table of groups, and only
+ * those under a's set groups are combined. Same words as deserializing and
+ * ba_bitmap_and(a, b, codec of a). 1 = declined (other records, and invalid
+ * ones: deserializing reports them), 0 = done, < 0 = error. */
+int ba_bitmap_and_record(const ba_bitmap_t *a, const uint8_t *rec, size_t len, ba_bitmap_t **out);
+/* The rows of that AND, counted without building it (same 1 and errors). */
+int ba_bitmap_and_record_count(const ba_bitmap_t *a, const uint8_t *rec, size_t len, uint64_t *count);
+/* The rows of a AND all n (1..8) records counted in one pass: 1 unless every
+ * record qualifies as for ba_bitmap_and_record. */
+int ba_bitmap_and_records_count(const ba_bitmap_t *a, const uint8_t *const *recs, const size_t *lens, size_t n,
+                                uint64_t *count);
+/* a AND the bitmap of codec whose nwords words (host order, aligned to the
+ * codec's word size) are read where they lie, not copied: validated as
+ * ba_bitmap_from_words does, then ba_bitmap_and into codec c (out), or
+ * only its rows counted (out NULL: ba_bitmap_and_count into *count). */
+int ba_bitmap_and_words(const ba_bitmap_t *a, ba_codec_t codec, const void *words, size_t nwords, uint64_t nrows,
+                        ba_codec_t c, ba_bitmap_t **out, uint64_t *count);
 
 #ifdef __cplusplus
 }

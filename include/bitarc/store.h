@@ -175,6 +175,20 @@ int ba_segment_info(const ba_segment_t *seg, ba_segment_info_t *out);
 /* The bitmap of rows whose attribute equals value; an all-zero bitmap of
  * `rows` rows when the value does not occur. Caller frees. */
 int ba_segment_index(ba_segment_t *seg, ba_attr_t attr, uint32_t value, ba_bitmap_t **out);
+/* a AND the bitmap ba_segment_index gives (a: a finished bitmap of the
+ * segment's rows), in the segment's codec: the same words and errors as
+ * loading it and calling ba_bitmap_and, but the bitmap is combined where it
+ * was read or decoded (ba_bitmap_and_record, ba_bitmap_and_words), never
+ * built. Caller frees *out. out NULL: only the rows of the AND are counted
+ * into *count (as ba_bitmap_and_count). */
+int ba_segment_index_and(ba_segment_t *seg, ba_attr_t attr, uint32_t value, const ba_bitmap_t *a,
+                         ba_bitmap_t **out, uint64_t *count);
+/* The rows of a AND the bitmaps of attrs[i] == values[i] (i < n <= 8)
+ * counted in one pass where they are read, when each is a large raw dense
+ * literal record (ba_bitmap_and_records_count); 1 = declined (nothing
+ * counted: AND them one by one). A record with a bad CRC is an error. */
+int ba_segment_index_and_count_all(ba_segment_t *seg, const ba_attr_t *attrs, const uint32_t *values, size_t n,
+                                   const ba_bitmap_t *a, uint64_t *count);
 /* Values present for an attribute, ascending; *n gets the count (may exceed cap). */
 int ba_segment_index_values(ba_segment_t *seg, ba_attr_t attr, uint32_t *values, size_t cap, size_t *n);
 /* The present values v of attr with lo_value <= v <= hi_value, ascending

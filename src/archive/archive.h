@@ -42,6 +42,16 @@ int ba_idxz_pack(void *ctx, const uint8_t *rec, size_t len, const uint8_t **out,
  * frame is decoded in place). */
 int ba_idxz_load(ba_idxz_t *z, uint8_t *p, size_t len, uint32_t crc, int allow, ba_codec_t codec, uint64_t rows,
                  ba_bitmap_t **out);
+/* The raw record of a record read (CRC checked by the caller): a raw one as
+ * it is, a compressed one decoded (checked as ba_idxz_load does) into a
+ * buffer of the calling thread, valid until its next call. Compressed
+ * records are changed as ba_idxz_load changes them. */
+int ba_idxz_unpack(uint8_t *p, size_t len, int allow, ba_codec_t codec, uint64_t rows, const uint8_t **rec,
+                   size_t *rlen);
+/* reader_dir.c: index records of at least this many bytes are mapped from
+ * the segment file instead of read into a buffer (default 256 KiB; tests
+ * set 0 to map every record). Not thread-safe: set it before reading. */
+void ba_rd_set_map_min(size_t bytes);
 
 /* LIVE (journals only, doc/format.md §5): rows of a row group not yet full,
  * written early so live queries see them; superseded by the GROUP block of

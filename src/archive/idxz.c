@@ -111,16 +111,45 @@ int ba_idxz_pack(void *ctx, const uint8_t *rec, size_t len, const uint8_t **out,
   return BA_OK;
 }
 
-int ba_idxz_load(ba_idxz_t *z, uint8_t *p, size_t len, uint32_t crc, int allow, ba_codec_t codec, uint64_t rows,
-                 ba_bitmap_t **out) {
-  BA_RETURN_IF(!z || !p || !out, BA_ERR_INVALID);
-  BA_RETURN_IF(ba_crc32c(0, p, len) != crc, BA_ERR_CHECKSUM);
-  if (len < BA_BM_REC_HDR || p[1] == 0) return ba_idx_bitmap_decode(p, len, codec, rows, out);
+/* The checks of a compressed record's header and frame: raw = its words'
+ * bytes, clen and frame = the frame (magic number put back). */
+static int zhead(uint8_t *p, size_t len, int allow, ba_codec_t codec, uint64_t rows, size_t *raw, uint8_t **frame,
+                 size_t *clen) {
   BA_RETURN_IF(!allow || p[1] != BA_BM_FLAG_ZSTD || p[0] != (uint8_t)codec || ba_load_le16(p + 2) != 0,
                BA_ERR_CORRUPT);
   uint64_t nrows = ba_load_le64(p + 4), nwords = ba_load_le64(p + 12), wb = ba_codec_word_bits(codec) / 8;
   BA_RETURN_IF(nrows != rows || wb == 0 || nwords > ba_idxz_max_raw(codec, rows) / wb, BA_ERR_CORRUPT);
-  size_t raw = (size_t)(nwords * wb), clen = len - BA_BM_REC_HDR + ZMAGIC_BYTES;
+  *raw = (size_t)(nwords * wb);
+  *clen = len - BA_BM_REC_HDR + ZMAGIC_BYTES;
+  /* the frame's magic number put back in place of the header's last 4 bytes
+   * (read above), so the frame is whole where it was read */
+  *frame = p + BA_BM_REC_HDR - ZMAGIC_BYTES;
+  ba_store_le32(*frame, ZSTD_MAGICNUMBER);
+  /* exactly one frame, the whole record */
+  BA_RETURN_IF(ZSTD_findFrameCompressedSize(*frame, *clen) != *clen, BA_ERR_CORRUPT);
+  return BA_OK;
+}
+
+/* The frame decoded into exactly raw bytes at dst. */
+static int zdecode(tstate_t *t, void *dst, size_t raw, const uint8_t *frame, size_t clen) {
+  size_t d = ZSTD_decompressDCtx(t->dctx, dst, raw, frame, clen);
+  BA_RETURN_IF(ZSTD_isError(d) || d != raw, BA_ERR_CORRUPT);
+  return BA_OK;
+}
+
+int ba_idxz_unpack(uint8_t *p, size_t len, int allow, ba_codec_t codec, uint64_t rows, const uint8_t **rec,
+                   size_t *rlen) {
+  BA_RETURN_IF(!p || !rec || !rlen, BA_ERR_INVALID);
+  if (len < BA_BM_REC_HDR || p[1] == 0) {
+    *rec = p;
+    *rlen = len;
+    return BA_OK;
+  }
+  size_t raw, clen;
+  uint8_t *frame;
+  uint8_t hdr[BA_BM_REC_HDR];
+  memcpy(hdr, p, BA_BM_REC_HDR);
+  BA_FORWARD(zhead(p, len, allow, codec, rows, &raw, &frame, &clen));
   tstate_t *t = thread_state();
   if (!t) return BA_ERR_NOMEM;
   /* t->buf: the record header, then the words */
@@ -129,15 +158,39 @@ int ba_idxz_load(ba_idxz_t *z, uint8_t *p, size_t len, uint32_t crc, int allow, 
     BA_FORWARD(ba_grow(&q, &t->cap, BA_BM_REC_HDR + raw, 1));
     t->buf = q;
   }
-  memcpy(t->buf, p, BA_BM_REC_HDR);
+  memcpy(t->buf, hdr, BA_BM_REC_HDR);
   t->buf[1] = 0;
-  /* the frame's magic number put back in place of the header's last 4 bytes
-   * (read above), so the frame is whole where it was read */
-  uint8_t *frame = p + BA_BM_REC_HDR - ZMAGIC_BYTES;
-  ba_store_le32(frame, ZSTD_MAGICNUMBER);
-  /* exactly one frame, the whole record, decoding to exactly raw bytes */
-  BA_RETURN_IF(ZSTD_findFrameCompressedSize(frame, clen) != clen, BA_ERR_CORRUPT);
-  size_t d = ZSTD_decompressDCtx(t->dctx, t->buf + BA_BM_REC_HDR, raw, frame, clen);
-  BA_RETURN_IF(ZSTD_isError(d) || d != raw, BA_ERR_CORRUPT);
-  return ba_idx_bitmap_decode(t->buf, BA_BM_REC_HDR + raw, codec, rows, out);
+  BA_FORWARD(zdecode(t, t->buf + BA_BM_REC_HDR, raw, frame, clen));
+  *rec = t->buf;
+  *rlen = BA_BM_REC_HDR + raw;
+  return BA_OK;
+}
+
+int ba_idxz_load(ba_idxz_t *z, uint8_t *p, size_t len, uint32_t crc, int allow, ba_codec_t codec, uint64_t rows,
+                 ba_bitmap_t **out) {
+  BA_RETURN_IF(!z || !p || !out, BA_ERR_INVALID);
+  BA_RETURN_IF(ba_crc32c(0, p, len) != crc, BA_ERR_CHECKSUM);
+  if (len < BA_BM_REC_HDR || p[1] == 0) return ba_idx_bitmap_decode(p, len, codec, rows, out);
+  const uint16_t one = 1;
+  if (*(const uint8_t *)&one != 1) { /* big-endian host: words converted by the decoder */
+    const uint8_t *rec;
+    size_t rlen;
+    BA_FORWARD(ba_idxz_unpack(p, len, allow, codec, rows, &rec, &rlen));
+    return ba_idx_bitmap_decode(rec, rlen, codec, rows, out);
+  }
+  /* little-endian: the frame decoded straight into the bitmap's words (no
+   * buffer in between, no copy) */
+  size_t raw, clen;
+  uint8_t *frame;
+  uint64_t nwords = ba_load_le64(p + 12);
+  BA_FORWARD(zhead(p, len, allow, codec, rows, &raw, &frame, &clen));
+  tstate_t *t = thread_state();
+  void *w = t ? ba_malloc(raw ? raw : 1) : NULL;
+  if (!w) return BA_ERR_NOMEM;
+  int rc = zdecode(t, w, raw, frame, clen);
+  if (rc < 0) {
+    ba_free(w);
+    return rc;
+  }
+  return ba_bitmap_adopt_words(codec, w, (size_t)nwords, rows, out);
 }

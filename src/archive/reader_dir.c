@@ -10,6 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "archive/archive.h"
 #include "archive/reader_int.h"
@@ -268,22 +271,75 @@ void ba_rd_index_attr_bytes(ba_segment_t *g, uint64_t bytes[BA_ATTR_COUNT]) {
 }
 
 /* ---------- bitmaps ---------- */
-static int read_bitmap(ba_segment_t *g, const ba_idx_dirent_t *e, ba_bitmap_t **out) {
-  if (g->bmcap < (size_t)e->len + 1) {
-    void *p = g->bmbuf;
-    BA_FORWARD(ba_grow(&p, &g->bmcap, (size_t)e->len + 1, 1));
-    g->bmbuf = p;
-  }
-  int rc = ba_pread_full(g->fd, g->bmbuf, e->len, e->off);
-  if (rc == BA_OK)
-    rc = ba_idxz_load(&g->idxz, g->bmbuf, e->len, e->crc, ba_seg_has_idxz(&g->h), (ba_codec_t)g->h.codec,
-                      g->f.rows, out);
-  return rc;
+
+/* A record this large is mapped from the file rather than read: its pages
+ * come from the page cache as they are touched (16 at a fault), with no copy
+ * and no fresh memory, where a pread copies it into a buffer whose first
+ * touches fault a page at a time. Private and writable, so a compressed
+ * record can still be decoded in place (ba_idxz_load; a copy-on-write page). */
+static size_t g_map_min = 256u << 10;
+
+void ba_rd_set_map_min(size_t bytes) { g_map_min = bytes; }
+
+typedef struct rec {
+  uint8_t *p;
+  void *map;
+  size_t maplen;
+} rec_t;
+
+/* Where a record starts in g->bmbuf: its words (after the 20-byte header)
+ * then lie on an 8-byte boundary, so they can be read in place. */
+#define REC_AT 4u
+
+static int rec_buf(ba_segment_t *g, size_t len) {
+  if (g->bmcap >= len + REC_AT + 1) return BA_OK;
+  void *p = g->bmbuf;
+  BA_FORWARD(ba_grow(&p, &g->bmcap, len + REC_AT + 1, 1));
+  g->bmbuf = p;
+  return BA_OK;
 }
 
-/* ", zstd" when the record read last (read_bitmap) is a compressed one. */
-static const char *bm_kind(const ba_segment_t *g, const ba_idx_dirent_t *e) {
-  return e->len > 1 && g->bmbuf && (g->bmbuf[1] & BA_BM_FLAG_ZSTD) ? ", zstd" : "";
+static int rec_get(ba_segment_t *g, const ba_idx_dirent_t *e, rec_t *r) {
+  r->map = NULL;
+  if (e->len >= g_map_min && e->len > 0) {
+    long pg = sysconf(_SC_PAGESIZE);
+    if (pg <= 0) pg = 4096;
+    uint64_t at = e->off - e->off % (uint64_t)pg;
+    size_t l = (size_t)(e->off - at) + e->len;
+    /* only bytes the file still holds: a page past its end would be SIGBUS
+     * where a pread says BA_ERR_TRUNCATED (segments are not cut after they
+     * are written, but a damaged store may be) */
+    struct stat st;
+    void *m = fstat(g->fd, &st) == 0 && (uint64_t)st.st_size >= e->off + e->len
+                  ? mmap(NULL, l, PROT_READ | PROT_WRITE, MAP_PRIVATE, g->fd, (off_t)at)
+                  : MAP_FAILED;
+    if (m != MAP_FAILED) {
+      r->map = m;
+      r->maplen = l;
+      r->p = (uint8_t *)m + (e->off - at);
+      return BA_OK;
+    }
+  }
+  BA_FORWARD(rec_buf(g, e->len));
+  r->p = g->bmbuf + REC_AT;
+  return ba_pread_full(g->fd, r->p, e->len, e->off);
+}
+
+static void rec_done(rec_t *r) {
+  if (r->map) munmap(r->map, r->maplen);
+  r->map = NULL;
+}
+
+/* *zstd: the record is a compressed one (for error messages). */
+static int read_bitmap(ba_segment_t *g, const ba_idx_dirent_t *e, ba_bitmap_t **out, int *zstd) {
+  rec_t r;
+  int rc = rec_get(g, e, &r);
+  *zstd = rc == BA_OK && e->len > 1 && (r.p[1] & BA_BM_FLAG_ZSTD);
+  if (rc == BA_OK)
+    rc = ba_idxz_load(&g->idxz, r.p, e->len, e->crc, ba_seg_has_idxz(&g->h), (ba_codec_t)g->h.codec, g->f.rows,
+                      out);
+  rec_done(&r);
+  return rc;
 }
 
 static int empty_bitmap(const ba_segment_t *g, ba_bitmap_t **out) {
@@ -298,18 +354,120 @@ static int empty_bitmap(const ba_segment_t *g, ba_bitmap_t **out) {
   return BA_OK;
 }
 
-int ba_segment_index(ba_segment_t *g, ba_attr_t attr, uint32_t value, ba_bitmap_t **out) {
-  BA_RETURN_IF(!g || !out || (unsigned)attr >= BA_ATTR_COUNT, BA_ERR_INVALID);
+static void bitmap_err(ba_segment_t *g, const ba_idx_dirent_t *e, int zstd, int rc) {
+  ba_rd_serr(g->store, "%s: index bitmap %s=%u at offset %llu (%u bytes%s): %s", g->name,
+             ba_attr_name((ba_attr_t)e->attr), e->value, (unsigned long long)e->off, e->len, zstd ? ", zstd" : "",
+             ba_strerror(rc));
+}
+
+/* The directory entry of attr == value: 1 = found, 0 = the value is absent. */
+static int find_entry(ba_segment_t *g, ba_attr_t attr, uint32_t value, ba_idx_dirent_t *e) {
   const uint8_t *ent;
   size_t n;
   BA_FORWARD(attr_entries(g, attr, &ent, &n));
   size_t k = ent_lower(g, ent, n, value, 0);
-  if (k >= n || ba_load_le32(ent + k * BA_DIRENT_BYTES + g->ev) != value) return empty_bitmap(g, out);
-  ba_idx_dirent_t e = ent_get(g, attr, ent + k * BA_DIRENT_BYTES);
-  int rc = read_bitmap(g, &e, out);
-  if (rc < 0)
-    ba_rd_serr(g->store, "%s: index bitmap %s=%u at offset %llu (%u bytes%s): %s", g->name, ba_attr_name(attr),
-               value, (unsigned long long)e.off, e.len, bm_kind(g, &e), ba_strerror(rc));
+  if (k >= n || ba_load_le32(ent + k * BA_DIRENT_BYTES + g->ev) != value) return 0;
+  *e = ent_get(g, attr, ent + k * BA_DIRENT_BYTES);
+  return 1;
+}
+
+int ba_segment_index(ba_segment_t *g, ba_attr_t attr, uint32_t value, ba_bitmap_t **out) {
+  BA_RETURN_IF(!g || !out || (unsigned)attr >= BA_ATTR_COUNT, BA_ERR_INVALID);
+  ba_idx_dirent_t e;
+  int rc = find_entry(g, attr, value, &e), zstd = 0;
+  if (rc <= 0) return rc < 0 ? rc : empty_bitmap(g, out);
+  if ((rc = read_bitmap(g, &e, out, &zstd)) < 0) bitmap_err(g, &e, zstd, rc);
+  return rc;
+}
+
+/* a AND a raw record's words where they lie (ba_bitmap_and_words): in the
+ * buffer they were read into, or in the mapping when they are aligned there,
+ * else copied into the buffer (no fresh bitmap either way). 1 = not
+ * applicable (a header the decoder must judge; a big-endian host). */
+static int and_in_place(ba_segment_t *g, const uint8_t *p, size_t len, const ba_bitmap_t *a, ba_bitmap_t **out,
+                        uint64_t *count) {
+  const uint16_t one = 1;
+  ba_codec_t codec = (ba_codec_t)g->h.codec;
+  unsigned wb = ba_codec_word_bits(codec) / 8;
+  if (*(const uint8_t *)&one != 1 || wb == 0 || len < BA_BM_REC_HDR || p[0] != (uint8_t)codec || p[1] != 0 ||
+      ba_load_le16(p + 2) != 0 || ba_load_le64(p + 4) != g->f.rows)
+    return 1;
+  uint64_t nwords = ba_load_le64(p + 12);
+  if (nwords > (len - BA_BM_REC_HDR) / wb || BA_BM_REC_HDR + nwords * wb != len) return 1;
+  if ((uintptr_t)(p + BA_BM_REC_HDR) % wb) { /* unaligned (mapped, decompressed): into the buffer */
+    BA_FORWARD(rec_buf(g, len));
+    memcpy(g->bmbuf + REC_AT, p, len);
+    p = g->bmbuf + REC_AT;
+  }
+  return ba_bitmap_and_words(a, codec, p + BA_BM_REC_HDR, (size_t)nwords, g->f.rows, codec, out, count);
+}
+
+int ba_segment_index_and(ba_segment_t *g, ba_attr_t attr, uint32_t value, const ba_bitmap_t *a,
+                         ba_bitmap_t **out, uint64_t *count) {
+  BA_RETURN_IF(!g || !a || !(out || count) || (unsigned)attr >= BA_ATTR_COUNT, BA_ERR_INVALID);
+  if (out) *out = NULL;
+  int done = 0;
+  ba_codec_t codec = (ba_codec_t)g->h.codec;
+  ba_idx_dirent_t e;
+  ba_bitmap_t *b = NULL;
+  int rc = find_entry(g, attr, value, &e), zstd = 0;
+  if (rc < 0) return rc;
+  if (rc == 0) {
+    rc = empty_bitmap(g, &b);
+  } else {
+    rec_t r;
+    const uint8_t *raw = NULL;
+    size_t rlen = 0;
+    rc = rec_get(g, &e, &r);
+    zstd = rc == BA_OK && e.len > 1 && (r.p[1] & BA_BM_FLAG_ZSTD);
+    rc = rc == BA_OK && ba_crc32c(0, r.p, e.len) != e.crc ? BA_ERR_CHECKSUM : rc;
+    /* a compressed record decoded first (checked as ba_idxz_load does) */
+    if (rc == BA_OK) rc = ba_idxz_unpack(r.p, e.len, ba_seg_has_idxz(&g->h), codec, g->f.rows, &raw, &rlen);
+    if (rc == BA_OK && (ba_bitmap_codec(a) != codec || ba_bitmap_rows(a) != g->f.rows))
+      rc = 1; /* 1: declined */
+    else if (rc == BA_OK)
+      rc = out ? ba_bitmap_and_record(a, raw, rlen, out) : ba_bitmap_and_record_count(a, raw, rlen, count);
+    if (rc == 1) rc = and_in_place(g, raw, rlen, a, out, count);
+    done = rc == BA_OK && !b;
+    if (rc == 1) rc = ba_idx_bitmap_decode(raw, rlen, codec, g->f.rows, &b); /* reports what is wrong */
+    rec_done(&r);
+    if (rc < 0) {
+      bitmap_err(g, &e, zstd, rc);
+      return rc;
+    }
+    if (done) return BA_OK;
+  }
+  if (rc == BA_OK) rc = out ? ba_bitmap_and(a, b, codec, out) : ba_bitmap_and_count(a, b, count);
+  ba_bitmap_free(b);
+  return rc;
+}
+
+int ba_segment_index_and_count_all(ba_segment_t *g, const ba_attr_t *attrs, const uint32_t *values, size_t n,
+                                   const ba_bitmap_t *a, uint64_t *count) {
+  BA_RETURN_IF(!g || !a || !count || (n && (!attrs || !values)), BA_ERR_INVALID);
+  enum { MAXREC = 8 };
+  if (n < 1 || n > MAXREC || ba_bitmap_codec(a) != (ba_codec_t)g->h.codec || ba_bitmap_rows(a) != g->f.rows) return 1;
+  rec_t r[MAXREC];
+  ba_idx_dirent_t e[MAXREC];
+  const uint8_t *p[MAXREC];
+  size_t len[MAXREC], k = 0;
+  int rc = 1;
+  /* every record present, large enough to be mapped (each needs a buffer of
+   * its own), raw and with its CRC right: else declined, and the records
+   * are ANDed one by one (which reports what is wrong) */
+  for (; k < n; k++) {
+    if ((unsigned)attrs[k] >= BA_ATTR_COUNT || find_entry(g, attrs[k], values[k], &e[k]) != 1 ||
+        e[k].len < g_map_min || e[k].len < BA_BM_REC_HDR)
+      break;
+    if (rec_get(g, &e[k], &r[k]) < 0 || !r[k].map || r[k].p[1] != 0 || ba_crc32c(0, r[k].p, e[k].len) != e[k].crc) {
+      rec_done(&r[k]);
+      break;
+    }
+    p[k] = r[k].p;
+    len[k] = e[k].len;
+  }
+  if (k == n) rc = ba_bitmap_and_records_count(a, p, len, n, count);
+  for (size_t i = 0; i < k; i++) rec_done(&r[i]);
   return rc;
 }
 
@@ -368,12 +526,11 @@ void ba_rd_verify_index(ba_segment_t *g, uint64_t *nbad, int *first) {
     }
     for (size_t i = 0; i < ndir; i++) {
       ba_bitmap_t *bm = NULL;
-      rc = read_bitmap(g, &dir[i], &bm);
+      int zstd = 0;
+      rc = read_bitmap(g, &dir[i], &bm, &zstd);
       ba_bitmap_free(bm);
       if (rc < 0) {
-        ba_rd_serr(g->store, "%s: index bitmap %s=%u at offset %llu (%u bytes%s): %s", g->name,
-                   ba_attr_name((ba_attr_t)dir[i].attr), dir[i].value, (unsigned long long)dir[i].off,
-                   dir[i].len, bm_kind(g, &dir[i]), ba_strerror(rc));
+        bitmap_err(g, &dir[i], zstd, rc);
         NOTE(rc);
       }
     }
@@ -387,12 +544,11 @@ void ba_rd_verify_index(ba_segment_t *g, uint64_t *nbad, int *first) {
       for (size_t i = 0; rc == BA_OK && i < n; i++) {
         ba_idx_dirent_t e = ent_get(g, (ba_attr_t)a, ent + i * BA_DIRENT_BYTES);
         ba_bitmap_t *bm = NULL;
-        int r = read_bitmap(g, &e, &bm);
+        int zstd = 0;
+        int r = read_bitmap(g, &e, &bm, &zstd);
         ba_bitmap_free(bm);
         if (r < 0) {
-          ba_rd_serr(g->store, "%s: index bitmap %s=%u at offset %llu (%u bytes%s): %s", g->name,
-                     ba_attr_name((ba_attr_t)a), e.value, (unsigned long long)e.off, e.len, bm_kind(g, &e),
-                     ba_strerror(r));
+          bitmap_err(g, &e, zstd, r);
           NOTE(r);
         }
       }

@@ -273,6 +273,16 @@ int ba_bitmap_from_words(ba_codec_t codec, const void *words, size_t nwords, uin
   return rc;
 }
 
+int ba_bitmap_adopt_words(ba_codec_t codec, void *words, size_t nwords, uint64_t nrows, ba_bitmap_t **out) {
+  const ba_codec_ops_t *ops = codec >= BA_CODEC_MIN && codec <= BA_CODEC_MAX ? ba_codec_ops(codec) : NULL;
+  ba_wordvec_t v = {words, nwords, nwords};
+  int rc = !out || (nwords && !words) ? BA_ERR_INVALID : !ops ? BA_ERR_UNSUPPORTED : BA_OK;
+  if (out) *out = NULL;
+  if (rc == BA_OK) rc = bm_wrap(ops, &v, nrows, out);
+  ba_free(v.w); /* NULL once the bitmap took it */
+  return rc;
+}
+
 int ba_bitmap_from_rows(ba_codec_t codec, const uint64_t *rows, size_t n, uint64_t nrows,
                         ba_bitmap_t **out) {
   BA_RETURN_IF(!out || (n && !rows), BA_ERR_INVALID);

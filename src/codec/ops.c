@@ -401,3 +401,210 @@ int ba_bitmap_or_many_with(const ba_bitmap_t *const *bms, size_t n, ba_codec_t o
   ba_free(cur);
   return rc;
 }
+
+/* ---- AND with a serialized record of one group per word ---- */
+
+/* A dense literal bitmap of WAH32 or PLWAH has as many words as groups:
+ * every word is then a literal (MSB 0) or a fill of exactly one group
+ * (count 1; PLWAH: no piggybacked position), (x & 0x3FFFFFFF) == 1 in
+ * both codecs. Such words are a table of groups: word g is group g. */
+#define REC_HDR 20u
+#define REC_BATCH 256
+
+static inline uint64_t rec_group(const uint8_t *w, uint64_t g) {
+  uint32_t x = ba_load_le32(w + 4 * g);
+  return !(x >> 31) ? x : (x & 0x40000000u) ? 0x7FFFFFFFu : 0;
+}
+
+/* 1 when the n words at w are one group each and the last group's pad
+ * rows (past nrows) are 0: exactly the valid bitmaps of n groups. */
+static int rec_one_group_words(const uint8_t *w, size_t n, uint64_t nrows) {
+  uint32_t bad = 0;
+  for (size_t i = 0; i < n; i++) {
+    uint32_t x = ba_load_le32(w + 4 * i);
+    bad |= (x >> 31) & ((x & 0x3FFFFFFFu) != 1u);
+  }
+  if (bad) return 0;
+  unsigned r = (unsigned)(nrows % 31);
+  return n == 0 || r == 0 || !(rec_group(w, n - 1) & ((UINT32_C(1) << (31 - r)) - 1));
+}
+
+typedef struct {
+  ba_bitmap_t *o;
+  uint32_t gaps[REC_BATCH];
+  uint64_t lits[REC_BATCH];
+  size_t k;
+  uint64_t next; /* first group not yet appended */
+  uint64_t *count; /* counting only: the result's rows, no bitmap */
+} rec_out_t;
+
+static int rec_flush(rec_out_t *q) {
+  int rc = ba_bitmap_append_groups(q->o, q->gaps, q->lits, q->k);
+  q->k = 0;
+  return rc;
+}
+
+/* Group g (>= q->next) of the result is lit; zero groups skipped are gaps. */
+static int rec_put(rec_out_t *q, uint64_t g, uint64_t lit) {
+  if (!lit) return BA_OK;
+  uint64_t gap = g - q->next;
+  while (gap > UINT32_MAX) { /* a gap wider than a u32: a zero group, then the rest */
+    q->gaps[q->k] = UINT32_MAX - 1;
+    q->lits[q->k++] = 0;
+    gap -= UINT32_MAX;
+    if (q->k == REC_BATCH) BA_FORWARD(rec_flush(q));
+  }
+  q->gaps[q->k] = (uint32_t)gap;
+  q->lits[q->k++] = lit;
+  q->next = g + 1;
+  return q->k == REC_BATCH ? rec_flush(q) : BA_OK;
+}
+
+/* Group g of the result is lit: the last group (partial: whole groups would
+ * run past the rows) is kept aside, the others batched. */
+static inline int rec_emit(rec_out_t *q, uint64_t g, uint64_t lit, uint64_t whole, uint64_t *last) {
+  if (q->count) {
+    *q->count += ba_popcount64(lit); /* padding rows are 0 in both */
+    return BA_OK;
+  }
+  if (g < whole) return rec_put(q, g, lit);
+  *last = lit;
+  return BA_OK;
+}
+
+/* The words of record rec (len bytes) when it is a valid one-word-per-group
+ * bitmap of a's codec and rows, else NULL. */
+static const uint8_t *rec_table(const ba_bitmap_t *a, const uint8_t *rec, size_t len) {
+  ba_codec_t id = a->ops->id;
+  if ((id != BA_CODEC_WAH32 && id != BA_CODEC_PLWAH) || !rec || len < REC_HDR || rec[0] != (uint8_t)id ||
+      rec[1] != 0 || ba_load_le16(rec + 2) != 0)
+    return NULL;
+  const uint64_t nrows = ba_load_le64(rec + 4), nwords = ba_load_le64(rec + 12);
+  const uint64_t ngroups = nrows / 31 + (nrows % 31 != 0);
+  if (nrows != a->rows || nwords != ngroups || nwords > (len - REC_HDR) / 4 || len != REC_HDR + 4 * nwords)
+    return NULL;
+  return rec_one_group_words(rec + REC_HDR, (size_t)nwords, nrows) ? rec + REC_HDR : NULL;
+}
+
+#define REC_MAX 8 /* records one pass combines */
+
+/* Group g of the AND of the n tables. */
+static inline uint64_t rec_groups(const uint8_t *const *w, size_t n, uint64_t g) {
+  uint64_t x = rec_group(w[0], g);
+  for (size_t i = 1; i < n; i++) x &= rec_group(w[i], g);
+  return x;
+}
+
+static int and_record(const ba_bitmap_t *a, const uint8_t *const *recs, const size_t *lens, size_t nrec,
+                      ba_bitmap_t **out, uint64_t *count) {
+  BA_RETURN_IF(!a || !recs || !lens || nrec == 0 || nrec > REC_MAX || !(out || count) || !a->finished,
+               BA_ERR_INVALID);
+  if (out) *out = NULL;
+  const uint8_t *tw[REC_MAX];
+  for (size_t i = 0; i < nrec; i++)
+    if (!(tw[i] = rec_table(a, recs[i], lens[i]))) return 1; /* other records, invalid ones: decoding says why */
+  ba_codec_t id = a->ops->id;
+  const uint64_t G = 31, nrows = a->rows, ngroups = nrows / G + (nrows % G != 0), whole = nrows / G;
+  const uint8_t *const *w = tw;
+  rec_out_t *q = ba_malloc(sizeof *q);
+  BA_RETURN_IF(!q, BA_ERR_NOMEM);
+  q->k = 0;
+  q->next = 0;
+  q->count = out ? NULL : count;
+  q->o = NULL;
+  int rc = out ? ba_bm_new(a->ops, &q->o) : BA_OK;
+  if (rc < 0) {
+    ba_free(q);
+    return rc;
+  }
+  if (!out) *count = 0;
+  /* a's words (validated) decoded here: literal 0|31 bits; fill 1|value|
+   * count, PLWAH's count 25 bits after a 5-bit position, WAH32's 30 bits */
+  const int pl = id == BA_CODEC_PLWAH;
+  const uint32_t cmask = pl ? 0x01FFFFFFu : 0x3FFFFFFFu, *aw = (const uint32_t *)a->vec.w;
+  uint64_t g = 0, last = 0;
+  for (size_t i = 0; i < a->vec.n && rc == BA_OK; i++) {
+    uint32_t x = aw[i];
+    if (!(x >> 31)) {
+      if (g >= ngroups) rc = BA_ERR_CORRUPT;
+      else if (x) rc = rec_emit(q, g, x & rec_groups(w, nrec, g), whole, &last);
+      g++;
+      continue;
+    }
+    uint64_t n = x & cmask;
+    unsigned pos = pl ? (x >> 25) & 31u : 0;
+    if (n > ngroups - g || (pos && n == ngroups - g)) {
+      rc = BA_ERR_CORRUPT;
+      break;
+    }
+    if (x & 0x40000000u) {
+      for (uint64_t e = g + n; g < e && rc == BA_OK; g++) rc = rec_emit(q, g, rec_groups(w, nrec, g), whole, &last);
+    } else {
+      g += n;
+    }
+    if (pos && rc == BA_OK) { /* the piggybacked literal: the fill's value but bit 31 - pos */
+      uint32_t bit = UINT32_C(1) << (31 - pos), lit = (x & 0x40000000u) ? 0x7FFFFFFFu ^ bit : bit;
+      rc = rec_emit(q, g, lit & rec_groups(w, nrec, g), whole, &last);
+      g++;
+    }
+  }
+  if (!out) {
+    ba_free(q);
+    return rc;
+  }
+  if (rc == 0 && q->k) rc = rec_flush(q);
+  if (rc == 0 && last) {
+    rc = ba_bitmap_append_run(q->o, 0, whole * G - q->o->rows);
+    if (rc == 0) rc = ba_bitmap_append_bits(q->o, last >> (G - nrows % G), (unsigned)(nrows % G));
+  }
+  if (rc == 0) rc = ba_bitmap_finish(q->o, nrows);
+  ba_bitmap_t *o = q->o;
+  ba_free(q);
+  if (rc < 0) {
+    ba_bitmap_free(o);
+    return rc;
+  }
+  *out = o;
+  return BA_OK;
+}
+
+int ba_bitmap_and_record(const ba_bitmap_t *a, const uint8_t *rec, size_t len, ba_bitmap_t **out) {
+  BA_RETURN_IF(!out || !rec, BA_ERR_INVALID);
+  return and_record(a, &rec, &len, 1, out, NULL);
+}
+
+int ba_bitmap_and_record_count(const ba_bitmap_t *a, const uint8_t *rec, size_t len, uint64_t *count) {
+  BA_RETURN_IF(!count || !rec, BA_ERR_INVALID);
+  return and_record(a, &rec, &len, 1, NULL, count);
+}
+
+int ba_bitmap_and_records_count(const ba_bitmap_t *a, const uint8_t *const *recs, const size_t *lens, size_t n,
+                                uint64_t *count) {
+  BA_RETURN_IF(!count, BA_ERR_INVALID);
+  return and_record(a, recs, lens, n, NULL, count);
+}
+
+/* ---- AND with words read in place ---- */
+
+int ba_bitmap_and_words(const ba_bitmap_t *a, ba_codec_t codec, const void *words, size_t nwords, uint64_t nrows,
+                        ba_codec_t c, ba_bitmap_t **out, uint64_t *count) {
+  BA_RETURN_IF(!a || !(out || count) || (nwords && !words), BA_ERR_INVALID);
+  if (out) *out = NULL;
+  BA_RETURN_IF(codec < BA_CODEC_MIN || codec > BA_CODEC_MAX, BA_ERR_INVALID);
+  const ba_codec_ops_t *ops = ba_codec_ops(codec);
+  BA_RETURN_IF(!ops, BA_ERR_UNSUPPORTED);
+  BA_RETURN_IF((uintptr_t)words % ops->word_bytes, BA_ERR_INVALID);
+  BA_RETURN_IF(nrows > BA_BITMAP_MAX_ROWS, BA_ERR_CORRUPT);
+  BA_FORWARD(ba_bm_validate(ops, words, nwords, nrows, 0)); /* as ba_bitmap_from_words */
+  ba_bitmap_t *b;
+  BA_FORWARD(ba_bm_new(ops, &b));
+  b->vec.w = (void *)(uintptr_t)words; /* borrowed: never written, taken back before the free */
+  b->vec.n = b->vec.cap = nwords;
+  b->rows = nrows;
+  b->finished = 1;
+  int rc = out ? ba_bitmap_and(a, b, c, out) : ba_bitmap_and_count(a, b, count);
+  b->vec.w = NULL;
+  b->vec.n = b->vec.cap = 0;
+  ba_bitmap_free(b);
+  return rc;
+}

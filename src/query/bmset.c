@@ -108,6 +108,36 @@ int pb_index(segctx_t *c, ba_attr_t attr, uint32_t v, pb_t *out) {
   return 0;
 }
 
+/* a AND the bitmap of attr == v: with the loaded one when the segment's
+ * cache has it or direct is 0, else combined as it is read
+ * (ba_segment_index_and: a dense literal bitmap is never built), and not
+ * cached. Same bitmap and operation count as pb_index then pb_and. */
+int pb_and_index(segctx_t *c, pb_t a, ba_attr_t attr, uint32_t v, int direct, pb_t *out) {
+  int cached = !direct;
+  for (size_t i = 0; i < c->ncache && !cached; i++) cached = c->cache[i].attr == (uint32_t)attr && c->cache[i].value == v;
+  if (a.kind != PB_BM || cached) {
+    pb_t b;
+    BA_FORWARD(pb_index(c, attr, v, &b));
+    int rc = pb_and(c, a, b, out);
+    pb_drop(b);
+    return rc;
+  }
+  ba_bitmap_t *r;
+  BA_FORWARD(ba_segment_index_and(c->seg, attr, v, a.o->bm, &r, NULL));
+  c->stats->bitmap_ops++;
+  return pb_wrap(r, out);
+}
+
+/* The rows of a AND the bitmap of attr == v, counted without building it:
+ * with the loaded bitmap when the cache has it, else where it is read. */
+int pb_and_index_count(segctx_t *c, const ba_bitmap_t *a, ba_attr_t attr, uint32_t v, uint64_t *count) {
+  c->stats->bitmap_ops++;
+  for (size_t i = 0; i < c->ncache; i++)
+    if (c->cache[i].attr == (uint32_t)attr && c->cache[i].value == v && c->cache[i].p.kind == PB_BM)
+      return ba_bitmap_and_count(a, c->cache[i].p.o->bm, count);
+  return ba_segment_index_and(c->seg, attr, v, a, NULL, count);
+}
+
 void cache_clear(segctx_t *c) {
   for (size_t i = 0; i < c->ncache; i++) pb_drop(c->cache[i].p);
   c->ncache = 0;

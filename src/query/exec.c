@@ -367,6 +367,25 @@ void ba_query_stats_add(ba_query_stats_t *a, const ba_query_stats_t *b) {
   a->out_bytes += b->out_bytes;
 }
 
+/* A worker pays when at least two segments of the window have many rows:
+ * it overlaps one segment's plan with another's, and costs a thread, a
+ * second store handle and a wait for the other CPU (which on a busy machine
+ * is longer than a small segment's plan). Below: one thread. */
+static uint64_t g_par_min_rows = UINT64_C(1) << 20;
+
+void query_set_par_min_rows(uint64_t rows) { g_par_min_rows = rows; }
+
+static int par_pays(ba_store_t *s, size_t nseg, uint64_t ws, uint64_t we) {
+  size_t big = 0;
+  for (size_t i = 0; i < nseg && big < 2; i++) {
+    ba_segment_t *seg;
+    ba_segment_info_t in;
+    if (ba_store_segment(s, i, &seg) < 0) continue;
+    if (ba_segment_info(seg, &in) == 0 && !seg_pruned(&in, ws, we) && in.rows >= g_par_min_rows) big++;
+  }
+  return big >= 2;
+}
+
 /* Starts the worker thread that plans segments ahead (par_worker); 1 when
  * it runs, 0 when it could not start (the caller plans alone), or an error. */
 static int par_start(par_t *par, pthread_t *worker, ba_store_t *s, size_t nseg, const qnode_t *root,
@@ -478,7 +497,8 @@ static int run_impl(ba_query_t *q, ba_store_t *s, const ba_query_exec_opts_t *op
    * lines come in segment order) and no range-OR device is plugged in. */
   par_t par;
   pthread_t worker;
-  int parallel = o.threads >= 2 && nseg >= 2 && !o.force_scan && !o.explain && !o.range_or;
+  int parallel = o.threads >= 2 && nseg >= 2 && !o.force_scan && !o.explain && !o.range_or &&
+                 par_pays(s, nseg, ws, we);
   if (parallel) {
     /* With bins, exact segments are summed by the caller's thread (sum_rows);
      * with column vectors they are read by the caller's thread (fetch_fields). */

@@ -139,8 +139,9 @@ static int and_step(segctx_t *c, pres_t *acc, pres_t x) {
 static int and_values_each(segctx_t *c, pres_t *acc, const vpred_t *p, vsel_t sel) {
   if (acc->hi.kind != PB_BM || !pb_same(acc->lo, acc->hi) || !pb_sparse(c, acc->hi)) return 1;
   if (sel.est.hi != ES_SOME || sel.use_compl || sel.k < 2 || sel.k > EACH_MAX) return 1;
-  uint32_t vals[EACH_MAX];
+  uint32_t vals[EACH_MAX], lens[EACH_MAX];
   memcpy(vals, c->vals, sel.k * sizeof(*vals));
+  memcpy(lens, c->lens, sel.k * sizeof(*lens));
   if (c->ex) {
     sb_add(c->ex, "each(%s:", ba_attr_name(p->attr));
     for (size_t j = 0; j < sel.k; j++) sb_add(c->ex, "%s%u", j ? "|" : "", vals[j]);
@@ -149,23 +150,99 @@ static int and_values_each(segctx_t *c, pres_t *acc, const vpred_t *p, vsel_t se
   ba_bitmap_t *parts[EACH_MAX];
   size_t m = 0;
   int rc = 0;
+  pb_t own[EACH_MAX];
   for (size_t j = 0; j < sel.k && rc == 0; j++) {
-    pb_t b;
-    if ((rc = pb_index(c, p->attr, vals[j], &b)) < 0) break;
-    rc = ba_bitmap_and(acc->hi.o->bm, b.o->bm, c->codec, &parts[m]);
-    pb_drop(b);
-    if (rc == 0) m++;
+    rc = pb_and_index(c, acc->hi, p->attr, vals[j], lens[j] >= dense_bytes(c), &own[m]);
+    if (rc == 0 && own[m].kind != PB_BM) {
+      pb_drop(own[m]);
+      rc = BA_ERR_INVALID; /* an AND of two bitmaps is a bitmap */
+    }
+    if (rc == 0) parts[m] = own[m].o->bm, m++;
   }
   ba_bitmap_t *r = NULL;
   if (rc == 0) rc = ba_bitmap_or_many((const ba_bitmap_t *const *)parts, m, c->codec, &r);
-  for (size_t j = 0; j < m; j++) ba_bitmap_free(parts[j]);
+  for (size_t j = 0; j < m; j++) pb_drop(own[j]);
   if (rc < 0) return rc;
-  c->stats->bitmap_ops += 2 * m - 1;
+  c->stats->bitmap_ops += m - 1; /* and one per AND (pb_and_index) */
   pb_t out;
   BA_FORWARD(pb_wrap(r, &out));
   pres_drop(*acc);
   *acc = pres_exact(out);
   return pres_prune(acc);
+}
+
+/* acc AND the one value a term selects (sel, c->vals), when acc is an exact
+ * bitmap and the value's bitmap is dense: combined as it is read
+ * (pb_and_index), where loading it would build the whole bitmap first. The
+ * same result, explain text and operation count as or_selected then
+ * and_step. 1 = does not apply (acc is untouched). */
+static int and_value_direct(segctx_t *c, pres_t *acc, const vpred_t *p, vsel_t sel) {
+  if (acc->hi.kind != PB_BM || !pb_same(acc->lo, acc->hi)) return 1;
+  if (sel.est.hi != ES_SOME || sel.use_compl || sel.k != 1 || c->lens[0] < dense_bytes(c)) return 1;
+  uint32_t v = c->vals[0];
+  if (c->ex) sb_add(c->ex, "%s:%u", ba_attr_name(p->attr), v);
+  pb_t out;
+  BA_FORWARD(pb_and_index(c, acc->hi, p->attr, v, 1, &out));
+  pres_drop(*acc);
+  *acc = pres_exact(out);
+  return pres_prune(acc);
+}
+
+/* The last operand of a count-only AND chain (c->count_root), one value:
+ * acc AND it counted where it is read, no bitmap built; acc becomes none and
+ * c->count the rows. 1 = does not apply (acc is untouched). */
+static int and_value_count(segctx_t *c, pres_t *acc, const term_t *t) {
+  if (t->node || acc->hi.kind != PB_BM || !pb_same(acc->lo, acc->hi)) return 1;
+  vsel_t sel;
+  binsel_t b;
+  est_t e;
+  BA_FORWARD(select_values_bins(c, &t->vp, &sel, &b, &e));
+  if (b.nfull + b.npart || sel.est.hi != ES_SOME || sel.use_compl || sel.k != 1) return 1;
+  BA_FORWARD(pb_and_index_count(c, acc->hi.o->bm, t->vp.attr, c->vals[0], &c->count));
+  c->counted = 1;
+  pres_drop(*acc);
+  *acc = pres_exact(pb_none());
+  return 0;
+}
+
+/* The last operands of a count-only AND chain, from t[0] on, all dense
+ * single values (two or more): acc AND all of them counted in one pass where
+ * they are read (ba_segment_index_and_count_all), no bitmap in between;
+ * acc becomes none and c->count the rows. 1 = does not apply. */
+static int and_values_count_all(segctx_t *c, pres_t *acc, const term_t *t, size_t m) {
+  ba_attr_t attrs[8];
+  uint32_t vals[8];
+  if (m < 2 || m > 8 || t->node || acc->hi.kind != PB_BM || !pb_same(acc->lo, acc->hi)) return 1;
+  for (size_t j = 0; j < m; j++) {
+    vsel_t sel;
+    binsel_t b;
+    est_t e;
+    if (t[j].node) return 1;
+    BA_FORWARD(select_values_bins(c, &t[j].vp, &sel, &b, &e));
+    if (b.nfull + b.npart || sel.est.hi != ES_SOME || sel.use_compl || sel.k != 1 || c->lens[0] < dense_bytes(c))
+      return 1;
+    attrs[j] = t[j].vp.attr;
+    vals[j] = c->vals[0];
+  }
+  int rc = ba_segment_index_and_count_all(c->seg, attrs, vals, m, acc->hi.o->bm, &c->count);
+  if (rc != 0) return rc;
+  c->stats->bitmap_ops += m;
+  c->counted = 1;
+  pres_drop(*acc);
+  *acc = pres_exact(pb_none());
+  return 0;
+}
+
+/* 1 when t is one dense value that and_value_direct would combine with acc
+ * (then its place in the chain does not matter much: no by-rows order). */
+static int term_direct(segctx_t *c, const pres_t *acc, const term_t *t) {
+  if (t->node || acc->hi.kind != PB_BM || !pb_same(acc->lo, acc->hi)) return 0;
+  vsel_t sel;
+  binsel_t b;
+  est_t e;
+  if (select_values_bins(c, &t->vp, &sel, &b, &e) < 0) return 0;
+  return b.nfull + b.npart == 0 && sel.est.hi == ES_SOME && !sel.use_compl && sel.k == 1 &&
+         c->lens[0] >= dense_bytes(c);
 }
 
 /* acc AND one operand of a flattened AND chain. */
@@ -181,6 +258,7 @@ static int and_term(segctx_t *c, pres_t *acc, const term_t *t) {
     if (b.nfull + b.npart == 0) {
       int rc = and_values_each(c, acc, &t->vp, sel);
       if (rc <= 0) return rc;
+      if ((rc = and_value_direct(c, acc, &t->vp, sel)) <= 0) return rc;
     }
     BA_FORWARD(values_pres_sel(c, &t->vp, sel, &b, &x));
   }
@@ -193,7 +271,7 @@ static int and_term(segctx_t *c, pres_t *acc, const term_t *t) {
  * dense operands are left and the result so far is dense too (sizes then
  * say nothing about row counts), they are all loaded and combined in the
  * order of their row counts, so the result thins out as early as possible. */
-static int and_terms(segctx_t *c, termvec_t *v, pres_t *out) {
+static int and_terms(segctx_t *c, termvec_t *v, int count_last, pres_t *out) {
   int rc = 0, empty = 0;
   for (size_t i = 0; i < v->n && rc == 0 && !empty; i++) {
     term_t *t = &v->t[i];
@@ -219,8 +297,10 @@ static int and_terms(segctx_t *c, termvec_t *v, pres_t *out) {
   ex_open(c, "AND");
   size_t i = 0;
   for (; i < v->n && rc == 0 && acc.hi.kind != PB_NONE; i++) {
-    if (v->t[i].key >= 2 + dense && !pb_sparse(c, acc.hi)) break;
+    if (v->t[i].key >= 2 + dense && !pb_sparse(c, acc.hi) && !term_direct(c, &acc, &v->t[i])) break;
     if (i) ex_sep(c);
+    if (count_last && i + 2 <= v->n && (rc = and_values_count_all(c, &acc, &v->t[i], v->n - i)) <= 0) break;
+    if (count_last && i + 1 == v->n && (rc = and_value_count(c, &acc, &v->t[i])) <= 0) continue;
     rc = and_term(c, &acc, &v->t[i]);
   }
   if (i < v->n && rc == 0 && acc.hi.kind != PB_NONE) {
@@ -266,13 +346,13 @@ static int and_terms(segctx_t *c, termvec_t *v, pres_t *out) {
 static int plan_and(segctx_t *c, const qnode_t *n, pres_t *out) {
   termvec_t v = {0};
   int rc = flatten_and(c, n, &v);
-  if (rc == 0) rc = and_terms(c, &v, out);
+  if (rc == 0) rc = and_terms(c, &v, n == c->count_root, out);
   ba_free(v.t);
   return rc;
 }
 
 /* One IPv4 pattern on one side: AND over the octets that are not '*'. */
-static int plan_v4_item(segctx_t *c, const qaddr_t *a, int dst, pb_t *out) {
+static int plan_v4_item(segctx_t *c, const qaddr_t *a, int dst, int count_last, pb_t *out) {
   termvec_t v = {0};
   int rc = 0;
   for (int i = 0; i < 4 && rc == 0; i++) {
@@ -288,7 +368,7 @@ static int plan_v4_item(segctx_t *c, const qaddr_t *a, int dst, pb_t *out) {
     rc = rows_ipver(c, 4, out);
   } else if (rc == 0) {
     pres_t r;
-    rc = and_terms(c, &v, &r);
+    rc = and_terms(c, &v, count_last, &r);
     if (rc == 0) {
       *out = r.lo; /* exact: lo is hi */
       pb_drop(r.hi);
@@ -351,7 +431,7 @@ static int plan_addr_side(segctx_t *c, const qnode_t *n, int dst, pres_t *out) {
       it = (pres_t){pb_none(), hi};
     } else {
       pb_t e;
-      rc = plan_v4_item(c, a, dst, &e);
+      rc = plan_v4_item(c, a, dst, n == c->count_root && cnt == 1, &e);
       if (rc < 0) break;
       it = (pres_t){e, pb_ref(e)};
     }
@@ -542,13 +622,18 @@ int plan_segment(const qnode_t *root, segctx_t *c, sbuf_t *ex, segres_t *res) {
   }
   uint64_t ops0 = c->stats->bitmap_ops;
   c->ex = ex;
+  /* a count of an AND chain needs its rows, not its bitmap */
+  int chain = root->kind == QN_AND || (root->kind == QN_ADDR && (root->dir == QD_SRC || root->dir == QD_DST));
+  c->count_root = c->opts->count_only && !ex && !c->opts->explain_only && chain ? root : NULL;
+  c->counted = 0;
   int rc = plan_node(c, root, &res->r);
   c->ex = NULL;
+  c->count_root = NULL;
   cache_clear(c);
   if (rc < 0) return rc;
   res->ops = c->stats->bitmap_ops - ops0;
   res->exact = pb_same(res->r.lo, res->r.hi);
-  res->ncand = count_pb(res->r.hi, c->info.rows);
+  res->ncand = c->counted ? c->count : count_pb(res->r.hi, c->info.rows);
   res->nsure = res->exact ? res->ncand : count_pb(res->r.lo, c->info.rows);
   return 0;
 }

@@ -65,6 +65,13 @@ typedef struct segctx {
   struct bmcache *cache; /* index bitmaps loaded for this segment (one reference each) */
   size_t ncache, cache_cap;
   int fetch_threads; /* threads reading one segment's candidate rows (fetch_rows) */
+  /* A count-only run (plan_segment): the last operands of this AND chain
+   * (or of the one v4 pattern of this address node), single values, are
+   * counted with the rest rather than ANDed into a bitmap (and_terms);
+   * counted: they were, the chain's rows are `count`. */
+  const qnode_t *count_root;
+  int counted;
+  uint64_t count;
 } segctx_t;
 
 /* The values of one attribute a predicate accepts, as sorted disjoint
@@ -199,6 +206,8 @@ int pb_and(segctx_t *c, pb_t a, pb_t b, pb_t *out);
 int pb_or(segctx_t *c, pb_t a, pb_t b, pb_t *out);
 int pb_not(segctx_t *c, pb_t a, pb_t *out);
 int pb_index(segctx_t *c, ba_attr_t attr, uint32_t v, pb_t *out);
+int pb_and_index(segctx_t *c, pb_t a, ba_attr_t attr, uint32_t v, int direct, pb_t *out);
+int pb_and_index_count(segctx_t *c, const ba_bitmap_t *a, ba_attr_t attr, uint32_t v, uint64_t *count);
 void cache_clear(segctx_t *c);
 int pres_and(segctx_t *c, pres_t a, pres_t b, pres_t *out);
 int pres_or(segctx_t *c, pres_t a, pres_t b, pres_t *out);

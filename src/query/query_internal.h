@@ -94,4 +94,10 @@ int qflags_match(const qnode_t *n, unsigned v);
 int query_run_bins(ba_query_t *q, ba_store_t *s, const ba_query_exec_opts_t *opts, const ba_bin_sums_t *b,
                    ba_query_stats_t *stats);
 
+/* exec.c: with threads >= 2, a worker plans segments ahead only when at
+ * least two segments of the window hold this many rows (default 2^20); tests
+ * set 0 to run the worker on small stores. Not thread-safe: set it before
+ * queries run. */
+void query_set_par_min_rows(uint64_t rows);
+
 #endif

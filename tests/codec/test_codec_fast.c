@@ -503,10 +503,147 @@ static void test_range(void **state) {
   ba_bitmap_free(bm);
 }
 
+/* ---- ba_bitmap_and_record: a AND a serialized dense literal record ---- */
+
+/* A record of one word per group (WAH32, PLWAH: every group a literal but
+ * for isolated homogeneous groups) against operands of every shape: the
+ * words of deserializing and ba_bitmap_and; other records and codecs are
+ * declined (1), and so are records whose words break the rules (a two-group
+ * fill, a set padding bit), which deserializing rejects. */
+static void test_and_record(void **state) {
+  (void)state;
+  ba_rng_t r;
+  ba_rng_seed(&r, 0xA4D5EC0ull);
+  static const ba_codec_t cs[] = {BA_CODEC_WAH32, BA_CODEC_PLWAH, BA_CODEC_WAH64, BA_CODEC_COMPAX};
+  size_t direct = 0, iters = g_long ? 2000 : 400;
+  for (size_t it = 0; it < iters; it++) {
+    ba_codec_t c = cs[ba_rng_below(&r, BA_ARRAY_LEN(cs))];
+    uint64_t n = pick_n(&r);
+    ba_ref_t ra, rb;
+    gen_ref(&r, &ra, n);
+    assert_int_equal(ba_ref_init(&rb, n), BA_OK);
+    for (uint64_t i = 0; i < n; i++)
+      if (ba_rng_below(&r, 2)) ba_ref_set(&rb, i, 1);
+    if (n > 100 && ba_rng_below(&r, 2)) { /* an isolated all-zero or all-one group */
+      uint64_t g0 = 31 * (1 + ba_rng_below(&r, n / 31 - 2));
+      int v = (int)ba_rng_below(&r, 2);
+      for (uint64_t i = g0; i < g0 + 31; i++) ba_ref_set(&rb, i, v);
+    }
+    ba_bitmap_t *a = build(c, &ra), *b = build(c, &rb), *want, *got = NULL;
+    assert_int_equal(ba_bitmap_and(a, b, c, &want), BA_OK);
+    size_t len = ba_bitmap_serialized_size(b), nw;
+    uint8_t *rec = (uint8_t *)malloc(len + 1);
+    assert_non_null(rec);
+    assert_int_equal(ba_bitmap_serialize(b, rec, len, NULL), BA_OK);
+    ba_bitmap_words(b, &nw);
+    int one = (c == BA_CODEC_WAH32 || c == BA_CODEC_PLWAH) && nw == n / 31 + (n % 31 != 0);
+    int rc = ba_bitmap_and_record(a, rec, len, &got);
+    if (!one) {
+      uint64_t cnt;
+      assert_int_equal(rc, 1);
+      assert_null(got);
+      assert_int_equal(ba_bitmap_and_record_count(a, rec, len, &cnt), 1);
+    } else {
+      assert_int_equal(rc, 0);
+      if (!same_words(got, want)) fail_msg("iteration %zu: %s, %llu rows: not the words of ba_bitmap_and", it,
+                                           ba_codec_name(c), (unsigned long long)n);
+      uint64_t cw = 0, cg = 7;
+      assert_int_equal(ba_bitmap_count(want, &cw), BA_OK);
+      assert_int_equal(ba_bitmap_and_record_count(a, rec, len, &cg), 0);
+      assert_int_equal(cg, cw);
+      direct++;
+      ba_bitmap_free(got);
+      got = NULL;
+      /* a row count other than a's: declined */
+      ba_ref_t rc2;
+      gen_ref(&r, &rc2, n + 1);
+      ba_bitmap_t *a2 = build(c, &rc2);
+      assert_int_equal(ba_bitmap_and_record(a2, rec, len, &got), 1);
+      ba_bitmap_free(a2);
+      ba_ref_free(&rc2);
+      /* rule breakers: a fill word of two groups; a padding bit */
+      ba_bitmap_t *bad = NULL;
+      if (nw == 0) goto next;
+      size_t i = 20 + 4 * ba_rng_below(&r, nw);
+      uint8_t keep[4];
+      memcpy(keep, rec + i, 4);
+      ba_store_le32(rec + i, 0x80000002u);
+      assert_int_equal(ba_bitmap_and_record(a, rec, len, &got), 1);
+      assert_int_equal(ba_bitmap_and_record_count(a, rec, len, &cg), 1);
+      assert_int_equal(ba_bitmap_deserialize(rec, len, &bad, NULL), BA_ERR_CORRUPT);
+      memcpy(rec + i, keep, 4);
+      if (n % 31) {
+        i = len - 4;
+        uint32_t x = ba_load_le32(rec + i);
+        ba_store_le32(rec + i, (x >> 31) ? 0x7FFFFFFFu : (x | 1u));
+        assert_int_equal(ba_bitmap_and_record(a, rec, len, &got), 1);
+        assert_int_equal(ba_bitmap_deserialize(rec, len, &bad, NULL), BA_ERR_CORRUPT);
+      }
+      assert_null(got);
+    }
+  next:
+    free(rec);
+    ba_bitmap_free(a);
+    ba_bitmap_free(b);
+    ba_bitmap_free(want);
+    ba_ref_free(&ra);
+    ba_ref_free(&rb);
+  }
+  if (direct < iters / 8) fail_msg("only %zu of %zu records went the direct way", direct, iters);
+  /* several records in one pass: the count of a AND all of them */
+  for (size_t it = 0; it < 200; it++) {
+    ba_codec_t c = it % 2 ? BA_CODEC_PLWAH : BA_CODEC_WAH32;
+    uint64_t n = 1 + ba_rng_below(&r, 5000);
+    size_t k = 1 + (size_t)ba_rng_below(&r, 8);
+    ba_ref_t ra;
+    gen_ref(&r, &ra, n);
+    ba_bitmap_t *acc = build(c, &ra), *a = NULL;
+    assert_int_equal(ba_bitmap_clone(acc, &a), BA_OK);
+    uint8_t *recs[8];
+    size_t lens[8];
+    int table = 1;
+    for (size_t j = 0; j < k; j++) {
+      ba_ref_t rb;
+      assert_int_equal(ba_ref_init(&rb, n), BA_OK);
+      for (uint64_t i = 0; i < n; i++)
+        if (ba_rng_below(&r, 4)) ba_ref_set(&rb, i, 1);
+      ba_bitmap_t *b = build(c, &rb), *t;
+      size_t nw;
+      ba_bitmap_words(b, &nw);
+      table &= nw == n / 31 + (n % 31 != 0);
+      lens[j] = ba_bitmap_serialized_size(b);
+      recs[j] = (uint8_t *)malloc(lens[j]);
+      assert_non_null(recs[j]);
+      assert_int_equal(ba_bitmap_serialize(b, recs[j], lens[j], NULL), BA_OK);
+      assert_int_equal(ba_bitmap_and(acc, b, c, &t), BA_OK);
+      ba_bitmap_free(acc);
+      acc = t;
+      ba_bitmap_free(b);
+      ba_ref_free(&rb);
+    }
+    uint64_t want = 0, got = 5;
+    assert_int_equal(ba_bitmap_count(acc, &want), BA_OK);
+    int rc = ba_bitmap_and_records_count(a, (const uint8_t *const *)recs, lens, k, &got);
+    assert_int_equal(rc, table ? 0 : 1);
+    if (table && got != want) fail_msg("%zu records, %llu rows: counted %llu, want %llu", k, (unsigned long long)n,
+                                       (unsigned long long)got, (unsigned long long)want);
+    for (size_t j = 0; j < k; j++) free(recs[j]);
+    ba_bitmap_free(a);
+    ba_bitmap_free(acc);
+    ba_ref_free(&ra);
+  }
+  ba_bitmap_t *bm, *o = NULL;
+  assert_int_equal(ba_bitmap_create(BA_CODEC_PLWAH, &bm), BA_OK);
+  uint8_t rec[24] = {0};
+  assert_int_equal(ba_bitmap_and_record(bm, rec, sizeof rec, &o), BA_ERR_INVALID); /* unfinished */
+  assert_int_equal(ba_bitmap_and_record(NULL, rec, sizeof rec, &o), BA_ERR_INVALID);
+  ba_bitmap_free(bm);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_group_skip), cmocka_unit_test(test_masc_ops), cmocka_unit_test(test_masc_long_runs), cmocka_unit_test(test_count),
-      cmocka_unit_test(test_or_many),  cmocka_unit_test(test_range),
+      cmocka_unit_test(test_or_many),  cmocka_unit_test(test_range), cmocka_unit_test(test_and_record),
   };
   return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -14,6 +14,7 @@
 #include "bitarc/query.h"
 #include "bitarc/store.h"
 #include "testsupport.h"
+#include "query/query_internal.h"
 
 #define N 6000
 #define T0 1700000000000000000ull
@@ -572,6 +573,7 @@ static void test_read_fields(void **state) {
 }
 
 int main(void) {
+  query_set_par_min_rows(0); /* the worker path on these small stores too */
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_elements),
     cmocka_unit_test(test_aggregates),

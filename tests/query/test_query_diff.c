@@ -10,6 +10,8 @@
 
 #include "bitarc/query.h"
 #include "testsupport.h"
+#include "archive/archive.h"
+#include "query/query_internal.h"
 
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -195,6 +197,8 @@ static const char *const filters[] = {
   "src ip 10.4.*.* && !dst port 137 || ipv6 && port 443",
   /* AND chains: size order, empty operands, a result that empties, dense operands by row count */
   "src ip 10.4.0.1 and dst port 443 and proto tcp", "dst port 443 and src ip 10.4.0.1 and flags S",
+  /* dense last operands: ANDed and counted where they are read */
+  "proto udp and dst port 53", "src net 10.4.0.0/16 and proto tcp", "ipv4 and src net 10.4.0.0/16",
   "src ip 10.4.0.1 and dst port 9999", "proto 99 and src ip 10.4.*.*", "src ip 10.4.0.1 and src ip 10.4.0.2",
   "src ip 10.4.0.1 and dst ip 10.4.0.1 and port 80", "proto tcp and src ip 10.4.*.* and not port 80",
   "proto tcp and flags A and src net 10.4.0.0/16 and dst port < 1024", "any and any and proto udp",
@@ -715,6 +719,15 @@ static void test_and_each(void **state) {
       "src ip 192.168.1.7 and dst port in [80 443 53]", "src ip 192.168.0.77 and dst port in [80 443 53 137]",
       "src ip 10.4.30.1 and dst port in [80 443]", "dst ip 10.5.5.200 and src port in [80 443 53]",
       "src ip 192.168.2.9 and dst ip 10.5.5.1,2,3"};
+  /* PLWAH: dense literal operands ANDed and counted where they are read */
+  static const char *const dense[] = {"src net 10.4.0.0/16 and dst port 137", "src ip 10.4.*.* and proto udp",
+                                      "proto tcp and src net 10.4.0.0/16 and dst port 445", "src ip 10.4.0.1",
+                                      "src ip 10.4.1.*", "dst ip 10.5.5.3"};
+  for (size_t i = 0; i < NELEM(dense); i++) {
+    ba_query_exec_opts_t o;
+    ba_query_exec_opts_init(&o);
+    check_filter(dense[i], &o, "dense");
+  }
   char *plan = calloc(1, 65536);
   assert_non_null(plan);
   size_t each = 0, rows = 0;
@@ -754,6 +767,8 @@ static void test_and_each(void **state) {
 }
 
 int main(void) {
+  query_set_par_min_rows(0); /* the worker path on these small stores too */
+  ba_rd_set_map_min(0);      /* index records mapped from the file, as large ones are */
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_wah64),
     cmocka_unit_test(test_compax),

@@ -33,6 +33,7 @@
 #include "bitarc/store.h"
 #include "testsupport.h"
 #include "../archive/store_gen.h"
+#include "query/query_internal.h"
 
 #define BR 64
 #define SLICE_S 3600ull
@@ -598,6 +599,7 @@ static void test_multi_store_live(void **state) {
 }
 
 int main(void) {
+  query_set_par_min_rows(0); /* the worker path on these small stores too */
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_flushed_rows_visible_threads), cmocka_unit_test(test_flushed_rows_visible_caller),
       cmocka_unit_test(test_flush_age),                    cmocka_unit_test(test_crashed_writer_journal),

@@ -20,6 +20,7 @@
 #include "bitarc/store.h"
 #include "testsupport.h"
 #include "../archive/store_gen.h"
+#include "query/query_internal.h"
 
 #define NSTORES 3
 #define BA_TEST_MIN(a, b) ((a) < (b) ? (a) : (b))
@@ -627,6 +628,7 @@ static void test_series_refuses(void **state) {
 }
 
 int main(void) {
+  query_set_par_min_rows(0); /* the worker path on these small stores too */
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_series_vs_scan), cmocka_unit_test(test_series_sums_to_count),
                                      cmocka_unit_test(test_series_flows_from_index),
                                      cmocka_unit_test(test_series_refuses), cmocka_unit_test(test_segment_sums),

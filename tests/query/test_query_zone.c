@@ -15,6 +15,7 @@
 #include "bitarc/store.h"
 #include "common/common.h"
 #include "testsupport.h"
+#include "query/query_internal.h"
 
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
 #define SEC 1000000000ull
@@ -568,6 +569,7 @@ static void test_damage(void **state) {
 }
 
 int main(void) {
+  query_set_par_min_rows(0); /* the worker path on these small stores too */
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_writer),
     cmocka_unit_test(test_olsh_reindex),
