@@ -215,10 +215,21 @@ __attribute__((always_inline)) static inline int visit_t(ba_idx_dense_t *d, dslo
   uint64_t lits[RUNBUF];
   size_t k = 0;
   uint64_t open = s->open, pend = s->pending, done = s->done;
+  /* Row t of the batch is bit G - 1 - (t - ts) of the open chunk while
+   * t - ts < G (ts: the open chunk's first row, as a batch offset; rows
+   * come ascending, so t >= ts), which most rows of a frequent value are:
+   * a division only where a row opens a new chunk. ts may be negative for
+   * a chunk open from an earlier batch (then no row here is in it unless
+   * t - ts < G, which the signed difference tests). */
+  int64_t ts = (int64_t)(open - base_g) * G;
   for (size_t i = 0; i < n; i++) {
     uint32_t t = base_r + r[i];
-    uint64_t g = base_g + t / G;
-    if (g != open) { /* close the open chunk */
+    uint64_t off = (uint64_t)((int64_t)t - ts);
+    if (BA_UNLIKELY(off >= G)) { /* a later chunk: close the open one */
+      uint32_t q = t / G;
+      uint64_t g = base_g + q;
+      ts = (int64_t)q * G;
+      off = t - (uint32_t)ts;
       uint64_t gap = open - done;
       if (BA_UNLIKELY(k == RUNBUF || gap > UINT32_MAX)) {
         BA_FORWARD(put_chunks(s->bm, gaps, lits, k));
@@ -234,7 +245,7 @@ __attribute__((always_inline)) static inline int visit_t(ba_idx_dense_t *d, dslo
       open = g;
       pend = 0;
     }
-    pend |= 1ull << (G - 1 - t % G);
+    pend |= 1ull << (G - 1 - off);
   }
   s->open = open;
   s->pending = pend;

@@ -171,9 +171,9 @@ static void set_addr(uint8_t dst[16], const uint8_t *p, unsigned len) {
   }
 }
 
-/* Applies ops that only set a field of the record. */
-static void apply_plain(ba_record_t *r, uint8_t op, const uint8_t *p, unsigned len) {
-  uint64_t v = len <= 8 ? nf_be_uint(p, len) : 0;
+/* Applies ops that only set a field of the record (v: the field as an
+ * unsigned, 0 past 8 bytes). */
+static void apply_plain(ba_record_t *r, uint8_t op, const uint8_t *p, unsigned len, uint64_t v) {
   if (op >= OP_MPLS0 && op <= OP_MPLS9) {
     r->mpls[op - OP_MPLS0] = (uint32_t)v;
     return;
@@ -265,7 +265,7 @@ void nf_apply(ba_record_t *r, nf_rec_state_t *s, uint8_t op, const uint8_t *p, u
   case OP_PKT_INTERVAL: s->pkt_interval = v; break;
   case OP_SPACE_INTERVAL: s->space_interval = v; break;
   case OP_OBS_DOMAIN: r->obs_domain = (uint32_t)v; s->have_obs = 1; break;
-  default: apply_plain(r, op, p, len); break;
+  default: apply_plain(r, op, p, len, v); break;
   }
 }
 
