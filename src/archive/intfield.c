@@ -34,6 +34,7 @@ struct ba_col_scratch {
   uint64_t pkey[PD_SLOTS];
   uint32_t pcnt[PD_SLOTS];
   uint16_t ins[PD_MAX];        /* slots in use */
+  size_t pnd;                  /* how many (ins[0..pnd)), from the last pdict_plan */
   uint64_t cand[PD_MAX][2];    /* (count, value) of values seen twice or more */
 };
 typedef ba_col_scratch_t enc_scratch_t;
@@ -252,6 +253,7 @@ static uint64_t pdict_plan(enc_scratch_t *x, const uint64_t *v, size_t n, unsign
     x->pcnt[h] = 1;
     x->ins[nd++] = (uint16_t)h;
   }
+  x->pnd = nd;
   /* Only the 255 most frequent can enter the dictionary: find the count
    * threshold from a histogram, so at most 255 candidates get sorted. */
   uint32_t hist[256] = {0};
@@ -292,7 +294,7 @@ static size_t pdict_write(enc_scratch_t *x, uint64_t *v, size_t n, unsigned w, u
   for (size_t d = 0; d < k; d++) dict[d] = x->cand[d][1];
   sort_u64(dict, k); /* k <= 255 */
   /* pcnt now: index + 1 of dictionary values, 0 for the others. */
-  for (size_t d = 0; d < PD_MAX && x->stamp[x->ins[d]] == x->cur; d++) x->pcnt[x->ins[d]] = 0;
+  for (size_t d = 0; d < x->pnd; d++) x->pcnt[x->ins[d]] = 0;
   for (size_t d = 0; d < k; d++) x->pcnt[pd_find(x, dict[d])] = (uint32_t)d + 1;
   /* One table look-up per row (x->ix reserved by pdict_plan). */
   uint8_t *ixr = x->ix;
