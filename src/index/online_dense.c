@@ -381,6 +381,14 @@ static int dense_add(ba_idx_dense_t *d, const uint32_t *vals, size_t n, uint64_t
     if (k > n - off) k = n - off;
     BA_FORWARD(grow_batch(d, d->krows + k));
     uint32_t *dst = d->vals + d->krows, *cnt = d->cnt;
+    if (!vals) { /* rows without a value: no counts */
+      memset(dst, 0xff, k * sizeof *dst);
+      _Static_assert(BA_IDX_NONE == UINT32_MAX, "0xff bytes are BA_IDX_NONE");
+      d->krows += k;
+      off += k;
+      if (d->krows == d->batch) BA_FORWARD(drain(d, rows_before + off - d->krows));
+      continue;
+    }
     const uint32_t *src = vals + off, dom = d->domain;
     for (size_t i = 0; i < k; i++) {
       uint32_t v = src[i];
@@ -397,7 +405,14 @@ static int dense_add(ba_idx_dense_t *d, const uint32_t *vals, size_t n, uint64_t
 }
 
 int ba_idx_dense_add(ba_idx_dense_t *d, const uint32_t *vals, size_t n, uint64_t rows_before) {
+  if (n && !vals) return BA_ERR_INVALID;
   int rc = dense_add(d, vals, n, rows_before);
+  if (rc < 0) d->failed = 1;
+  return rc;
+}
+
+int ba_idx_dense_add_absent(ba_idx_dense_t *d, size_t n, uint64_t rows_before) {
+  int rc = dense_add(d, NULL, n, rows_before);
   if (rc < 0) d->failed = 1;
   return rc;
 }
