@@ -29,6 +29,7 @@
 #define BATCH_MIN 65536u
 #define ROW_BITS 20 /* row offsets in a batch; drain packs them with a value byte in 32 bits */
 #define BATCH_MAX (1u << ROW_BITS)
+_Static_assert(BA_IDX_DENSE_MAX < BA_IDX_NONE, "BA_IDX_NONE is at least every dense domain");
 
 typedef struct dslot {
   ba_bitmap_t *bm;  /* NULL: value not seen */
@@ -390,13 +391,19 @@ static int dense_add(ba_idx_dense_t *d, const uint32_t *vals, size_t n, uint64_t
       continue;
     }
     const uint32_t *src = vals + off, dom = d->domain;
+    uint32_t *distinct = d->distinct;
+    size_t nd = d->ndistinct;
     for (size_t i = 0; i < k; i++) {
       uint32_t v = src[i];
       dst[i] = v;
-      if (v == BA_IDX_NONE) continue;
-      if (BA_UNLIKELY(v >= dom)) return BA_ERR_INVALID;
-      if (cnt[v]++ == 0) d->distinct[d->ndistinct++] = v;
+      if (BA_UNLIKELY(v >= dom)) { /* BA_IDX_NONE (>= every domain) or a bad value */
+        if (v == BA_IDX_NONE) continue;
+        d->ndistinct = nd;
+        return BA_ERR_INVALID;
+      }
+      if (cnt[v]++ == 0) distinct[nd++] = v;
     }
+    d->ndistinct = nd;
     d->krows += k;
     off += k;
     if (d->krows == d->batch) BA_FORWARD(drain(d, rows_before + off - d->krows));
