@@ -23,8 +23,6 @@
 struct ba_col_scratch {
   uint64_t *v;                 /* n values */
   size_t vcap;
-  uint8_t *ix;                 /* PDICT: each row's dictionary index + 1, 0 = exception */
-  size_t ixcap;
   uint16_t *hs;                /* DICT: each row's hash slot, from the counting pass */
   size_t hscap;
   uint16_t *ps;                /* PDICT: each row's slot in pd, from pdict_plan's pass */
@@ -34,6 +32,7 @@ struct ba_col_scratch {
   uint64_t pkey[PD_SLOTS];
   uint32_t pcnt[PD_SLOTS];
   uint16_t ins[PD_MAX];        /* slots in use */
+  size_t pnd;                  /* how many (ins[0..pnd)), from the last pdict_plan */
   uint64_t cand[PD_MAX][2];    /* (count, value) of values seen twice or more */
 };
 typedef ba_col_scratch_t enc_scratch_t;
@@ -46,7 +45,6 @@ int ba_col_scratch_create(ba_col_scratch_t **out) {
 void ba_col_scratch_free(ba_col_scratch_t *x) {
   if (!x) return;
   ba_free(x->v);
-  ba_free(x->ix);
   ba_free(x->hs);
   ba_free(x->ps);
   ba_free(x);
@@ -221,11 +219,6 @@ static void sort_cand(uint64_t (*a)[2], size_t n) {
  * Returns the cost in bits (UINT64_MAX: not worth trying). */
 static uint64_t pdict_plan(enc_scratch_t *x, const uint64_t *v, size_t n, unsigned w, unsigned exc_bits,
                            unsigned *b_out, size_t *k_out) {
-  if (x->ixcap < n) {
-    void *q = x->ix;
-    if (ba_grow(&q, &x->ixcap, n, 1) < 0) return UINT64_MAX; /* no memory: not tried */
-    x->ix = q;
-  }
   if (x->pscap < n) {
     void *q = x->ps;
     if (ba_grow(&q, &x->pscap, n, sizeof *x->ps) < 0) return UINT64_MAX;
@@ -252,6 +245,7 @@ static uint64_t pdict_plan(enc_scratch_t *x, const uint64_t *v, size_t n, unsign
     x->pcnt[h] = 1;
     x->ins[nd++] = (uint16_t)h;
   }
+  x->pnd = nd;
   /* Only the 255 most frequent can enter the dictionary: find the count
    * threshold from a histogram, so at most 255 candidates get sorted. */
   uint32_t hist[256] = {0};
@@ -292,19 +286,30 @@ static size_t pdict_write(enc_scratch_t *x, uint64_t *v, size_t n, unsigned w, u
   for (size_t d = 0; d < k; d++) dict[d] = x->cand[d][1];
   sort_u64(dict, k); /* k <= 255 */
   /* pcnt now: index + 1 of dictionary values, 0 for the others. */
-  for (size_t d = 0; d < PD_MAX && x->stamp[x->ins[d]] == x->cur; d++) x->pcnt[x->ins[d]] = 0;
+  for (size_t d = 0; d < x->pnd; d++) x->pcnt[x->ins[d]] = 0;
   for (size_t d = 0; d < k; d++) x->pcnt[pd_find(x, dict[d])] = (uint32_t)d + 1;
-  /* One table look-up per row (x->ix reserved by pdict_plan). */
-  uint8_t *ixr = x->ix;
+  uint8_t *p = out;
+  memset(p, 0, BA_COL2_FIELD_HDR); /* emin, the exceptions and their width: after the rows */
+  p[0] = XF_PDICT;
+  p[1] = (uint8_t)b;
+  ba_store_le32(p + 4, (uint32_t)k);
+  p += BA_COL2_FIELD_HDR;
+  for (size_t d = 0; d < k; d++)
+    for (unsigned q = 0; q < w; q++) *p++ = (uint8_t)(dict[d] >> (8 * q));
+  /* One table look-up per row, its index packed at once: dictionary index
+   * ix - 1, or the escape (all b bits set) for an exception (ix = 0):
+   * (ix - 1) & esc either way, as ix - 1 < esc. */
+  const uint64_t esc = ((uint64_t)1 << b) - 1;
+  bitw_t bw = {p, 0, 0};
   uint64_t emin = UINT64_MAX, emax = 0, ne = 0;
   /* Without a branch on "exception" (as random as the values): the
    * exceptions' values move to the front of v (ne <= i: v[i] is read
    * first), their range kept with masks. */
   for (size_t i = 0; i < n; i++) {
     uint64_t vi = v[i];
-    uint8_t ix = (uint8_t)x->pcnt[x->ps[i]]; /* the row's slot from pdict_plan, which saw every row */
+    uint64_t ix = (uint8_t)x->pcnt[x->ps[i]]; /* the row's slot from pdict_plan, which saw every row */
     uint64_t e = ix == 0, em = 0 - e;
-    ixr[i] = ix;
+    bitw_put(&bw, (ix - 1) & esc, b);
     uint64_t lo = vi | ~em, hi = vi & em;
     emin = lo < emin ? lo : emin;
     emax = hi > emax ? hi : emax;
@@ -313,20 +318,9 @@ static size_t pdict_write(enc_scratch_t *x, uint64_t *v, size_t n, unsigned w, u
   }
   if (!ne) emin = emax = 0;
   unsigned eb = bitlen(emax - emin);
-  uint8_t *p = out;
-  memset(p, 0, BA_COL2_FIELD_HDR);
-  p[0] = XF_PDICT;
-  p[1] = (uint8_t)b;
-  p[3] = (uint8_t)eb;
-  ba_store_le32(p + 4, (uint32_t)k);
-  ba_store_le64(p + 8, emin);
-  ba_store_le64(p + 16, ne);
-  p += BA_COL2_FIELD_HDR;
-  for (size_t d = 0; d < k; d++)
-    for (unsigned q = 0; q < w; q++) *p++ = (uint8_t)(dict[d] >> (8 * q));
-  uint64_t esc = ((uint64_t)1 << b) - 1;
-  bitw_t bw = {p, 0, 0};
-  for (size_t i = 0; i < n; i++) bitw_put(&bw, ixr[i] ? (uint64_t)ixr[i] - 1 : esc, b);
+  out[3] = (uint8_t)eb;
+  ba_store_le64(out + 8, emin);
+  ba_store_le64(out + 16, ne);
   bitw_t be = {bitw_end(&bw), 0, 0};
   if (eb)
     for (size_t i = 0; i < ne; i++) bitw_put(&be, v[i] - emin, eb);

@@ -262,9 +262,11 @@ int ba_store_writer_append(ba_store_writer_t *w, const ba_record_t *recs, size_t
       continue;
     }
     uint64_t start = recs[i].first_ns - recs[i].first_ns % w->slice_ns;
+    /* the run of records in the same slice: [start, start + slice_ns),
+     * compared without a division per record */
+    uint64_t span = w->slice_ns - 1;
     size_t k = i + 1;
-    while (k < n && record_ok(&recs[k]) && recs[k].first_ns - recs[k].first_ns % w->slice_ns == start)
-      k++;
+    while (k < n && record_ok(&recs[k]) && recs[k].first_ns >= start && recs[k].first_ns - start <= span) k++;
     slice_t *sl;
     int rc = find_slice(w, start, &sl);
     if (rc < 0) {

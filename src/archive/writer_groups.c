@@ -19,6 +19,14 @@
 #include "archive/writer_internal.h"
 #include "common/common.h"
 
+/* The IPv6 attributes: BA_IDX_NONE in every row that is not IPv6
+ * (ba_attr_values). */
+#define V6_ATTRS                                                                              \
+  ((UINT32_C(1) << BA_ATTR_SRC_V6NET) | (UINT32_C(1) << BA_ATTR_DST_V6NET) |                   \
+   (UINT32_C(1) << BA_ATTR_SRC_V6HOST) | (UINT32_C(1) << BA_ATTR_DST_V6HOST))
+_Static_assert(BA_ATTR_COUNT <= 32, "attributes fit a 32-bit mask");
+_Static_assert(BA_IDX_NONE == UINT32_MAX, "0xff bytes are BA_IDX_NONE");
+
 void ba_writer_job_free(job_t *j) {
   if (!j) return;
   ba_free(j->recs);
@@ -44,6 +52,7 @@ int ba_writer_job_get(ba_store_writer_t *w, job_t **out) {
   }
   j->n = 0;
   j->nframes = 0;
+  j->absent = V6_ATTRS;
   memset(&j->any, 0, sizeof j->any);
   j->rc = 0;
   j->live_rows = 0;
@@ -138,7 +147,8 @@ static int job_work(ba_store_writer_t *w, job_t *j, int wi, int nw, tctx_t *tc) 
   for (int a = wi; a < BA_ATTR_COUNT; a += nw) {
     /* oLSH order: time windows use the zone maps, not TIME_BIN (ba_seg_finish drops it). */
     if (a == BA_ATTR_TIME_BIN && w->o.reorder == BA_REORDER_OLSH) continue;
-    BA_FORWARD(ba_idx_online_add(sl->idx[a], j->vals + (size_t)a * w->o.block_rows, j->n));
+    if (j->absent >> a & 1) BA_FORWARD(ba_idx_online_add_absent(sl->idx[a], j->n));
+    else BA_FORWARD(ba_idx_online_add(sl->idx[a], j->vals + (size_t)a * w->o.block_rows, j->n));
   }
   if (wi == 0) ba_zone_compute(j->recs, j->n, &j->zone); /* zone map (zone.c) */
   return job_columns(w, j, wi, nw, tc);
@@ -368,8 +378,19 @@ int ba_writer_group_add(ba_store_writer_t *w, slice_t *sl, job_t *j, const ba_re
   /* The index values are taken here, from the caller's records while they
    * are in cache, one short run per attribute, rather than by the workers
    * from the copies (a strided pass over the whole group per attribute). */
+  /* IPv6 attributes of IPv4 rows have no value: while a group has no IPv6
+   * row their values are not taken (its rows are added as absent). */
+  if (j->absent & V6_ATTRS) {
+    int v6 = 0;
+    for (size_t i = 0; i < k; i++) v6 |= recs[i].ipver == 6;
+    if (v6) { /* the group's earlier rows: no value */
+      for (int a = 0; a < BA_ATTR_COUNT; a++)
+        if (V6_ATTRS >> a & 1) memset(j->vals + (size_t)a * w->o.block_rows, 0xff, (size_t)j->n * sizeof *j->vals);
+      j->absent &= ~V6_ATTRS;
+    }
+  }
   for (int a = 0; a < BA_ATTR_COUNT; a++)
-    if (a != BA_ATTR_TIME_BIN || w->o.reorder != BA_REORDER_OLSH) /* not built (job_work) */
+    if ((a != BA_ATTR_TIME_BIN || w->o.reorder != BA_REORDER_OLSH) && !(j->absent >> a & 1)) /* not built (job_work) */
       ba_attr_values((ba_attr_t)a, recs, k, sl->start, w->bin_ns, j->vals + (size_t)a * w->o.block_rows + j->n);
   const uint32_t n0 = j->n;
   for (size_t i = 0; i < k; i++) {

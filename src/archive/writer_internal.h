@@ -29,6 +29,7 @@ typedef struct job {
   uint32_t group, n;
   ba_record_t *recs;
   uint32_t *vals; /* index values: attribute a of row i at [a * block_rows + i] */
+  uint32_t absent; /* bit a: attribute a has no value in any row (its vals not written) */
   uint8_t *frames;
   size_t nframes, cap_frames;
   ba_record_t any; /* bytewise OR of recs[0..n): columns all zero are skipped */

@@ -38,6 +38,9 @@ int ba_idx_online_create(ba_codec_t codec, uint32_t domain, ba_idx_online_t **ou
 void ba_idx_online_free(ba_idx_online_t *b);
 /* The next n rows; each value < domain or BA_IDX_NONE. */
 int ba_idx_online_add(ba_idx_online_t *b, const uint32_t *vals, size_t n);
+/* The next n rows, none with a value (as n times BA_IDX_NONE, without the
+ * values: IPv6 attributes of IPv4 rows). */
+int ba_idx_online_add_absent(ba_idx_online_t *b, size_t n);
 uint64_t ba_idx_online_rows(const ba_idx_online_t *b);
 /* Present values so far in the rows applied; rows are buffered and applied
  * in batches, so this may lag ba_idx_online_rows until finish. */

@@ -332,6 +332,31 @@ int ba_idx_online_add(ba_idx_online_t *b, const uint32_t *vals, size_t n) {
   return rc;
 }
 
+int ba_idx_online_add_absent(ba_idx_online_t *b, size_t n) {
+  BA_RETURN_IF(!b, BA_ERR_INVALID);
+  BA_RETURN_IF(b->err, b->err);
+  int rc = BA_OK;
+  if (b->dn) {
+    if ((rc = ba_idx_dense_add_absent(b->dn, n, b->rows)) < 0) {
+      b->err = rc;
+      return rc;
+    }
+    b->rows += n;
+    return BA_OK;
+  }
+  /* rows without a value make no keys: only the batch's row count moves */
+  for (size_t off = 0; off < n;) {
+    size_t k = b->batch - b->krows;
+    if (k > n - off) k = n - off;
+    b->krows += k;
+    b->rows += k;
+    off += k;
+    if (b->krows == b->batch && (rc = drain(b)) < 0) break;
+  }
+  if (rc < 0) b->err = rc;
+  return rc;
+}
+
 static int cmp_u32(const void *x, const void *y) {
   uint32_t a = *(const uint32_t *)x, c = *(const uint32_t *)y;
   return (a > c) - (a < c);

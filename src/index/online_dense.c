@@ -29,6 +29,7 @@
 #define BATCH_MIN 65536u
 #define ROW_BITS 20 /* row offsets in a batch; drain packs them with a value byte in 32 bits */
 #define BATCH_MAX (1u << ROW_BITS)
+_Static_assert(BA_IDX_DENSE_MAX < BA_IDX_NONE, "BA_IDX_NONE is at least every dense domain");
 
 typedef struct dslot {
   ba_bitmap_t *bm;  /* NULL: value not seen */
@@ -215,10 +216,21 @@ __attribute__((always_inline)) static inline int visit_t(ba_idx_dense_t *d, dslo
   uint64_t lits[RUNBUF];
   size_t k = 0;
   uint64_t open = s->open, pend = s->pending, done = s->done;
+  /* Row t of the batch is bit G - 1 - (t - ts) of the open chunk while
+   * t - ts < G (ts: the open chunk's first row, as a batch offset; rows
+   * come ascending, so t >= ts), which most rows of a frequent value are:
+   * a division only where a row opens a new chunk. ts may be negative for
+   * a chunk open from an earlier batch (then no row here is in it unless
+   * t - ts < G, which the signed difference tests). */
+  int64_t ts = (int64_t)(open - base_g) * G;
   for (size_t i = 0; i < n; i++) {
     uint32_t t = base_r + r[i];
-    uint64_t g = base_g + t / G;
-    if (g != open) { /* close the open chunk */
+    uint64_t off = (uint64_t)((int64_t)t - ts);
+    if (BA_UNLIKELY(off >= G)) { /* a later chunk: close the open one */
+      uint32_t q = t / G;
+      uint64_t g = base_g + q;
+      ts = (int64_t)q * G;
+      off = t - (uint32_t)ts;
       uint64_t gap = open - done;
       if (BA_UNLIKELY(k == RUNBUF || gap > UINT32_MAX)) {
         BA_FORWARD(put_chunks(s->bm, gaps, lits, k));
@@ -234,7 +246,7 @@ __attribute__((always_inline)) static inline int visit_t(ba_idx_dense_t *d, dslo
       open = g;
       pend = 0;
     }
-    pend |= 1ull << (G - 1 - t % G);
+    pend |= 1ull << (G - 1 - off);
   }
   s->open = open;
   s->pending = pend;
@@ -370,14 +382,28 @@ static int dense_add(ba_idx_dense_t *d, const uint32_t *vals, size_t n, uint64_t
     if (k > n - off) k = n - off;
     BA_FORWARD(grow_batch(d, d->krows + k));
     uint32_t *dst = d->vals + d->krows, *cnt = d->cnt;
+    if (!vals) { /* rows without a value: no counts */
+      memset(dst, 0xff, k * sizeof *dst);
+      _Static_assert(BA_IDX_NONE == UINT32_MAX, "0xff bytes are BA_IDX_NONE");
+      d->krows += k;
+      off += k;
+      if (d->krows == d->batch) BA_FORWARD(drain(d, rows_before + off - d->krows));
+      continue;
+    }
     const uint32_t *src = vals + off, dom = d->domain;
+    uint32_t *distinct = d->distinct;
+    size_t nd = d->ndistinct;
     for (size_t i = 0; i < k; i++) {
       uint32_t v = src[i];
       dst[i] = v;
-      if (v == BA_IDX_NONE) continue;
-      if (BA_UNLIKELY(v >= dom)) return BA_ERR_INVALID;
-      if (cnt[v]++ == 0) d->distinct[d->ndistinct++] = v;
+      if (BA_UNLIKELY(v >= dom)) { /* BA_IDX_NONE (>= every domain) or a bad value */
+        if (v == BA_IDX_NONE) continue;
+        d->ndistinct = nd;
+        return BA_ERR_INVALID;
+      }
+      if (cnt[v]++ == 0) distinct[nd++] = v;
     }
+    d->ndistinct = nd;
     d->krows += k;
     off += k;
     if (d->krows == d->batch) BA_FORWARD(drain(d, rows_before + off - d->krows));
@@ -386,7 +412,14 @@ static int dense_add(ba_idx_dense_t *d, const uint32_t *vals, size_t n, uint64_t
 }
 
 int ba_idx_dense_add(ba_idx_dense_t *d, const uint32_t *vals, size_t n, uint64_t rows_before) {
+  if (n && !vals) return BA_ERR_INVALID;
   int rc = dense_add(d, vals, n, rows_before);
+  if (rc < 0) d->failed = 1;
+  return rc;
+}
+
+int ba_idx_dense_add_absent(ba_idx_dense_t *d, size_t n, uint64_t rows_before) {
+  int rc = dense_add(d, NULL, n, rows_before);
   if (rc < 0) d->failed = 1;
   return rc;
 }

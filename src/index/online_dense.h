@@ -13,6 +13,8 @@ void ba_idx_dense_free(ba_idx_dense_t *d);
 /* The next n rows, rows_before rows having been added before them. On an
  * error the builder is spent (the caller remembers it). */
 int ba_idx_dense_add(ba_idx_dense_t *d, const uint32_t *vals, size_t n, uint64_t rows_before);
+/* The same for n rows without a value (vals all BA_IDX_NONE). */
+int ba_idx_dense_add_absent(ba_idx_dense_t *d, size_t n, uint64_t rows_before);
 /* Values seen in the batches applied so far. */
 size_t ba_idx_dense_values(const ba_idx_dense_t *d);
 /* Finishes every bitmap at `rows` rows (all rows added); out is filled. */

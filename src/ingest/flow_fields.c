@@ -4,6 +4,7 @@
  * identity and clock checks. The element numbers and their meaning follow
  * IANA's IPFIX registry and nfdump's v9/IPFIX maps (doc/decoders.md). */
 #include <pcap/dlt.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "common/common.h"
@@ -171,9 +172,9 @@ static void set_addr(uint8_t dst[16], const uint8_t *p, unsigned len) {
   }
 }
 
-/* Applies ops that only set a field of the record. */
-static void apply_plain(ba_record_t *r, uint8_t op, const uint8_t *p, unsigned len) {
-  uint64_t v = len <= 8 ? nf_be_uint(p, len) : 0;
+/* Applies ops that only set a field of the record (v: the field as an
+ * unsigned, 0 past 8 bytes). */
+static void apply_plain(ba_record_t *r, uint8_t op, const uint8_t *p, unsigned len, uint64_t v) {
   if (op >= OP_MPLS0 && op <= OP_MPLS9) {
     r->mpls[op - OP_MPLS0] = (uint32_t)v;
     return;
@@ -221,6 +222,54 @@ static void apply_plain(ba_record_t *r, uint8_t op, const uint8_t *p, unsigned l
   }
 }
 
+#define PLAIN(f) (*roff = (uint16_t)offsetof(ba_record_t, f), *rw = (uint8_t)sizeof(((ba_record_t *)0)->f))
+void nf_plain_field(uint8_t op, unsigned len, uint16_t *roff, uint8_t *rw) {
+  *roff = 0;
+  *rw = 0;
+  if (len > 8) return; /* nf_apply stores 0 for those: left to it */
+  if (op >= OP_MPLS0 && op <= OP_MPLS9) {
+    *roff = (uint16_t)(offsetof(ba_record_t, mpls) + 4u * (unsigned)(op - OP_MPLS0));
+    *rw = 4;
+    return;
+  }
+  /* the cases of apply_plain (and OP_SAMPLING of nf_apply) that are one
+   * truncating store, nothing else */
+  switch (op) {
+  case OP_SPORT: PLAIN(src_port); break;
+  case OP_DPORT: PLAIN(dst_port); break;
+  case OP_PROTO: PLAIN(proto); break;
+  case OP_TOS: PLAIN(tos); break;
+  case OP_IN_IF: PLAIN(in_if); break;
+  case OP_OUT_IF: PLAIN(out_if); break;
+  case OP_SRC_AS: PLAIN(src_as); break;
+  case OP_DST_AS: PLAIN(dst_as); break;
+  case OP_PREV_AS: PLAIN(prev_as); break;
+  case OP_NEXT_AS: PLAIN(next_as); break;
+  case OP_SRC_MASK: PLAIN(src_mask); break;
+  case OP_DST_MASK: PLAIN(dst_mask); break;
+  case OP_XSPORT: PLAIN(xsrc_port); break;
+  case OP_XDPORT: PLAIN(xdst_port); break;
+  case OP_DST_TOS: PLAIN(dst_tos); break;
+  case OP_IN_SRC_MAC: PLAIN(in_src_mac); break;
+  case OP_OUT_DST_MAC: PLAIN(out_dst_mac); break;
+  case OP_IN_DST_MAC: PLAIN(in_dst_mac); break;
+  case OP_OUT_SRC_MAC: PLAIN(out_src_mac); break;
+  case OP_DIRECTION: PLAIN(direction); break;
+  case OP_SAMPLING_ALGO: PLAIN(sampling_algo); break;
+  case OP_ENGINE_TYPE: PLAIN(engine_type); break;
+  case OP_ENGINE_ID: PLAIN(engine_id); break;
+  case OP_NAT_EVENT: PLAIN(nat_event); break;
+  case OP_FW_EVENT: PLAIN(fw_event); break;
+  case OP_FW_XEVENT: PLAIN(fw_xevent); break;
+  case OP_IN_VRF: PLAIN(ingress_vrf); break;
+  case OP_OUT_VRF: PLAIN(egress_vrf); break;
+  case OP_AGGR_FLOWS: PLAIN(aggr_flows); break;
+  case OP_SAMPLING: PLAIN(sampling); break;
+  default: break;
+  }
+}
+#undef PLAIN
+
 void nf_apply(ba_record_t *r, nf_rec_state_t *s, uint8_t op, const uint8_t *p, unsigned len) {
   uint64_t v = len <= 8 ? nf_be_uint(p, len) : 0;
   switch (op) {
@@ -265,7 +314,7 @@ void nf_apply(ba_record_t *r, nf_rec_state_t *s, uint8_t op, const uint8_t *p, u
   case OP_PKT_INTERVAL: s->pkt_interval = v; break;
   case OP_SPACE_INTERVAL: s->space_interval = v; break;
   case OP_OBS_DOMAIN: r->obs_domain = (uint32_t)v; s->have_obs = 1; break;
-  default: apply_plain(r, op, p, len); break;
+  default: apply_plain(r, op, p, len, v); break;
   }
 }
 

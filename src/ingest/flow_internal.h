@@ -7,8 +7,10 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "bitarc/ingest.h"
+#include "common/common.h"
 
 #define NF_BATCH 512
 #define NTP_UNIX_OFFSET 2208988800ull
@@ -50,6 +52,8 @@ typedef struct nf_plan {
   uint32_t off;
   uint16_t len;
   uint8_t op;
+  uint8_t rw;    /* a plain store (nf_plain_field): the record field's bytes (1, 2, 4, 8); 0: nf_apply */
+  uint16_t roff; /* its offset in ba_record_t */
 } nf_plan_t;
 
 typedef struct nf_tmpl {
@@ -182,6 +186,11 @@ uint8_t nf_element_op(int version, uint32_t pen, uint16_t type, uint16_t len);
 uint8_t nf_option_op(int version, int scope, uint16_t type, uint16_t len);
 void nf_state_init(nf_rec_state_t *s);
 void nf_apply(ba_record_t *r, nf_rec_state_t *s, uint8_t op, const uint8_t *p, unsigned len);
+/* Whether op with a field of len bytes only stores the field's value,
+ * truncated, into one record field (what nf_apply does for it): its offset
+ * and width in *roff and *rw (else *rw = 0). Compiled into template plans,
+ * so fixed-length records set such fields without nf_apply's dispatch. */
+void nf_plain_field(uint8_t op, unsigned len, uint16_t *roff, uint8_t *rw);
 /* Finishes a record: counters, sampling, ICMP, times, exporter identity;
  * returns 0 to keep it, -1 when it was dropped (counted). */
 int nf_rec_finish(ba_flow_decoder_t *d, const nf_hdr_t *h, ba_record_t *r, nf_rec_state_t *s);
@@ -195,10 +204,32 @@ void nf_hdr_clock(ba_flow_decoder_t *d, const nf_hdr_t *h);
 const nf_sampler_t *nf_sampler_find(const nf_source_t *s, uint32_t domain, int have_id, uint64_t id);
 int nf_sampler_put(nf_source_t *s, const nf_sampler_t *smp);
 int nf_ifname_put(nf_source_t *s, uint32_t domain, uint32_t ifindex, const char *name, const char *desc);
+/* A big-endian unsigned of len bytes (0..8); the usual widths without the
+ * byte loop (a per-field cost of the v9/IPFIX decoder). */
 static inline uint64_t nf_be_uint(const uint8_t *p, unsigned len) {
+  switch (len) {
+  case 1: return p[0];
+  case 2: return ba_load_be16(p);
+  case 4: return ba_load_be32(p);
+  case 8: return ba_load_be64(p);
+  default: break;
+  }
   uint64_t v = 0;
   for (unsigned i = 0; i < len; i++) v = (v << 8) | p[i];
   return v;
+}
+
+/* Applies one compiled plan entry to r (the record bytes at rp). */
+static inline void nf_apply_plan(ba_record_t *r, nf_rec_state_t *s, const nf_plan_t *pl, const uint8_t *rp) {
+  const uint8_t *p = rp + pl->off;
+  uint8_t *f = (uint8_t *)r + pl->roff;
+  switch (pl->rw) {
+  case 1: *f = (uint8_t)nf_be_uint(p, pl->len); break;
+  case 2: { uint16_t x = (uint16_t)nf_be_uint(p, pl->len); memcpy(f, &x, 2); break; }
+  case 4: { uint32_t x = (uint32_t)nf_be_uint(p, pl->len); memcpy(f, &x, 4); break; }
+  case 8: { uint64_t x = nf_be_uint(p, pl->len); memcpy(f, &x, 8); break; }
+  default: nf_apply(r, s, pl->op, p, pl->len); break;
+  }
 }
 
 /* flow_sets.c */

@@ -118,7 +118,11 @@ int nf_tmpl_store(ba_flow_decoder_t *d, const nf_hdr_t *h, uint16_t id, int opti
     }
     uint32_t off = 0, k = 0;
     for (uint16_t i = 0; i < nfields; i++) {
-      if (fields[i].op != OP_SKIP) plan[k++] = (nf_plan_t){off, fields[i].len, fields[i].op};
+      if (fields[i].op != OP_SKIP) {
+        nf_plan_t *pl = &plan[k++];
+        *pl = (nf_plan_t){.off = off, .len = fields[i].len, .op = fields[i].op};
+        nf_plain_field(pl->op, pl->len, &pl->roff, &pl->rw);
+      }
       off += fields[i].len;
     }
   }

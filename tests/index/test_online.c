@@ -3,7 +3,8 @@
  * ba_bitmap_set row by row. Words must be identical, for every codec, on
  * random (uniform, Zipf, runs, long absences, rows without a value) and real
  * data (ports and address bytes of the CTU-13 flows), whatever the sizes of
- * the added pieces, over several of the builder's batches. Also
+ * the added pieces, over several of the builder's batches, rows without a
+ * value added as values or as absent rows. Also
  * ba_bitmap_append_groups against row-level appends. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -117,6 +118,56 @@ static void test_random(void **state) {
         check((ba_codec_t)codec, doms[d], v, n, piece, &rng, shape == 0 ? "uniform" : shape == 1 ? "zipf" : "runs");
       }
   free(v);
+}
+
+/* Rows without a value added as such (ba_idx_online_add_absent, as for the
+ * IPv6 attributes of IPv4 rows) equal the same rows added as BA_IDX_NONE:
+ * stretches of absent rows (some longer than a batch) between stretches of
+ * values, in pieces of random sizes, for dense and sparse domains. */
+static void test_absent(void **state) {
+  (void)state;
+  static const uint32_t doms[] = {1, 256, 65536, 70000, 1u << 24};
+  ba_rng_t rng;
+  ba_rng_seed(&rng, 19);
+  size_t cap = 400000;
+  uint32_t *v = malloc(cap * sizeof *v);
+  uint8_t *none = malloc(cap);
+  assert_non_null(v);
+  assert_non_null(none);
+  for (int codec = BA_CODEC_MIN; codec <= BA_CODEC_MAX; codec++)
+    for (size_t d = 0; d < sizeof doms / sizeof doms[0]; d++) {
+      size_t n = 0;
+      while (n < cap) { /* alternating stretches */
+        size_t len = (size_t)ba_rng_below(&rng, ba_rng_below(&rng, 4) ? 5000 : 120000) + 1;
+        int absent = (int)ba_rng_below(&rng, 2);
+        for (size_t i = 0; i < len && n < cap; i++, n++) {
+          none[n] = (uint8_t)absent;
+          v[n] = absent ? BA_IDX_NONE : (uint32_t)ba_rng_zipf(&rng, doms[d], 1.1);
+        }
+      }
+      n = (size_t)ba_rng_below(&rng, cap) + 1;
+      ba_idx_online_t *b;
+      assert_int_equal(ba_idx_online_create((ba_codec_t)codec, doms[d], &b), BA_OK);
+      for (size_t i = 0; i < n;) {
+        size_t k = (size_t)ba_rng_below(&rng, 9000) + 1, j = i;
+        while (j < n && j - i < k && none[j] == none[i]) j++;
+        if (none[i]) assert_int_equal(ba_idx_online_add_absent(b, j - i), BA_OK);
+        else assert_int_equal(ba_idx_online_add(b, v + i, j - i), BA_OK);
+        i = j;
+      }
+      assert_int_equal(ba_idx_online_rows(b), n);
+      ba_idx_attr_t got, ref;
+      assert_int_equal(ba_idx_online_finish(b, &got), BA_OK);
+      ba_idx_online_free(b);
+      reference((ba_codec_t)codec, doms[d], v, n, &ref);
+      char w[160];
+      snprintf(w, sizeof w, "absent rows, %s, domain %u, %zu rows", ba_codec_name((ba_codec_t)codec), doms[d], n);
+      same(&got, &ref, w);
+      ba_idx_attr_clear(&got);
+      ba_idx_attr_clear(&ref);
+    }
+  free(v);
+  free(none);
 }
 
 /* Ports and address bytes of real flows (CTU-13 scenario 6, Argus CSV). */
@@ -286,6 +337,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_random),
     cmocka_unit_test(test_batches),
+    cmocka_unit_test(test_absent),
     cmocka_unit_test(test_reuse),
     cmocka_unit_test(test_real),
     cmocka_unit_test(test_bad_value),
