@@ -301,12 +301,14 @@ static int drain(ba_idx_online_t *b) {
   return rc;
 }
 
-int ba_idx_online_add(ba_idx_online_t *b, const uint32_t *vals, size_t n) {
-  BA_RETURN_IF(!b || (n && !vals), BA_ERR_INVALID);
+/* Appends n rows: their values, or with vals NULL rows without a value
+ * (they make no keys: only the batch's row count moves). */
+static int add_rows(ba_idx_online_t *b, const uint32_t *vals, size_t n) {
   BA_RETURN_IF(b->err, b->err);
   int rc = BA_OK;
   if (b->dn) {
-    if ((rc = ba_idx_dense_add(b->dn, vals, n, b->rows)) < 0) {
+    rc = vals ? ba_idx_dense_add(b->dn, vals, n, b->rows) : ba_idx_dense_add_absent(b->dn, n, b->rows);
+    if (rc < 0) {
       b->err = rc;
       return rc;
     }
@@ -316,13 +318,15 @@ int ba_idx_online_add(ba_idx_online_t *b, const uint32_t *vals, size_t n) {
   for (size_t off = 0; off < n;) {
     size_t k = b->batch - b->krows;
     if (k > n - off) k = n - off;
-    if ((rc = reserve_keys(b, b->nkeys + k)) < 0) break;
-    long m = make_keys(b, vals + off, k, (uint32_t)b->krows, b->keys + b->nkeys);
-    if (m < 0) {
-      rc = (int)m;
-      break;
+    if (vals) {
+      if ((rc = reserve_keys(b, b->nkeys + k)) < 0) break;
+      long m = make_keys(b, vals + off, k, (uint32_t)b->krows, b->keys + b->nkeys);
+      if (m < 0) {
+        rc = (int)m;
+        break;
+      }
+      b->nkeys += (size_t)m;
     }
-    b->nkeys += (size_t)m;
     b->krows += k;
     b->rows += k;
     off += k;
@@ -332,29 +336,14 @@ int ba_idx_online_add(ba_idx_online_t *b, const uint32_t *vals, size_t n) {
   return rc;
 }
 
+int ba_idx_online_add(ba_idx_online_t *b, const uint32_t *vals, size_t n) {
+  BA_RETURN_IF(!b || (n && !vals), BA_ERR_INVALID);
+  return add_rows(b, vals, n);
+}
+
 int ba_idx_online_add_absent(ba_idx_online_t *b, size_t n) {
   BA_RETURN_IF(!b, BA_ERR_INVALID);
-  BA_RETURN_IF(b->err, b->err);
-  int rc = BA_OK;
-  if (b->dn) {
-    if ((rc = ba_idx_dense_add_absent(b->dn, n, b->rows)) < 0) {
-      b->err = rc;
-      return rc;
-    }
-    b->rows += n;
-    return BA_OK;
-  }
-  /* rows without a value make no keys: only the batch's row count moves */
-  for (size_t off = 0; off < n;) {
-    size_t k = b->batch - b->krows;
-    if (k > n - off) k = n - off;
-    b->krows += k;
-    b->rows += k;
-    off += k;
-    if (b->krows == b->batch && (rc = drain(b)) < 0) break;
-  }
-  if (rc < 0) b->err = rc;
-  return rc;
+  return add_rows(b, NULL, n);
 }
 
 static int cmp_u32(const void *x, const void *y) {
