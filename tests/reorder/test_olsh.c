@@ -312,6 +312,23 @@ static void model_run(const stream *s, const ba_olsh_opts_t *o, uint64_t *out) {
   ba_olsh_free(h);
 }
 
+/* Runs the stream through oLSH with options o and fails at the first output
+ * that differs from the naive model's order (what names the model). */
+static void expect_model_order(const stream *s, const ba_olsh_opts_t *o, uint64_t seed,
+                               void (*model_fn)(const stream *, const ba_olsh_opts_t *, uint64_t *), const char *what) {
+  sink k;
+  run(s, o, &k, seed);
+  uint64_t *want = malloc((s->n ? s->n : 1) * sizeof *want);
+  assert_non_null(want);
+  model_fn(s, o, want);
+  for (size_t i = 0; i < s->n; i++)
+    if (k.order[i] != want[i])
+      fail_msg("order differs from %s at output %zu (P=%u maxBlock=%u MMax=%u MMin=%u, chain order %u)", what, i,
+               o->nchains, o->max_block, o->mmax, o->mmin, o->chain_order);
+  free(want);
+  free(k.order);
+}
+
 static void check_against_model(stream_kind kind, size_t n, uint32_t p, uint32_t maxb, uint32_t mmax, uint32_t mmin,
                                 double w, uint32_t q, uint64_t seed) {
   stream s = make_stream(kind, n, seed);
@@ -329,16 +346,7 @@ static void check_against_model(stream_kind kind, size_t n, uint32_t p, uint32_t
     for (int d = 0; d < 11; d++) o.weight[d] = 1.0;
   for (uint32_t order = BA_OLSH_ORDER_H2; order <= BA_OLSH_ORDER_DST; order++) {
     o.chain_order = order;
-    sink k;
-    run(&s, &o, &k, seed);
-    uint64_t *want = malloc((n ? n : 1) * sizeof *want);
-    model_run(&s, &o, want);
-    for (size_t i = 0; i < n; i++)
-      if (k.order[i] != want[i])
-        fail_msg("order differs from Program 1 at output %zu (P=%u maxBlock=%u MMax=%u MMin=%u, chain order %u)", i,
-                 p, maxb, mmax, mmin, order);
-    free(want);
-    free(k.order);
+    expect_model_order(&s, &o, seed, model_run, "Program 1");
   }
   free_stream(&s);
 }
@@ -428,16 +436,7 @@ static void check_sorted_purge(stream_kind kind, size_t n, uint32_t p, uint32_t 
   o.seed = seed * 5 + 3;
   for (uint32_t order = BA_OLSH_ORDER_TUPLE; order <= BA_OLSH_ORDER_DST; order++) {
     o.chain_order = order;
-    sink k;
-    run(&s, &o, &k, seed);
-    uint64_t *want = malloc((n ? n : 1) * sizeof *want);
-    sorted_model_run(&s, &o, want);
-    for (size_t i = 0; i < n; i++)
-      if (k.order[i] != want[i])
-        fail_msg("order differs from the sorted purge at output %zu (P=%u maxBlock=%u MMax=%u, chain order %u)", i,
-                 p, maxb, mmax, order);
-    free(want);
-    free(k.order);
+    expect_model_order(&s, &o, seed, sorted_model_run, "the sorted purge");
   }
   free_stream(&s);
 }
