@@ -152,6 +152,7 @@ typedef struct ba_segment_info {
   uint16_t version_minor;    /* 3.1 and later index IPv6 addresses */
   uint64_t bytes_archive, bytes_index, bytes_file;
   uint64_t bytes_index_attr[BA_ATTR_COUNT];
+  uint8_t clustered;         /* rows in address-cluster order (reindex --cluster, doc/format.md §7.9) */
 } ba_segment_info_t;
 
 /* Opens a store for reading; sees every complete segment present now.
@@ -341,6 +342,18 @@ int ba_store_reindex(const char *dir, ba_codec_t codec, const char *device, int 
  * lock (BA_ERR_BUSY while a writer runs). A damaged segment is left as it is
  * (error in errbuf). *nsegs (may be NULL) counts upgraded segments. */
 int ba_store_upgrade(const char *dir, int threads, size_t *nsegs, char *errbuf, size_t errcap);
+/* Rewrites every segment of the store that is not yet clustered in address-
+ * cluster order (doc/format.md §7.9: rows sorted by the Morton key of their
+ * source and destination address ranks), each replacing the old one
+ * atomically through the scratch directory of ba_store_upgrade (crash-safe;
+ * segments older than 3.2 come out as 3.2). Takes the writer lock
+ * (BA_ERR_BUSY while a writer runs), so only closed segments are touched.
+ * mem_bytes bounds the records held at once (0 = 1 GiB; more passes over a
+ * segment when smaller); note (may be NULL) receives progress lines. A
+ * damaged segment is left as it is (error in errbuf). *nsegs (may be NULL)
+ * counts clustered segments. */
+int ba_store_cluster(const char *dir, int threads, size_t mem_bytes, void (*note)(void *ctx, const char *msg),
+                     void *note_ctx, size_t *nsegs, char *errbuf, size_t errcap);
 /* ---------- retention (nfexpire's job) ---------- */
 typedef enum ba_expire_reason { BA_EXPIRE_AGE = 1, BA_EXPIRE_SIZE = 2 } ba_expire_reason_t;
 typedef struct ba_expire_item {

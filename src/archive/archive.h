@@ -18,6 +18,7 @@
 #define BA_SEG_FOOTER_BYTES 80u
 #define BA_BLK_HDR_BYTES 32u
 #define BA_SEG_FLAG_OLSH 1u
+#define BA_SEG_FLAG_CLUSTER 2u /* rows in address-cluster order (format.md §7.9) */
 
 /* Compressed index bitmap records (format.md §7.8, idxz.c): 3.2 segments
  * may set flag bit 0 of a bitmap record (u8 codec, u8 flags, u16 0, u64
@@ -264,6 +265,21 @@ typedef int (*ba_seg_each_fn)(void *ctx, int dirfd, ba_segment_t *seg, const cha
                               size_t errcap);
 int ba_store_each_segment(const char *dir, int dirfd, ba_seg_each_fn fn, void *ctx, size_t *nsegs, char *errbuf,
                           size_t errcap);
+
+/* ---- clustered segments (cluster.c, format.md §7.9) ---- */
+#define BA_CLUSTER_DEFAULT_MEM ((size_t)1 << 30) /* records held while feeding one chunk */
+typedef void (*ba_cluster_note_fn)(void *ctx, const char *msg);
+/* The Morton key of a row from its source and destination ranks (source
+ * rank in the odd bits). */
+uint64_t ba_cluster_morton(uint32_t src_rank, uint32_t dst_rank);
+/* pos[row] = the row's place in key order (ba_free it); rows = the segment's.
+ * Two column scans; holds 40 bytes a row while ordering, then 4. */
+int ba_cluster_positions(ba_segment_t *seg, uint64_t rows, uint32_t **pos);
+/* Calls fn with every record of seg in key order (records of about mem_bytes
+ * at a time, one linear scan per such chunk; 0 = BA_CLUSTER_DEFAULT_MEM);
+ * note (may be NULL) gets progress lines. Damage is BA_ERR_CORRUPT. */
+int ba_cluster_feed(ba_segment_t *seg, size_t mem_bytes, ba_record_sink_fn fn, void *ctx, ba_cluster_note_fn note,
+                    void *nctx);
 
 /* ---- journals (journal.c) ---- */
 /* Reads a journal's row groups and LIVE blocks (doc/format.md §5). */

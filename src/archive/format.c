@@ -125,7 +125,7 @@ int ba_seg_hdr_decode(const uint8_t in[BA_SEG_HDR_BYTES], ba_seg_hdr_t *h) {
   h->codec = in[40];
   h->compress = in[41];
   h->ncols = ba_load_le16(in + 42);
-  BA_RETURN_IF(h->flags & ~BA_SEG_FLAG_OLSH, BA_ERR_CORRUPT);
+  BA_RETURN_IF(h->flags & ~(BA_SEG_FLAG_OLSH | BA_SEG_FLAG_CLUSTER), BA_ERR_CORRUPT);
   BA_RETURN_IF(h->end_ns <= h->start_ns, BA_ERR_CORRUPT);
   BA_RETURN_IF(h->block_rows == 0 || h->block_rows > BA_MAX_BLOCK_ROWS, BA_ERR_CORRUPT);
   BA_RETURN_IF(h->time_bin_seconds == 0, BA_ERR_CORRUPT);

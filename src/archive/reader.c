@@ -267,6 +267,7 @@ int ba_segment_info(const ba_segment_t *g, ba_segment_info_t *o) {
   o->codec = (ba_codec_t)g->h.codec;
   o->compress = (ba_compress_t)g->h.compress;
   o->reorder = (g->h.flags & BA_SEG_FLAG_OLSH) ? BA_REORDER_OLSH : BA_REORDER_NONE;
+  o->clustered = (g->h.flags & BA_SEG_FLAG_CLUSTER) != 0;
   o->kind = (g->f.kinds & 2) && !(g->f.kinds & 1) ? BA_REC_PACKET : BA_REC_FLOW;
   o->version_major = g->h.major;
   o->version_minor = g->h.minor;

@@ -1,5 +1,6 @@
 /* Upgrading 1.0 and 2.0 segments to format 3.0 in place (doc/format.md
- * §7.5): each old segment's records are read in row order and written by a
+ * §7.5), and clustering segments (§7.9, the records fed in cluster.c's
+ * order, the header flagged before the rename): each old segment's records are read in row order and written by a
  * store writer into a scratch directory inside the store (DIR/.upgrade, not
  * seen by readers, emptied first: a crash leaves only scratch there), and the
  * new segment is renamed over the old one (atomic; the directory is fsynced).
@@ -61,8 +62,35 @@ static int scratch_segment(int dirfd, char *name, size_t cap) {
   return f.found == 1 ? BA_OK : BA_ERR_CORRUPT;
 }
 
-static int upgrade_one(const char *dir, int dirfd, ba_segment_t *seg, const char *name, int threads, char *err,
+typedef struct upgrade_ctx {
+  const char *dir;
+  int threads;
+  int cluster;       /* feed the records in cluster order and flag the segment (§7.9) */
+  size_t mem_bytes;  /* cluster: records held at once */
+  ba_cluster_note_fn note;
+  void *note_ctx;
+} upgrade_ctx_t;
+
+/* Sets the clustered flag in the header of the scratch segment fresh. */
+static int flag_clustered(int sfd, const char *fresh) {
+  int fd = openat(sfd, fresh, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+  BA_RETURN_IF(fd < 0, BA_ERR_IO);
+  uint8_t hb[BA_SEG_HDR_BYTES];
+  ba_seg_hdr_t h;
+  int rc = ba_pread_full(fd, hb, sizeof hb, 0);
+  if (rc == BA_OK) rc = ba_seg_hdr_decode(hb, &h);
+  if (rc == BA_OK) {
+    h.flags |= BA_SEG_FLAG_CLUSTER;
+    ba_seg_hdr_encode(&h, hb);
+    if (pwrite(fd, hb, sizeof hb, 0) != (ssize_t)sizeof hb || fsync(fd) != 0) rc = BA_ERR_IO;
+  }
+  close(fd);
+  return rc;
+}
+
+static int upgrade_one(const upgrade_ctx_t *x, int dirfd, ba_segment_t *seg, const char *name, char *err,
                        size_t errcap) {
+  const char *dir = x->dir;
   ba_segment_info_t in;
   BA_FORWARD(ba_segment_info(seg, &in));
   if (scratch_clear(dirfd) < 0) {
@@ -78,7 +106,7 @@ static int upgrade_one(const char *dir, int dirfd, ba_segment_t *seg, const char
   o.max_segment_rows = BA_SEG_MAX_ROWS; /* one segment in, one out: it is renamed over the old one */
   o.time_bin_seconds = in.time_bin_seconds;
   o.slice_seconds = (uint32_t)((in.end_ns - in.start_ns) / 1000000000ull);
-  o.threads = threads;
+  o.threads = x->threads;
   up_sink_t u = {0};
   int rc = ba_store_writer_open(sdir, &o, &u.w);
   if (rc < 0) {
@@ -86,7 +114,8 @@ static int upgrade_one(const char *dir, int dirfd, ba_segment_t *seg, const char
     return rc;
   }
   uint64_t damaged = 0;
-  rc = ba_segment_scan(seg, BA_COL_ALL, up_append, &u, &damaged);
+  if (x->cluster) rc = ba_cluster_feed(seg, x->mem_bytes, up_append, &u, x->note, x->note_ctx);
+  else rc = ba_segment_scan(seg, BA_COL_ALL, up_append, &u, &damaged);
   int rc2 = ba_store_writer_close(u.w);
   if (rc == BA_OK) rc = rc2;
   if (rc == BA_OK && (damaged || u.rows != in.rows)) rc = BA_ERR_CORRUPT;
@@ -98,16 +127,12 @@ static int upgrade_one(const char *dir, int dirfd, ba_segment_t *seg, const char
   char fresh[256];
   int sfd = openat(dirfd, SCRATCH, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
   rc = sfd < 0 ? BA_ERR_IO : scratch_segment(dirfd, fresh, sizeof fresh);
+  if (rc == BA_OK && x->cluster) rc = flag_clustered(sfd, fresh);
   if (rc == BA_OK && (renameat(sfd, fresh, dirfd, name) != 0 || fsync(dirfd) != 0)) rc = BA_ERR_IO;
   if (sfd >= 0) close(sfd);
   if (rc < 0) snprintf(err, errcap, "%s: replacing it failed: %s", name, ba_strerror(rc));
   return rc;
 }
-
-typedef struct upgrade_ctx {
-  const char *dir;
-  int threads;
-} upgrade_ctx_t;
 
 /* Segments of the current version are left alone (1: skipped, not counted). */
 static int upgrade_seg(void *ctx, int dirfd, ba_segment_t *seg, const char *name, char *err, size_t errcap) {
@@ -116,10 +141,19 @@ static int upgrade_seg(void *ctx, int dirfd, ba_segment_t *seg, const char *name
   BA_FORWARD(ba_segment_info(seg, &in));
   if (in.version_major > BA_SEG_MAJOR || (in.version_major == BA_SEG_MAJOR && in.version_minor >= BA_SEG_MINOR))
     return 1;
-  return upgrade_one(x->dir, dirfd, seg, name, x->threads, err, errcap);
+  return upgrade_one(x, dirfd, seg, name, err, errcap);
 }
 
-int ba_store_upgrade(const char *dir, int threads, size_t *nsegs, char *errbuf, size_t errcap) {
+/* Segments already clustered are left alone (1: skipped, not counted). */
+static int cluster_seg(void *ctx, int dirfd, ba_segment_t *seg, const char *name, char *err, size_t errcap) {
+  const upgrade_ctx_t *x = ctx;
+  ba_segment_info_t in;
+  BA_FORWARD(ba_segment_info(seg, &in));
+  if (in.clustered) return 1;
+  return upgrade_one(x, dirfd, seg, name, err, errcap);
+}
+
+static int rewrite_store(const char *dir, const upgrade_ctx_t *x, size_t *nsegs, char *errbuf, size_t errcap) {
   char dummy[8];
   if (!errbuf || errcap == 0) {
     errbuf = dummy;
@@ -130,11 +164,23 @@ int ba_store_upgrade(const char *dir, int threads, size_t *nsegs, char *errbuf, 
   BA_RETURN_IF(!dir, BA_ERR_INVALID);
   int dirfd, lockfd;
   BA_FORWARD(ba_store_lock(dir, &dirfd, &lockfd, errbuf, errcap));
-  upgrade_ctx_t ux = {dir, threads};
-  int first = ba_store_each_segment(dir, dirfd, upgrade_seg, &ux, nsegs, errbuf, errcap);
+  int first = ba_store_each_segment(dir, dirfd, x->cluster ? cluster_seg : upgrade_seg, (void *)x, nsegs, errbuf,
+                                    errcap);
   scratch_clear(dirfd);
   unlinkat(dirfd, SCRATCH, AT_REMOVEDIR);
   close(lockfd);
   close(dirfd);
   return first;
+}
+
+int ba_store_upgrade(const char *dir, int threads, size_t *nsegs, char *errbuf, size_t errcap) {
+  upgrade_ctx_t x = {.dir = dir, .threads = threads};
+  return rewrite_store(dir, &x, nsegs, errbuf, errcap);
+}
+
+int ba_store_cluster(const char *dir, int threads, size_t mem_bytes, void (*note)(void *ctx, const char *msg),
+                     void *note_ctx, size_t *nsegs, char *errbuf, size_t errcap) {
+  upgrade_ctx_t x = {.dir = dir, .threads = threads, .cluster = 1, .mem_bytes = mem_bytes, .note = note,
+                     .note_ctx = note_ctx};
+  return rewrite_store(dir, &x, nsegs, errbuf, errcap);
 }
