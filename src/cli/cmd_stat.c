@@ -108,10 +108,10 @@ static void stat_segment(ba_store_t *s, size_t i, int json, stat_tot_t *t) {
     printf("%s\n    {\"name\": ", i ? "," : "");
     ba_cli_json_string(stdout, in.name);
     printf(", \"start\": \"%s\", \"records\": %" PRIu64
-           ", \"blocks\": %u, \"codec\": \"%s\", \"compress\": \"%s\", \"reorder\": %s, "
+           ", \"blocks\": %u, \"codec\": \"%s\", \"compress\": \"%s\", \"reorder\": %s, \"clustered\": %s, "
            "\"bytes_archive\": %" PRIu64 ", \"bytes_index\": %" PRIu64 ", \"bytes_file\": %" PRIu64 "}",
            ts, in.rows, in.nblocks, ba_codec_name(in.codec), ba_compress_name(in.compress),
-           in.reorder ? "true" : "false", in.bytes_archive, in.bytes_index, in.bytes_file);
+           in.reorder ? "true" : "false", in.clustered ? "true" : "false", in.bytes_archive, in.bytes_index, in.bytes_file);
   } else {
     printf("%-34s %-20s %12" PRIu64 " %8s %6s %10.2f\n", in.name, ts, in.rows, ba_codec_name(in.codec),
            ba_compress_name(in.compress), in.rows ? (double)in.bytes_file / (double)in.rows : 0.0);

@@ -147,10 +147,14 @@ static int deliver_segment(ba_query_t *q, segctx_t *c, runctx_t *run, segres_t *
     return rc;
   }
   run->check = !exact;
+  /* Records of a clustered segment come out in time order (§7.9); an
+   * aggregate's do not need it. */
+  int timed = c->info.clustered && !o->count_only && !o->field_fn;
   if (res->have_rows) {
     /* Read ahead by the worker: the same records in the same order. */
     rc = 0;
-    for (size_t i = 0; i < res->nrecs && rc == 0; i += 4096)
+    if (timed) rc = deliver_time_order(run, res->recs, res->nrecs);
+    for (size_t i = 0; i < res->nrecs && rc == 0 && !timed; i += 4096)
       rc = run_sink(run, res->recs + i, BA_MIN((size_t)4096, res->nrecs - i));
     st->blocks_read += res->blocks;
     st->rows_damaged += res->damaged;
@@ -162,10 +166,15 @@ static int deliver_segment(ba_query_t *q, segctx_t *c, runctx_t *run, segres_t *
     return rc;
   }
   uint64_t dmg = 0;
+  tbuf_t tb = {0};
+  ba_record_sink_fn sink = timed ? tbuf_sink : run_sink;
+  void *sctx = timed ? (void *)&tb : (void *)run;
   if (r.hi.kind == PB_ALL)
-    rc = ba_segment_scan(c->seg, cols, run_sink, run, &dmg);
+    rc = ba_segment_scan(c->seg, cols, sink, sctx, &dmg);
   else
-    rc = fetch_rows(c->seg, r.hi.o->bm, cols, c->info.block_rows, run_sink, run, c->fetch_threads, &nblocks, &dmg);
+    rc = fetch_rows(c->seg, r.hi.o->bm, cols, c->info.block_rows, sink, sctx, c->fetch_threads, &nblocks, &dmg);
+  if (timed && rc == 0) rc = tbuf_deliver(&tb, run);
+  tbuf_free(&tb);
   st->rows_damaged += dmg;
   st->blocks_read += nblocks;
   pres_drop(r);
@@ -186,7 +195,12 @@ static int run_segment(ba_query_t *q, const qnode_t *root, segctx_t *c, runctx_t
     uint64_t dmg = 0;
     st->rows_candidate += c->info.rows;
     st->blocks_read += c->info.nblocks;
-    int rc = ba_segment_scan(c->seg, o->out_cols | q->cols | BA_COL_FIRST, run_sink, run, &dmg);
+    tbuf_t tb = {0};
+    int timed = c->info.clustered && !o->count_only && !o->field_fn; /* time order, as deliver_segment */
+    int rc = ba_segment_scan(c->seg, o->out_cols | q->cols | BA_COL_FIRST, timed ? tbuf_sink : run_sink,
+                             timed ? (void *)&tb : (void *)run, &dmg);
+    if (timed && rc == 0) rc = tbuf_deliver(&tb, run);
+    tbuf_free(&tb);
     st->rows_damaged += dmg;
     if (rc == QUERY_STOP) *stop = 1;
     return rc == QUERY_STOP ? 0 : rc;

@@ -260,6 +260,21 @@ void segres_drop(segres_t *r);
 
 /* fetch.c */
 int run_sink(void *vctx, const ba_record_t *recs, size_t n);
+
+/* order.c: a clustered segment's records in time order (format.md §7.9).
+ * tbuf_sink gathers records (frames copied); tbuf_deliver sorts them by
+ * first_ns (stable) into run_sink and frees; deliver_time_order does the
+ * same for records held elsewhere. */
+typedef struct tbuf {
+  ba_record_t *recs;
+  size_t n, cap;
+  uint8_t *frames;
+  size_t flen, fcap;
+} tbuf_t;
+int tbuf_sink(void *ctx, const ba_record_t *recs, size_t n);
+int tbuf_deliver(tbuf_t *b, runctx_t *run);
+void tbuf_free(tbuf_t *b);
+int deliver_time_order(runctx_t *run, const ba_record_t *recs, size_t n);
 /* Counts n delivered records into the stats: rows, sums, first/last time. */
 void stats_add_records(ba_query_stats_t *s, const ba_record_t *recs, size_t n);
 int buffer_sink(void *ctx, const ba_record_t *recs, size_t n);
