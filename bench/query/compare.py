@@ -142,6 +142,10 @@ def parse_args():
     ap.add_argument("--ctu", default=default_ctu(), help="CTU-13 .binetflow.xz (default: "
                     "../shared/data/flows/ctu13-s6/ beside the repository or its worktree folder)")
     ap.add_argument("--reuse", action="store_true", help="keep bitarc/nfdump stores of an earlier run")
+    ap.add_argument("--cluster", action="store_true",
+                    help="run `bitarc reindex --cluster` on each loaded bitarc store before the queries (its "
+                    "wall time and peak RSS reported, like ClickHouse's OPTIMIZE FINAL; store sizes before and "
+                    "after)")
     ap.add_argument("--queries", choices=("all", "issue13", "ranges"), default="all",
                     help="issue13: only issue 13's five filters on generated flows (default: also run_bench.sh's "
                          "set); ranges: only range predicates and -t time windows (zone maps), generated and CTU-13")
@@ -282,6 +286,26 @@ class Bench:
 
     # ----- sizes -----
 
+    def cluster(self, ds):
+        """`bitarc reindex --cluster` on the store: wall time and peak RSS
+        (GNU time), recorded as mode "cluster"; the sizes before it too."""
+        self.store_sizes(dict(ds, name=ds["name"] + " before --cluster"))
+        cmd = [self.bitarc, "reindex", "--store", ds["col"].store, "--cluster"]
+        rss = ""
+        if os.path.exists("/usr/bin/time"):
+            cmd = ["/usr/bin/time", "-f", "maxrss_kb %M"] + cmd
+        t0 = time.time()
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        secs = time.time() - t0
+        if p.returncode != 0:
+            raise RuntimeError("reindex --cluster failed: " + p.stderr)
+        for line in p.stderr.splitlines():
+            if line.startswith("maxrss_kb "):
+                rss = line.split()[1]
+        self.log("%s: reindex --cluster %.1f s, max RSS %s kB: %s" % (ds["name"], secs, rss or "?",
+                                                                      p.stderr.strip().splitlines()[-2:]))
+        self.record(ds, "", "", None, "cluster", "bitarc", "reindex --cluster", "maxrss_kb=%s" % rss, secs, [])
+
     def store_sizes(self, ds):
         col = ds["col"]
         st = json.loads(subprocess.run([self.bitarc, "stat", "--store", col.store, "-o", "json"], check=True,
@@ -412,7 +436,7 @@ class Bench:
         self.results.append(row)
         self.csv.writerow(row)
         self.csv_file.flush()
-        if mode != "store":
+        if mode not in ("store", "cluster"):
             self.log("%-22s %-48s %-5s %-10s %-12s %-4s %8.3f s" % (ds["name"], flt[:48], mode, tool, variant, cache,
                                                                    secs))
 
@@ -420,6 +444,8 @@ class Bench:
         meta["datasets"].append({k: ds[k] for k in ("name", "flows", "hours", "bitarc_in") if k in ds})
         with open(os.path.join(self.a.work, "meta.json"), "w") as f:
             json.dump(meta, f)
+        if self.a.cluster:
+            self.cluster(ds)
         self.store_sizes(ds)
         for flt, where in ds["queries"]:
             matches = None

@@ -37,7 +37,7 @@ def _best(rows, tool):
 
 def query_table(ds, results, cache, have_ch):
     name, flows = ds["name"], ds["flows"]
-    sel = [r for r in results if r["dataset"] == name and r["cache"] == cache and r["mode"] != "store"]
+    sel = [r for r in results if r["dataset"] == name and r["cache"] == cache and r["mode"] not in ("store", "cluster")]
     if not sel:
         return []
     head = ["filter", "matches", "class", "mode", "bitarc s", "nfdump s (fastest)", "nfdump / bitarc", "target"]
@@ -118,6 +118,11 @@ def render(cmd, started, info, datasets, results, sizes, mismatches, a):
     out.append("### Store size, bytes per flow")
     out.append("")
     out += store_table(sizes, have_ch)
+    for r in results:
+        if r["mode"] == "cluster":
+            out.append("- %s: `bitarc reindex --cluster` took %.1f s wall, max RSS %s MB" %
+                       (r["dataset"], float(r["seconds"]), "%.0f" % (int(r["cache"].split("=")[1]) / 1024)
+                        if r["cache"].split("=")[1] else "?"))
     for ds in datasets:
         for cache in ("warm", "cold"):
             t = query_table(ds, results, cache, have_ch)

@@ -14,18 +14,43 @@
 #include "archive/archive.h"
 #include "common/common.h"
 
-/* One address of one row while ranking: family (0 IPv4, 1 IPv6), then the
- * 16 bytes as two big-endian words. */
-typedef struct addr_ent {
-  uint64_t hi, lo;
-  uint32_t row, fam;
-} addr_ent_t;
+/* An entry sorted by a stable LSD radix sort. While ranking one side: w[0]
+ * and w[1] the address's 16 bytes as big-endian words, w[2] the row and, in
+ * bits 32..63, the family (0 IPv4, 1 IPv6). While ordering: w[0] the key,
+ * w[1] first_ns, w[2] the row. */
+typedef struct e24 {
+  uint64_t w[3];
+} e24_t;
+#define E_ROW(e) ((uint32_t)(e)->w[2])
 
-/* One row while ordering. */
-typedef struct key_ent {
-  uint64_t key, first;
-  uint32_t row, pad;
-} key_ent_t;
+#define RBITS 11
+#define RBUCKETS (1u << RBITS)
+
+/* Stable sort of a[0..n) by bits [lo, hi) of word w (tmp: n elements); 11
+ * bits a pass, a pass skipped when every element has the same digit. The
+ * result ends in a (copied back after an odd number of passes). */
+static void radix_word(e24_t *a, e24_t *tmp, size_t n, int w, unsigned lo, unsigned hi, size_t *cnt) {
+  if (n == 0) return;
+  e24_t *src = a, *dst = tmp;
+  for (unsigned b = lo; b < hi; b += RBITS) {
+    unsigned width = BA_MIN(RBITS, hi - b);
+    uint64_t mask = (1ull << width) - 1;
+    memset(cnt, 0, RBUCKETS * sizeof *cnt);
+    for (size_t i = 0; i < n; i++) cnt[(src[i].w[w] >> b) & mask]++;
+    if (cnt[(src[0].w[w] >> b) & mask] == n) continue;
+    size_t sum = 0;
+    for (unsigned d = 0; d < RBUCKETS; d++) {
+      size_t c = cnt[d];
+      cnt[d] = sum;
+      sum += c;
+    }
+    for (size_t i = 0; i < n; i++) dst[cnt[(src[i].w[w] >> b) & mask]++] = src[i];
+    e24_t *t = src;
+    src = dst;
+    dst = t;
+  }
+  if (src != a) memcpy(a, src, n * sizeof *a);
+}
 
 uint64_t ba_cluster_morton(uint32_t src_rank, uint32_t dst_rank) {
   uint64_t s = src_rank, d = dst_rank;
@@ -42,23 +67,13 @@ uint64_t ba_cluster_morton(uint32_t src_rank, uint32_t dst_rank) {
   return s << 1 | d;
 }
 
-static int cmp_addr(const void *a, const void *b) {
-  const addr_ent_t *x = a, *y = b;
-  if (x->fam != y->fam) return x->fam < y->fam ? -1 : 1;
-  if (x->hi != y->hi) return x->hi < y->hi ? -1 : 1;
-  if (x->lo != y->lo) return x->lo < y->lo ? -1 : 1;
-  return 0;
-}
-
-static int cmp_key(const void *a, const void *b) {
-  const key_ent_t *x = a, *y = b;
-  if (x->key != y->key) return x->key < y->key ? -1 : 1;
-  if (x->first != y->first) return x->first < y->first ? -1 : 1;
-  return x->row < y->row ? -1 : x->row > y->row;
+/* Same family and address. */
+static int same_addr(const e24_t *x, const e24_t *y) {
+  return x->w[0] == y->w[0] && x->w[1] == y->w[1] && (x->w[2] >> 32) == (y->w[2] >> 32);
 }
 
 typedef struct pass1 {
-  addr_ent_t *ents;
+  e24_t *ents;
   uint64_t *first; /* NULL: not collected in this pass */
   uint64_t n, cap;
   int dst;
@@ -69,11 +84,10 @@ static int pass1_sink(void *ctx, const ba_record_t *recs, size_t n) {
   if (p->n + n > p->cap) return BA_ERR_CORRUPT; /* more rows than the segment says */
   for (size_t i = 0; i < n; i++) {
     const uint8_t *a = p->dst ? recs[i].dst : recs[i].src;
-    addr_ent_t *e = &p->ents[p->n + i];
-    e->fam = recs[i].ipver == 6;
-    e->hi = ba_load_be64(a);
-    e->lo = ba_load_be64(a + 8);
-    e->row = (uint32_t)(p->n + i);
+    e24_t *e = &p->ents[p->n + i];
+    e->w[0] = ba_load_be64(a);
+    e->w[1] = ba_load_be64(a + 8);
+    e->w[2] = (uint64_t)(recs[i].ipver == 6) << 32 | (p->n + i);
     if (p->first) p->first[p->n + i] = recs[i].first_ns;
   }
   p->n += n;
@@ -81,19 +95,22 @@ static int pass1_sink(void *ctx, const ba_record_t *recs, size_t n) {
 }
 
 /* rank[row] = the mid-rank of each row's address on one side, 32 bits. */
-static int side_ranks(ba_segment_t *seg, uint64_t rows, int dst, addr_ent_t *ents, uint64_t *first, uint32_t *rank,
-                      uint64_t *damaged) {
+static int side_ranks(ba_segment_t *seg, uint64_t rows, int dst, e24_t *ents, uint64_t *first, uint32_t *rank,
+                      e24_t *tmp, size_t *cnt, uint64_t *damaged) {
   pass1_t p = {ents, first, 0, rows, dst};
   BA_FORWARD(ba_segment_scan(seg, (dst ? BA_COL_DST : BA_COL_SRC) | (first ? BA_COL_FIRST : 0), pass1_sink, &p,
                              damaged));
   if (*damaged || p.n != rows) return BA_ERR_CORRUPT;
-  qsort(ents, (size_t)rows, sizeof *ents, cmp_addr);
+  /* by family, then hi, then lo: least significant first */
+  radix_word(ents, tmp, (size_t)rows, 1, 0, 64, cnt);
+  radix_word(ents, tmp, (size_t)rows, 0, 0, 64, cnt);
+  radix_word(ents, tmp, (size_t)rows, 2, 32, 64, cnt);
   for (uint64_t i = 0; i < rows;) {
     uint64_t j = i + 1;
-    while (j < rows && cmp_addr(&ents[i], &ents[j]) == 0) j++;
+    while (j < rows && same_addr(&ents[i], &ents[j])) j++;
     uint64_t r = ((2 * i + (j - i)) << 31) / rows; /* < 2^32 unless every row is equal */
     uint32_t r32 = r > UINT32_MAX ? UINT32_MAX : (uint32_t)r;
-    for (uint64_t k = i; k < j; k++) rank[ents[k].row] = r32;
+    for (uint64_t k = i; k < j; k++) rank[E_ROW(&ents[k])] = r32;
     i = j;
   }
   return BA_OK;
@@ -103,23 +120,25 @@ int ba_cluster_positions(ba_segment_t *seg, uint64_t rows, uint32_t **pos_out) {
   *pos_out = NULL;
   BA_RETURN_IF(rows > UINT32_MAX, BA_ERR_INVALID);
   size_t n = (size_t)(rows ? rows : 1);
-  addr_ent_t *ents = ba_malloc(n * sizeof *ents);
+  e24_t *ents = ba_malloc(n * sizeof *ents);
+  e24_t *tmp = ba_malloc(n * sizeof *tmp);
+  size_t *cnt = ba_malloc(RBUCKETS * sizeof *cnt);
   uint64_t *first = ba_malloc(n * sizeof *first);
   uint32_t *rs = ba_malloc(n * sizeof *rs), *rd = ba_malloc(n * sizeof *rd);
-  key_ent_t *keys = NULL;
   uint64_t damaged = 0;
-  int rc = ents && first && rs && rd ? BA_OK : BA_ERR_NOMEM;
-  if (rc == BA_OK) rc = side_ranks(seg, rows, 0, ents, first, rs, &damaged);
-  if (rc == BA_OK) rc = side_ranks(seg, rows, 1, ents, NULL, rd, &damaged);
-  ba_free(ents);
-  if (rc == BA_OK && !(keys = ba_malloc(n * sizeof *keys))) rc = BA_ERR_NOMEM;
+  int rc = ents && tmp && cnt && first && rs && rd ? BA_OK : BA_ERR_NOMEM;
+  if (rc == BA_OK) rc = side_ranks(seg, rows, 0, ents, first, rs, tmp, cnt, &damaged);
+  if (rc == BA_OK) rc = side_ranks(seg, rows, 1, ents, NULL, rd, tmp, cnt, &damaged);
   if (rc == BA_OK) {
-    for (uint64_t r = 0; r < rows; r++)
-      keys[r] = (key_ent_t){ba_cluster_morton(rs[r], rd[r]), first[r], (uint32_t)r, 0};
-    qsort(keys, (size_t)rows, sizeof *keys, cmp_key);
-    for (uint64_t i = 0; i < rows; i++) rs[keys[i].row] = (uint32_t)i; /* rs becomes pos */
+    for (uint64_t r = 0; r < rows; r++) ents[r] = (e24_t){{ba_cluster_morton(rs[r], rd[r]), first[r], r}};
+    /* by key, then first time, then row (the entries start in row order; stable) */
+    radix_word(ents, tmp, (size_t)rows, 1, 0, 64, cnt);
+    radix_word(ents, tmp, (size_t)rows, 0, 0, 64, cnt);
+    for (uint64_t i = 0; i < rows; i++) rs[E_ROW(&ents[i])] = (uint32_t)i; /* rs becomes pos */
   }
-  ba_free(keys);
+  ba_free(ents);
+  ba_free(tmp);
+  ba_free(cnt);
   ba_free(first);
   ba_free(rd);
   if (rc < 0) {
