@@ -30,24 +30,45 @@ typedef struct tkey {
   uint64_t first, i;
 } tkey_t;
 
-static int cmp_tkey(const void *a, const void *b) {
-  const tkey_t *x = a, *y = b;
-  if (x->first != y->first) return x->first < y->first ? -1 : 1;
-  return x->i < y->i ? -1 : x->i > y->i;
+/* Stable LSD radix sort of k[0..n) by first (11 bits a pass; a pass where
+ * every key has the same digit is skipped); the result ends in k. */
+static void sort_first(tkey_t *k, tkey_t *tmp, size_t n) {
+  enum { BITS = 11, NB = 1 << 11 };
+  size_t cnt[NB];
+  tkey_t *src = k, *dst = tmp;
+  for (unsigned b = 0; b < 64; b += BITS) {
+    memset(cnt, 0, sizeof cnt);
+    for (size_t i = 0; i < n; i++) cnt[(src[i].first >> b) & (NB - 1)]++;
+    if (cnt[(src[0].first >> b) & (NB - 1)] == n) continue;
+    size_t sum = 0;
+    for (unsigned d = 0; d < NB; d++) {
+      size_t c = cnt[d];
+      cnt[d] = sum;
+      sum += c;
+    }
+    for (size_t i = 0; i < n; i++) dst[cnt[(src[i].first >> b) & (NB - 1)]++] = src[i];
+    tkey_t *t = src;
+    src = dst;
+    dst = t;
+  }
+  if (src != k) memcpy(k, src, n * sizeof *k);
 }
 
 int deliver_time_order(runctx_t *run, const ba_record_t *recs, size_t n) {
   if (n == 0) return 0;
-  tkey_t *k = ba_malloc(n * sizeof *k);
+  tkey_t *k = ba_malloc(2 * n * sizeof *k);
   ba_record_t *batch = ba_malloc(BA_MIN(n, (size_t)4096) * sizeof *batch);
   int rc = k && batch ? 0 : BA_ERR_NOMEM;
   if (rc == 0) {
     for (size_t i = 0; i < n; i++) k[i] = (tkey_t){recs[i].first_ns, i};
-    qsort(k, n, sizeof *k, cmp_tkey);
+    sort_first(k, k + n, n);
   }
   for (size_t i = 0; rc == 0 && i < n; i += 4096) {
     size_t m = BA_MIN(n - i, (size_t)4096);
-    for (size_t j = 0; j < m; j++) batch[j] = recs[k[i + j].i];
+    for (size_t j = 0; j < m; j++) {
+      if (i + j + 8 < n) __builtin_prefetch(&recs[k[i + j + 8].i]); /* the gather misses the cache */
+      batch[j] = recs[k[i + j].i];
+    }
     rc = run_sink(run, batch, m);
   }
   ba_free(k);
