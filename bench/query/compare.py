@@ -59,6 +59,12 @@ RUN_BENCH = [
     ("dst port > 1023", "dport > 1023"),
     ("src net 10.4.0.0/16", NET16 % "10.4.0.0"),
 ]
+# Address point and prefix queries whose rows clustering gathers (doc/format.md
+# 7.9; --queries cluster): both sides, a host list, a host or /24 with a port.
+CLUSTER_GEN = [
+    ("src ip {host}", "src = IPv4StringToNum('{host}')"),
+    ("dst ip {dsthost}", "dst = IPv4StringToNum('{dsthost}')"),
+] + RUN_BENCH[:3]
 CTU13 = [
     ("src ip {host}", "src = IPv4StringToNum('{host}')"),
     ("src net 147.32.0.0/16 and dst port 137", NET16 % "147.32.0.0" + " AND dport = 137"),
@@ -146,7 +152,7 @@ def parse_args():
                     help="run `bitarc reindex --cluster` on each loaded bitarc store before the queries (its "
                     "wall time and peak RSS reported, like ClickHouse's OPTIMIZE FINAL; store sizes before and "
                     "after)")
-    ap.add_argument("--queries", choices=("all", "issue13", "ranges"), default="all",
+    ap.add_argument("--queries", choices=("all", "issue13", "ranges", "cluster"), default="all",
                     help="issue13: only issue 13's five filters on generated flows (default: also run_bench.sh's "
                          "set); ranges: only range predicates and -t time windows (zone maps), generated and CTU-13")
     ap.add_argument("--smoke", action="store_true", help="200 k flows, 1 repetition, no cold, no CTU-13")
@@ -226,6 +232,11 @@ class Bench:
             return {"name": "generated %s" % fmt_n(n), "flows": n, "col": col, "table": "gen", "queries": qs,
                     "hours": hours, "bitarc_in": via}
         host = qb_data.gen_pick_host(self.gen, n, hours, a.seed, "10.4.", 0.0007)
+        if a.queries == "cluster":
+            dh = qb_data.gen_pick_host(self.gen, n, hours, a.seed, "10.5.", 0.0007, dst=True)
+            return {"name": "generated %s" % fmt_n(n), "flows": n, "col": col, "table": "gen", "hours": hours,
+                    "bitarc_in": via, "queries": [(f.format(host=host, dsthost=dh), w.format(host=host, dsthost=dh))
+                                                  for f, w in CLUSTER_GEN]}
         qs = [(f.format(host=host), w.format(host=host)) for f, w in ISSUE13]
         if a.queries == "all":
             qs += RUN_BENCH

@@ -155,13 +155,14 @@ def gen_tsv_proc(gen, flows, hours, seed):
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
 
 
-def gen_pick_host(gen, flows, hours, seed, net_prefix, share):
-    """An exact source host in NET_PREFIX (e.g. '10.4.') whose share of the
-    flows is nearest SHARE (< 1 %), judged on the first 1 M flows (a flow's
-    addresses do not depend on --flows)."""
+def gen_pick_host(gen, flows, hours, seed, net_prefix, share, dst=False):
+    """An exact source (dst: destination) host in NET_PREFIX (e.g. '10.4.')
+    whose share of the flows is nearest SHARE (< 1 %), judged on the first
+    1 M flows (a flow's addresses do not depend on --flows)."""
     n = min(flows, 1000000)
     p = gen_tsv_proc(gen, n, hours, seed)
-    cnt = collections.Counter(line.split(b"\t", 3)[2] for line in p.stdout)
+    k = 3 if dst else 2
+    cnt = collections.Counter(line.split(b"\t", k + 1)[k] for line in p.stdout)
     p.wait()
     return pick_host(((int(k), v) for k, v in cnt.items()), n, net_prefix, share)
 
