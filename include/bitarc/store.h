@@ -74,6 +74,9 @@ typedef struct ba_store_opts {
   uint64_t max_segment_rows;  /* rows of one segment at most (a slice with more continues in the next
                                  segment "seg-...-N"): bounds the open slice's index in memory;
                                  default 2^25 (about 1.2 GB while writing, bench/RESULTS.md) */
+  int clustered;              /* records arrive in address-cluster order (ba_store_cluster's writer): segments
+                                 are flagged clustered and have no TIME_BIN bitmaps (doc/format.md 7.9);
+                                 default 0 */
 } ba_store_opts_t;
 /* Fills the defaults. */
 void ba_store_opts_init(ba_store_opts_t *o);

@@ -105,11 +105,12 @@ int ba_seg_finish(ba_seg_finish_t *f) {
     goto done;
   }
   uint64_t index_off = w.off;
-  /* oLSH-reordered rows: time windows are answered by the zone maps (§7.2), not TIME_BIN. */
+  /* oLSH-reordered or clustered rows: time windows are answered by the zone maps (§7.2) or a check, not
+   * TIME_BIN (§7.9). */
   uint8_t hb[BA_SEG_HDR_BYTES];
   ba_seg_hdr_t sh;
   if (f->ngroups <= BA_ZONE_MAX_GROUPS && ba_pread_full(f->fd, hb, sizeof hb, 0) == BA_OK &&
-      ba_seg_hdr_decode(hb, &sh) == BA_OK && (sh.flags & BA_SEG_FLAG_OLSH))
+      ba_seg_hdr_decode(hb, &sh) == BA_OK && (sh.flags & (BA_SEG_FLAG_OLSH | BA_SEG_FLAG_CLUSTER)))
     ba_idx_attr_clear(&f->attrs[BA_ATTR_TIME_BIN]);
   /* 3.2: bitmaps zstd-compressed where that pays (§7.8); a journal begun in
    * an older version is finished in it (recovery), so its bitmaps stay raw */

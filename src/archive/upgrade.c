@@ -1,6 +1,6 @@
 /* Upgrading 1.0 and 2.0 segments to format 3.0 in place (doc/format.md
  * §7.5), and clustering segments (§7.9, the records fed in cluster.c's
- * order, the header flagged before the rename): each old segment's records are read in row order and written by a
+ * order by a writer that flags the header): each old segment's records are read in row order and written by a
  * store writer into a scratch directory inside the store (DIR/.upgrade, not
  * seen by readers, emptied first: a crash leaves only scratch there), and the
  * new segment is renamed over the old one (atomic; the directory is fsynced).
@@ -71,23 +71,6 @@ typedef struct upgrade_ctx {
   void *note_ctx;
 } upgrade_ctx_t;
 
-/* Sets the clustered flag in the header of the scratch segment fresh. */
-static int flag_clustered(int sfd, const char *fresh) {
-  int fd = openat(sfd, fresh, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-  BA_RETURN_IF(fd < 0, BA_ERR_IO);
-  uint8_t hb[BA_SEG_HDR_BYTES];
-  ba_seg_hdr_t h;
-  int rc = ba_pread_full(fd, hb, sizeof hb, 0);
-  if (rc == BA_OK) rc = ba_seg_hdr_decode(hb, &h);
-  if (rc == BA_OK) {
-    h.flags |= BA_SEG_FLAG_CLUSTER;
-    ba_seg_hdr_encode(&h, hb);
-    if (pwrite(fd, hb, sizeof hb, 0) != (ssize_t)sizeof hb || fsync(fd) != 0) rc = BA_ERR_IO;
-  }
-  close(fd);
-  return rc;
-}
-
 static int upgrade_one(const upgrade_ctx_t *x, int dirfd, ba_segment_t *seg, const char *name, char *err,
                        size_t errcap) {
   const char *dir = x->dir;
@@ -107,6 +90,7 @@ static int upgrade_one(const upgrade_ctx_t *x, int dirfd, ba_segment_t *seg, con
   o.time_bin_seconds = in.time_bin_seconds;
   o.slice_seconds = (uint32_t)((in.end_ns - in.start_ns) / 1000000000ull);
   o.threads = x->threads;
+  o.clustered = x->cluster; /* the header says so; no TIME_BIN (format.md §7.9) */
   up_sink_t u = {0};
   int rc = ba_store_writer_open(sdir, &o, &u.w);
   if (rc < 0) {
@@ -127,7 +111,6 @@ static int upgrade_one(const upgrade_ctx_t *x, int dirfd, ba_segment_t *seg, con
   char fresh[256];
   int sfd = openat(dirfd, SCRATCH, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
   rc = sfd < 0 ? BA_ERR_IO : scratch_segment(dirfd, fresh, sizeof fresh);
-  if (rc == BA_OK && x->cluster) rc = flag_clustered(sfd, fresh);
   if (rc == BA_OK && (renameat(sfd, fresh, dirfd, name) != 0 || fsync(dirfd) != 0)) rc = BA_ERR_IO;
   if (sfd >= 0) close(sfd);
   if (rc < 0) snprintf(err, errcap, "%s: replacing it failed: %s", name, ba_strerror(rc));

@@ -134,7 +134,8 @@ static int slice_open(ba_store_writer_t *w, uint64_t start, slice_t **out) {
     goto fail;
   }
   ba_seg_hdr_t h = {.major = BA_SEG_MAJOR, .minor = BA_SEG_MINOR,
-                    .flags = w->o.reorder == BA_REORDER_OLSH ? BA_SEG_FLAG_OLSH : 0,
+                    .flags = (w->o.reorder == BA_REORDER_OLSH ? BA_SEG_FLAG_OLSH : 0) |
+                             (w->o.clustered ? BA_SEG_FLAG_CLUSTER : 0),
                     .start_ns = sl->start, .end_ns = sl->end, .block_rows = w->o.block_rows,
                     .time_bin_seconds = w->o.time_bin_seconds, .codec = (uint8_t)w->o.codec,
                     .compress = (uint8_t)w->o.compress, .ncols = BA_NCOLS3};

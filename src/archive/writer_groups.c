@@ -145,8 +145,8 @@ static int job_columns(ba_store_writer_t *w, job_t *j, int wi, int nw, tctx_t *t
 static int job_work(ba_store_writer_t *w, job_t *j, int wi, int nw, tctx_t *tc) {
   slice_t *sl = j->sl;
   for (int a = wi; a < BA_ATTR_COUNT; a += nw) {
-    /* oLSH order: time windows use the zone maps, not TIME_BIN (ba_seg_finish drops it). */
-    if (a == BA_ATTR_TIME_BIN && w->o.reorder == BA_REORDER_OLSH) continue;
+    /* oLSH or cluster order: time windows use the zone maps or a check, not TIME_BIN (ba_seg_finish drops it). */
+    if (a == BA_ATTR_TIME_BIN && (w->o.reorder == BA_REORDER_OLSH || w->o.clustered)) continue;
     if (j->absent >> a & 1) BA_FORWARD(ba_idx_online_add_absent(sl->idx[a], j->n));
     else BA_FORWARD(ba_idx_online_add(sl->idx[a], j->vals + (size_t)a * w->o.block_rows, j->n));
   }
@@ -390,7 +390,8 @@ int ba_writer_group_add(ba_store_writer_t *w, slice_t *sl, job_t *j, const ba_re
     }
   }
   for (int a = 0; a < BA_ATTR_COUNT; a++)
-    if ((a != BA_ATTR_TIME_BIN || w->o.reorder != BA_REORDER_OLSH) && !(j->absent >> a & 1)) /* not built (job_work) */
+    if ((a != BA_ATTR_TIME_BIN || (w->o.reorder != BA_REORDER_OLSH && !w->o.clustered)) &&
+        !(j->absent >> a & 1)) /* not built (job_work) */
       ba_attr_values((ba_attr_t)a, recs, k, sl->start, w->bin_ns, j->vals + (size_t)a * w->o.block_rows + j->n);
   const uint32_t n0 = j->n;
   for (size_t i = 0; i < k; i++) {
