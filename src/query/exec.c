@@ -166,15 +166,13 @@ static int deliver_segment(ba_query_t *q, segctx_t *c, runctx_t *run, segres_t *
     return rc;
   }
   uint64_t dmg = 0;
-  tbuf_t tb = {0};
-  ba_record_sink_fn sink = timed ? tbuf_sink : run_sink;
-  void *sctx = timed ? (void *)&tb : (void *)run;
-  if (r.hi.kind == PB_ALL)
-    rc = ba_segment_scan(c->seg, cols, sink, sctx, &dmg);
+  if (timed)
+    rc = deliver_clustered(c->seg, r.hi.kind == PB_ALL ? NULL : r.hi.o->bm, r.hi.kind == PB_ALL ? c->info.rows : ncand,
+                           cols, c->info.block_rows, c->fetch_threads, run, &nblocks, &dmg);
+  else if (r.hi.kind == PB_ALL)
+    rc = ba_segment_scan(c->seg, cols, run_sink, run, &dmg);
   else
-    rc = fetch_rows(c->seg, r.hi.o->bm, cols, c->info.block_rows, sink, sctx, c->fetch_threads, &nblocks, &dmg);
-  if (timed && rc == 0) rc = tbuf_deliver(&tb, run);
-  tbuf_free(&tb);
+    rc = fetch_rows(c->seg, r.hi.o->bm, cols, c->info.block_rows, run_sink, run, c->fetch_threads, &nblocks, &dmg);
   st->rows_damaged += dmg;
   st->blocks_read += nblocks;
   pres_drop(r);
@@ -195,12 +193,11 @@ static int run_segment(ba_query_t *q, const qnode_t *root, segctx_t *c, runctx_t
     uint64_t dmg = 0;
     st->rows_candidate += c->info.rows;
     st->blocks_read += c->info.nblocks;
-    tbuf_t tb = {0};
+    uint64_t nb = 0;
+    uint32_t cols = o->out_cols | q->cols | BA_COL_FIRST;
     int timed = c->info.clustered && !o->count_only && !o->field_fn; /* time order, as deliver_segment */
-    int rc = ba_segment_scan(c->seg, o->out_cols | q->cols | BA_COL_FIRST, timed ? tbuf_sink : run_sink,
-                             timed ? (void *)&tb : (void *)run, &dmg);
-    if (timed && rc == 0) rc = tbuf_deliver(&tb, run);
-    tbuf_free(&tb);
+    int rc = timed ? deliver_clustered(c->seg, NULL, c->info.rows, cols, c->info.block_rows, 1, run, &nb, &dmg)
+                   : ba_segment_scan(c->seg, cols, run_sink, run, &dmg);
     st->rows_damaged += dmg;
     if (rc == QUERY_STOP) *stop = 1;
     return rc == QUERY_STOP ? 0 : rc;

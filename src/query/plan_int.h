@@ -271,10 +271,17 @@ typedef struct tbuf {
   uint8_t *frames;
   size_t flen, fcap;
 } tbuf_t;
+int tbuf_reserve(tbuf_t *b, uint64_t n); /* room for n records at once (the candidates) */
 int tbuf_sink(void *ctx, const ba_record_t *recs, size_t n);
 int tbuf_deliver(tbuf_t *b, runctx_t *run);
 void tbuf_free(tbuf_t *b);
 int deliver_time_order(runctx_t *run, const ba_record_t *recs, size_t n);
+/* The candidate rows bm (NULL: all) of a clustered segment read with cols
+ * and delivered to run in time order, at most query_set_order_max records
+ * held (more: in slabs of first-time ranges, a read per slab). */
+int deliver_clustered(ba_segment_t *seg, const ba_bitmap_t *bm, uint64_t ncand, uint32_t cols, uint32_t block_rows,
+                      int threads, runctx_t *run, uint64_t *blocks, uint64_t *damaged);
+
 /* Counts n delivered records into the stats: rows, sums, first/last time. */
 void stats_add_records(ba_query_stats_t *s, const ba_record_t *recs, size_t n);
 int buffer_sink(void *ctx, const ba_record_t *recs, size_t n);
