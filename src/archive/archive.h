@@ -273,7 +273,7 @@ typedef void (*ba_cluster_note_fn)(void *ctx, const char *msg);
  * rank in the odd bits). */
 uint64_t ba_cluster_morton(uint32_t src_rank, uint32_t dst_rank);
 /* pos[row] = the row's place in key order (ba_free it); rows = the segment's.
- * Two column scans; holds 40 bytes a row while ordering, then 4. */
+ * Two column scans; holds 64 bytes a row while ordering (radix sorts), then 4. */
 int ba_cluster_positions(ba_segment_t *seg, uint64_t rows, uint32_t **pos);
 /* Calls fn with every record of seg in key order (records of about mem_bytes
  * at a time, one linear scan per such chunk; 0 = BA_CLUSTER_DEFAULT_MEM);
