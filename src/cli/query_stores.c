@@ -176,10 +176,31 @@ int qs_merge_m(qstores_t *s, const char *cmd, const char *list) {
   return qs_add_m(s, list);
 }
 
+/* Tasks running or runnable now, this one included: /proc/loadavg's fourth
+ * field ("4/312"); -1 where it cannot be read. */
+static long running_now(void) {
+  FILE *f = fopen("/proc/loadavg", "r");
+  long r = -1, total;
+  double a, b, c;
+  if (f) {
+    if (fscanf(f, "%lf %lf %lf %ld/%ld", &a, &b, &c, &r, &total) != 5) r = -1;
+    fclose(f);
+  }
+  return r;
+}
+
+/* 2 unless the other tasks running now fill every CPU (as the load average
+ * did before: above n - 0.5). The tasks running at this moment decide,
+ * not the 1-minute load average, which decays with a one-minute time
+ * constant: after a minute of work on both CPUs it stays above n - 0.5 for
+ * a while, and a query started on the then idle machine took one thread.
+ * The load average serves where /proc/loadavg cannot be read. */
 int qs_default_threads(void) {
   long n = sysconf(_SC_NPROCESSORS_ONLN);
-  double load[1];
   if (n < 2) return 1;
+  long r = running_now();
+  if (r >= 1) return (double)(r - 1) > (double)n - 0.5 ? 1 : 2;
+  double load[1];
   if (getloadavg(load, 1) == 1 && load[0] > (double)n - 0.5) return 1;
   return 2;
 }

@@ -323,6 +323,16 @@ int ba_query_agg_add_fields(ba_query_agg_t *a, const uint64_t *const *vals, size
       a->hbuf[j] = hash_bytes(kb, a->klen);
       __builtin_prefetch(&a->slots[a->hbuf[j] & (a->nslots - 1)]);
     }
+    /* the group and key of each first slot whose tag matches, fetched ahead
+     * too (a hint only: the lookups below decide) */
+    for (size_t j = 0; j < m * (size_t)sides; j++) {
+      uint64_t s = a->slots[a->hbuf[j] & (a->nslots - 1)];
+      if (s && (s & 0xFFFFFFFF00000000ull) == (a->hbuf[j] & 0xFFFFFFFF00000000ull)) {
+        size_t g = (size_t)(uint32_t)s - 1;
+        __builtin_prefetch(&a->g[g]);
+        __builtin_prefetch(a->keys + g * a->klen);
+      }
+    }
     for (size_t j = 0; j < m * (size_t)sides; j++)
       BA_FORWARD(add_one(a, vals, i0 + j / (size_t)sides, (int)(j % (size_t)sides), revs[j],
                          a->kbuf + j * a->klen, a->hbuf[j]));

@@ -32,6 +32,7 @@
 #include "bitarc/query.h"
 #include "bitarc/store.h"
 #include "testsupport.h"
+#include "test_rows.h"
 #include "../archive/store_gen.h"
 #include "query/query_internal.h"
 
@@ -47,77 +48,33 @@ static const char *const g_filters[] = {"any", "proto tcp", "dst port 53 or dst 
                                         "not proto udp and bytes > 5000", "ip 192.168.0.1 and flags S"};
 #define NFILTERS (sizeof g_filters / sizeof g_filters[0])
 
-typedef struct rows {
-  ba_record_t *r;
-  uint8_t **frames;
-  size_t n, cap;
-  /* sink side effect: finish the writer at the first call */
-  ba_store_writer_t **close_at_first;
-  int calls;
-} rows_t;
-
-static int keep(void *ctx, const ba_record_t *recs, size_t n) {
-  rows_t *v = ctx;
-  if (v->close_at_first && *v->close_at_first && v->calls == 0) {
-    assert_int_equal(ba_store_writer_close(*v->close_at_first), BA_OK);
-    *v->close_at_first = NULL;
+/* A sink's first batch closes the writer (the query then meets its journals
+ * finished into segments). */
+static void close_once(void *ctx) {
+  ba_store_writer_t **w = ctx;
+  if (*w) {
+    assert_int_equal(ba_store_writer_close(*w), BA_OK);
+    *w = NULL;
   }
-  v->calls++;
-  for (size_t i = 0; i < n; i++) {
-    if (v->n == v->cap) {
-      v->cap = v->cap ? 2 * v->cap : 256;
-      v->r = realloc(v->r, v->cap * sizeof(*v->r));
-      v->frames = realloc(v->frames, v->cap * sizeof(*v->frames));
-    }
-    v->r[v->n] = recs[i];
-    v->frames[v->n] = NULL;
-    if (recs[i].caplen) {
-      v->frames[v->n] = malloc(recs[i].caplen);
-      memcpy(v->frames[v->n], recs[i].frame, recs[i].caplen);
-      v->r[v->n].frame = v->frames[v->n];
-    }
-    v->n++;
-  }
-  return 0;
-}
-
-static void rows_free(rows_t *v) {
-  for (size_t i = 0; i < v->n; i++) free(v->frames[i]);
-  free(v->r);
-  free(v->frames);
-  memset(v, 0, sizeof *v);
-}
-
-static int cmp_rec(const void *a, const void *b) {
-  const ba_record_t *x = a, *y = b;
-  if (x->first_ns != y->first_ns) return x->first_ns < y->first_ns ? -1 : 1;
-  if (x->last_ns != y->last_ns) return x->last_ns < y->last_ns ? -1 : 1;
-  int c = memcmp(x->src, y->src, 16);
-  if (!c) c = memcmp(x->dst, y->dst, 16);
-  if (!c) c = (int)x->src_port - (int)y->src_port;
-  if (!c) c = (int)x->dst_port - (int)y->dst_port;
-  if (!c) c = x->bytes < y->bytes ? -1 : x->bytes > y->bytes;
-  if (!c) c = (int)x->kind - (int)y->kind;
-  return c;
 }
 
 /* got == the records of ref for which pick[i] and the filter hold, as sets. */
-static void expect_rows(rows_t *got, const gen_t *g, const unsigned char *pick, const char *filter) {
+static void expect_rows(ba_test_rows_t *got, const gen_t *g, const unsigned char *pick, const char *filter) {
   ba_query_t *q;
   assert_int_equal(ba_query_create(&q), BA_OK);
   assert_int_equal(ba_query_compile(q, filter), BA_OK);
-  rows_t ref = {0};
+  ba_test_rows_t ref = {0};
   for (size_t i = 0; i < g->n; i++)
-    if (pick[i] && ba_query_match(q, &g->r[i])) keep(&ref, &g->r[i], 1);
+    if (pick[i] && ba_query_match(q, &g->r[i])) ba_test_rows_keep(&ref, &g->r[i], 1);
   ba_query_free(q);
   if (got->n != ref.n) fail_msg("filter '%s': %zu rows, the reference has %zu", filter, got->n, ref.n);
   if (ref.n) {
-    qsort(got->r, got->n, sizeof *got->r, cmp_rec);
-    qsort(ref.r, ref.n, sizeof *ref.r, cmp_rec);
+    qsort(got->r, got->n, sizeof *got->r, ba_test_rec_cmp);
+    qsort(ref.r, ref.n, sizeof *ref.r, ba_test_rec_cmp);
     for (size_t i = 0; i < ref.n; i++)
       if (!rec_equal(&got->r[i], &ref.r[i], MASK)) fail_msg("filter '%s': row %zu of %zu differs", filter, i, ref.n);
   }
-  rows_free(&ref);
+  ba_test_rows_free(&ref);
 }
 
 typedef struct warns {
@@ -132,7 +89,7 @@ static void on_warn(void *ctx, const char *msg) {
 }
 
 /* The query over s (opened by the caller, or here when s is NULL). */
-static void run_on(ba_store_t *s, const char *dir, const char *filter, int live, rows_t *out, ba_query_stats_t *st,
+static void run_on(ba_store_t *s, const char *dir, const char *filter, int live, ba_test_rows_t *out, ba_query_stats_t *st,
                    warns_t *w) {
   ba_store_t *own = NULL;
   if (!s) {
@@ -150,7 +107,7 @@ static void run_on(ba_store_t *s, const char *dir, const char *filter, int live,
     o.warn = on_warn;
     o.warn_ctx = w;
   }
-  assert_int_equal(ba_query_run(q, s, &o, keep, out, st), BA_OK);
+  assert_int_equal(ba_query_run(q, s, &o, ba_test_rows_keep, out, st), BA_OK);
   assert_int_equal(st->rows_matched, out->n);
   ba_query_free(q);
   ba_store_close(own);
@@ -190,18 +147,18 @@ static void flushed_rows_visible(int threads) {
     if (ba_rng_below(&rng, 3) && at < g.n) continue;
     assert_int_equal(ba_store_writer_flush(w, 0), BA_OK);
     for (size_t f = 0; f < NFILTERS; f++) {
-      rows_t got = {0};
+      ba_test_rows_t got = {0};
       ba_query_stats_t st;
       warns_t wn = {0};
       run_on(NULL, dir, g_filters[f], 1, &got, &st, &wn);
       expect_rows(&got, &g, pick, g_filters[f]);
       assert_int_equal(wn.n, 0);
-      rows_free(&got);
+      ba_test_rows_free(&got);
     }
     {
       /* a window: rows of both slices around the boundary */
       uint64_t ws = T0 + 2400ull * 1000000000ull, we = T0 + 4000ull * 1000000000ull;
-      rows_t got = {0};
+      ba_test_rows_t got = {0};
       ba_store_t *s;
       assert_int_equal(ba_store_open(dir, &s), BA_OK);
       ba_query_t *q;
@@ -213,20 +170,20 @@ static void flushed_rows_visible(int threads) {
       o.start_ns = ws;
       o.end_ns = we;
       ba_query_stats_t wst;
-      assert_int_equal(ba_query_run(q, s, &o, keep, &got, &wst), BA_OK);
+      assert_int_equal(ba_query_run(q, s, &o, ba_test_rows_keep, &got, &wst), BA_OK);
       unsigned char *inw = malloc(g.n);
       for (size_t i = 0; i < g.n; i++) inw[i] = pick[i] && g.r[i].first_ns >= ws && g.r[i].first_ns < we;
       expect_rows(&got, &g, inw, "proto tcp");
       free(inw);
-      rows_free(&got);
+      ba_test_rows_free(&got);
       ba_query_free(q);
       ba_store_close(s);
     }
-    rows_t none = {0};
+    ba_test_rows_t none = {0};
     ba_query_stats_t st;
     run_on(NULL, dir, "any", 0, &none, &st, NULL);
     assert_int_equal(none.n, 0); /* no slice finished yet: only live rows exist */
-    rows_free(&none);
+    ba_test_rows_free(&none);
     checks++;
   }
   assert_true(checks > 5);
@@ -237,11 +194,11 @@ static void flushed_rows_visible(int threads) {
   /* Finished: the segments (dead LIVE bytes inside) read as before, live or not. */
   for (int live = 0; live < 2; live++)
     for (size_t f = 0; f < NFILTERS; f++) {
-      rows_t got = {0};
+      ba_test_rows_t got = {0};
       ba_query_stats_t st;
       run_on(NULL, dir, g_filters[f], live, &got, &st, NULL);
       expect_rows(&got, &g, pick, g_filters[f]);
-      rows_free(&got);
+      ba_test_rows_free(&got);
     }
   free(pick);
   gen_free(&g);
@@ -268,16 +225,16 @@ static void test_flush_age(void **state) {
   ba_store_writer_t *w = writer(dir, 2);
   assert_int_equal(ba_store_writer_append(w, g.r, 10), BA_OK);
   assert_int_equal(ba_store_writer_flush(w, 3600ull * 1000000000ull), BA_OK);
-  rows_t got = {0};
+  ba_test_rows_t got = {0};
   ba_query_stats_t st;
   run_on(NULL, dir, "any", 1, &got, &st, NULL);
   assert_int_equal(got.n, 0);
-  rows_free(&got);
+  ba_test_rows_free(&got);
   usleep(20000);
   assert_int_equal(ba_store_writer_flush(w, 10000000ull), BA_OK); /* 10 ms */
   run_on(NULL, dir, "any", 1, &got, &st, NULL);
   assert_int_equal(got.n, 10);
-  rows_free(&got);
+  ba_test_rows_free(&got);
   assert_int_equal(ba_store_writer_close(w), BA_OK);
   gen_free(&g);
   ba_test_rmtree(dir);
@@ -310,13 +267,13 @@ static void test_crashed_writer_journal(void **state) {
   unsigned char *all = malloc(g.n);
   memset(all, 1, g.n);
   for (size_t f = 0; f < NFILTERS; f++) {
-    rows_t got = {0};
+    ba_test_rows_t got = {0};
     ba_query_stats_t st;
     warns_t wn = {0};
     run_on(NULL, dir, g_filters[f], 1, &got, &st, &wn);
     expect_rows(&got, &g, all, g_filters[f]);
     assert_int_equal(wn.n, 0);
-    rows_free(&got);
+    ba_test_rows_free(&got);
   }
   /* Recovery: every complete group, also those after LIVE blocks, and the
    * trailing LIVE rows as each slice's last group: every flushed row. */
@@ -324,11 +281,11 @@ static void test_crashed_writer_journal(void **state) {
   assert_int_equal(ba_store_writer_recovered(w), g.n);
   assert_int_equal(ba_store_writer_close(w), BA_OK);
   for (size_t f = 0; f < NFILTERS; f++) {
-    rows_t got = {0};
+    ba_test_rows_t got = {0};
     ba_query_stats_t st;
     run_on(NULL, dir, g_filters[f], 0, &got, &st, NULL);
     expect_rows(&got, &g, all, g_filters[f]);
-    rows_free(&got);
+    ba_test_rows_free(&got);
   }
   free(all);
   gen_free(&g);
@@ -353,13 +310,13 @@ static void test_finished_after_open(void **state) {
   unsigned char *all = malloc(g.n);
   memset(all, 1, g.n);
   for (size_t f = 0; f < NFILTERS; f++) {
-    rows_t got = {0};
+    ba_test_rows_t got = {0};
     ba_query_stats_t st;
     warns_t wn = {0};
     run_on(s, dir, g_filters[f], 1, &got, &st, &wn);
     expect_rows(&got, &g, all, g_filters[f]);
     assert_int_equal(wn.n, 0);
-    rows_free(&got);
+    ba_test_rows_free(&got);
   }
   ba_store_close(s);
   free(all);
@@ -388,15 +345,16 @@ static void test_finished_during_read(void **state) {
   assert_int_equal(ba_store_writer_append(w, g.r + flushed, g.n - flushed), BA_OK);
   unsigned char *pick = malloc(g.n);
   memset(pick, 1, g.n);
-  rows_t got = {0};
-  got.close_at_first = &w;
+  ba_test_rows_t got = {0};
+  got.before = close_once;
+  got.before_ctx = &w;
   ba_query_stats_t st;
   warns_t wn = {0};
   run_on(NULL, dir, "any", 1, &got, &st, &wn);
   assert_null(w); /* closed by the sink */
   expect_rows(&got, &g, pick, "any");
   assert_int_equal(wn.n, 0);
-  rows_free(&got);
+  ba_test_rows_free(&got);
   /* And with the unflushed rows in the first slice instead: not seen. */
   ba_test_rmtree(dir);
   w = writer(dir, 2);
@@ -409,13 +367,13 @@ static void test_finished_during_read(void **state) {
   assert_int_equal(ba_store_writer_append(w, g.r + split, g.n - split), BA_OK);
   /* the second slice's rows: flushed at the finish, read from its segment */
   memset(pick + split, 0, first - split);
-  got.close_at_first = &w;
-  got.calls = 0;
+  got.before = close_once;
+  got.before_ctx = &w;
   run_on(NULL, dir, "any", 1, &got, &st, &wn);
   assert_null(w);
   expect_rows(&got, &g, pick, "any");
   assert_int_equal(wn.n, 0);
-  rows_free(&got);
+  ba_test_rows_free(&got);
   free(pick);
   gen_free(&g);
   ba_test_rmtree(dir);
@@ -478,13 +436,13 @@ static void test_journal_and_segment(void **state) {
   copy_file(path, cpath); /* now both the journal and its segment */
   unsigned char *all = malloc(g.n);
   memset(all, 1, g.n);
-  rows_t got = {0};
+  ba_test_rows_t got = {0};
   ba_query_stats_t st;
   warns_t wn = {0};
   run_on(s, copy, "any", 1, &got, &st, &wn);
   expect_rows(&got, &g, all, "any");
   assert_int_equal(wn.n, 0);
-  rows_free(&got);
+  ba_test_rows_free(&got);
   ba_store_close(s);
   free(all);
   gen_free(&g);
@@ -519,14 +477,14 @@ static void test_torn_and_damaged(void **state) {
   assert_int_equal(ba_test_write_file(cpath, b, offs[4] + (len - offs[4]) / 2), 0);
   memset(pick, 1, g.n);
   memset(pick + 4 * BR, 0, BR);
-  rows_t got = {0};
+  ba_test_rows_t got = {0};
   ba_query_stats_t st;
   warns_t wn = {0};
   run_on(NULL, copy, "any", 1, &got, &st, &wn);
   expect_rows(&got, &g, pick, "any");
   assert_int_equal(wn.n, 0);
   assert_int_equal(st.segments_damaged, 0);
-  rows_free(&got);
+  ba_test_rows_free(&got);
   /* damaged: a byte inside the second group (complete) */
   b[offs[1] + (offs[2] - offs[1]) / 2] ^= 0x5A;
   assert_int_equal(ba_test_write_file(cpath, b, len), 0);
@@ -537,7 +495,7 @@ static void test_torn_and_damaged(void **state) {
   assert_non_null(strstr(wn.last, name));
   assert_non_null(strstr(wn.last, "row group 1"));
   assert_int_equal(st.segments_damaged, 1);
-  rows_free(&got);
+  ba_test_rows_free(&got);
   free(b);
   free(pick);
   gen_free(&g);
@@ -577,12 +535,12 @@ static void test_multi_store_live(void **state) {
     ba_query_exec_opts_t o;
     ba_query_exec_opts_init(&o);
     o.out_cols = BA_COL_ALL;
-    rows_t got = {0};
+    ba_test_rows_t got = {0};
     ba_query_stats_t qs;
-    assert_int_equal(ba_query_run_multi(q, st, 2, &o, keep, &got, &qs), BA_OK);
+    assert_int_equal(ba_query_run_multi(q, st, 2, &o, ba_test_rows_keep, &got, &qs), BA_OK);
     for (size_t i = 1; i < got.n; i++) assert_true(got.r[i - 1].first_ns <= got.r[i].first_ns);
     expect_rows(&got, &all, pick, g_filters[f]);
-    rows_free(&got);
+    ba_test_rows_free(&got);
     ba_query_free(q);
   }
   ba_store_close(st[0]);

@@ -16,6 +16,7 @@
 #include "bitarc/query.h"
 #include "bitarc/store.h"
 #include "testsupport.h"
+#include "test_rows.h"
 #include "../archive/store_gen.h"
 
 #define NSTORES 3
@@ -24,57 +25,11 @@
    BA_COL_TOS | BA_COL_AS | BA_COL_IF | BA_COL_PACKETS | BA_COL_BYTES | BA_COL_EXPORTER | BA_COL_VLAN |       \
    BA_COL_ICMP | BA_COL_FRAME)
 
-typedef struct rows {
-  ba_record_t *r;
-  uint8_t **frames;
-  size_t n, cap;
-} rows_t;
-
-static int keep(void *ctx, const ba_record_t *recs, size_t n) {
-  rows_t *v = ctx;
-  for (size_t i = 0; i < n; i++) {
-    if (v->n == v->cap) {
-      v->cap = v->cap ? 2 * v->cap : 256;
-      v->r = realloc(v->r, v->cap * sizeof(*v->r));
-      v->frames = realloc(v->frames, v->cap * sizeof(*v->frames));
-    }
-    v->r[v->n] = recs[i];
-    v->frames[v->n] = NULL;
-    if (recs[i].caplen) {  /* frames are borrowed for the call */
-      v->frames[v->n] = malloc(recs[i].caplen);
-      memcpy(v->frames[v->n], recs[i].frame, recs[i].caplen);
-      v->r[v->n].frame = v->frames[v->n];
-    }
-    v->n++;
-  }
-  return 0;
-}
-
-static void rows_free(rows_t *v) {
-  for (size_t i = 0; i < v->n; i++) free(v->frames[i]);
-  free(v->r);
-  free(v->frames);
-  memset(v, 0, sizeof *v);
-}
-
-static int cmp_rec(const void *a, const void *b) {
-  const ba_record_t *x = a, *y = b;
-  if (x->first_ns != y->first_ns) return x->first_ns < y->first_ns ? -1 : 1;
-  if (x->last_ns != y->last_ns) return x->last_ns < y->last_ns ? -1 : 1;
-  int c = memcmp(x->src, y->src, 16);
-  if (!c) c = memcmp(x->dst, y->dst, 16);
-  if (!c) c = (int)x->src_port - (int)y->src_port;
-  if (!c) c = (int)x->dst_port - (int)y->dst_port;
-  if (!c) c = x->bytes < y->bytes ? -1 : x->bytes > y->bytes;
-  if (!c) c = (int)x->kind - (int)y->kind;
-  return c;
-}
-
-static void expect_same_set(rows_t *a, rows_t *b) {
+static void expect_same_set(ba_test_rows_t *a, ba_test_rows_t *b) {
   assert_int_equal(a->n, b->n);
   if (!a->n) return;
-  qsort(a->r, a->n, sizeof(*a->r), cmp_rec);
-  qsort(b->r, b->n, sizeof(*b->r), cmp_rec);
+  qsort(a->r, a->n, sizeof(*a->r), ba_test_rec_cmp);
+  qsort(b->r, b->n, sizeof(*b->r), ba_test_rec_cmp);
   for (size_t i = 0; i < a->n; i++)
     if (!rec_equal(&a->r[i], &b->r[i], MASK)) fail_msg("row %zu of %zu differs", i, a->n);
 }
@@ -127,9 +82,9 @@ static void run_case(const char *filter, uint64_t lo, uint64_t hi, uint64_t limi
   o.out_cols = MASK;
   o.start_ns = lo;
   o.end_ns = hi;
-  rows_t multi = {0}, all = {0}, one = {0}, ref = {0};
+  ba_test_rows_t multi = {0}, all = {0}, one = {0}, ref = {0};
   ba_query_stats_t ms;
-  assert_int_equal(ba_query_run_multi(q, st, NSTORES, &o, keep, &multi, &ms), 0);
+  assert_int_equal(ba_query_run_multi(q, st, NSTORES, &o, ba_test_rows_keep, &multi, &ms), 0);
   assert_int_equal(ms.rows_matched, multi.n);
   for (size_t i = 1; i < multi.n; i++) assert_true(multi.r[i - 1].first_ns <= multi.r[i].first_ns);
   /* the naive reference: every generated record through the filter */
@@ -137,23 +92,23 @@ static void run_case(const char *filter, uint64_t lo, uint64_t hi, uint64_t limi
     for (size_t i = 0; i < g_gen[s].n; i++) {
       const ba_record_t *r = &g_gen[s].r[i];
       if ((lo || hi) && (r->first_ns < lo || r->first_ns >= hi)) continue;
-      if (ba_query_match(q, r)) keep(&ref, r, 1);
+      if (ba_query_match(q, r)) ba_test_rows_keep(&ref, r, 1);
     }
   if (limit) {
     o.limit = limit;
-    assert_int_equal(ba_query_run_multi(q, st, NSTORES, &o, keep, &all, NULL), 0);
+    assert_int_equal(ba_query_run_multi(q, st, NSTORES, &o, ba_test_rows_keep, &all, NULL), 0);
     assert_int_equal(all.n, limit < multi.n ? limit : multi.n);
     for (size_t i = 0; i < all.n; i++) assert_int_equal(all.r[i].first_ns, multi.r[i].first_ns);
   } else {
-    assert_int_equal(ba_query_run(q, st[NSTORES], &o, keep, &one, NULL), 0);
+    assert_int_equal(ba_query_run(q, st[NSTORES], &o, ba_test_rows_keep, &one, NULL), 0);
     expect_same_set(&multi, &one);
     expect_same_set(&multi, &ref);
     assert_true(multi.n > 0);
   }
-  rows_free(&multi);
-  rows_free(&all);
-  rows_free(&one);
-  rows_free(&ref);
+  ba_test_rows_free(&multi);
+  ba_test_rows_free(&all);
+  ba_test_rows_free(&one);
+  ba_test_rows_free(&ref);
   for (int s = 0; s <= NSTORES; s++) ba_store_close(st[s]);
   ba_query_free(q);
 }
@@ -180,9 +135,9 @@ static void test_refuses(void **state) {
   ba_query_exec_opts_t o;
   ba_query_exec_opts_init(&o);
   o.count_only = 1;
-  assert_int_equal(ba_query_run_multi(q, NULL, 0, &o, keep, NULL, NULL), BA_ERR_INVALID);
-  rows_t none = {0};
-  assert_int_equal(ba_query_run_multi(q, NULL, 0, NULL, keep, &none, NULL), 0);  /* no stores, no rows */
+  assert_int_equal(ba_query_run_multi(q, NULL, 0, &o, ba_test_rows_keep, NULL, NULL), BA_ERR_INVALID);
+  ba_test_rows_t none = {0};
+  assert_int_equal(ba_query_run_multi(q, NULL, 0, NULL, ba_test_rows_keep, &none, NULL), 0);  /* no stores, no rows */
   assert_int_equal(none.n, 0);
   ba_query_free(q);
 }
