@@ -22,34 +22,11 @@ typedef struct e24 {
   uint64_t w[3];
 } e24_t;
 #define E_ROW(e) ((uint32_t)(e)->w[2])
+_Static_assert(sizeof(e24_t) == 3 * sizeof(uint64_t), "ba_radix_sort sorts e24_t as three words");
 
-#define RBITS 11
-#define RBUCKETS (1u << RBITS)
-
-/* Stable sort of a[0..n) by bits [lo, hi) of word w (tmp: n elements); 11
- * bits a pass, a pass skipped when every element has the same digit. The
- * result ends in a (copied back after an odd number of passes). */
-static void radix_word(e24_t *a, e24_t *tmp, size_t n, int w, unsigned lo, unsigned hi, size_t *cnt) {
-  if (n == 0) return;
-  e24_t *src = a, *dst = tmp;
-  for (unsigned b = lo; b < hi; b += RBITS) {
-    unsigned width = BA_MIN(RBITS, hi - b);
-    uint64_t mask = (1ull << width) - 1;
-    memset(cnt, 0, RBUCKETS * sizeof *cnt);
-    for (size_t i = 0; i < n; i++) cnt[(src[i].w[w] >> b) & mask]++;
-    if (cnt[(src[0].w[w] >> b) & mask] == n) continue;
-    size_t sum = 0;
-    for (unsigned d = 0; d < RBUCKETS; d++) {
-      size_t c = cnt[d];
-      cnt[d] = sum;
-      sum += c;
-    }
-    for (size_t i = 0; i < n; i++) dst[cnt[(src[i].w[w] >> b) & mask]++] = src[i];
-    e24_t *t = src;
-    src = dst;
-    dst = t;
-  }
-  if (src != a) memcpy(a, src, n * sizeof *a);
+/* ents[0..n) sorted by bits [lo, hi) of word w (stable; tmp: n entries). */
+static void sort_by(e24_t *ents, e24_t *tmp, size_t n, unsigned w, unsigned lo, unsigned hi) {
+  ba_radix_sort(&ents[0].w[0], &tmp[0].w[0], n, 3, w, lo, hi);
 }
 
 uint64_t ba_cluster_morton(uint32_t src_rank, uint32_t dst_rank) {
@@ -96,15 +73,15 @@ static int pass1_sink(void *ctx, const ba_record_t *recs, size_t n) {
 
 /* rank[row] = the mid-rank of each row's address on one side, 32 bits. */
 static int side_ranks(ba_segment_t *seg, uint64_t rows, int dst, e24_t *ents, uint64_t *first, uint32_t *rank,
-                      e24_t *tmp, size_t *cnt, uint64_t *damaged) {
+                      e24_t *tmp, uint64_t *damaged) {
   pass1_t p = {ents, first, 0, rows, dst};
   BA_FORWARD(ba_segment_scan(seg, (dst ? BA_COL_DST : BA_COL_SRC) | (first ? BA_COL_FIRST : 0), pass1_sink, &p,
                              damaged));
   if (*damaged || p.n != rows) return BA_ERR_CORRUPT;
   /* by family, then hi, then lo: least significant first */
-  radix_word(ents, tmp, (size_t)rows, 1, 0, 64, cnt);
-  radix_word(ents, tmp, (size_t)rows, 0, 0, 64, cnt);
-  radix_word(ents, tmp, (size_t)rows, 2, 32, 64, cnt);
+  sort_by(ents, tmp, (size_t)rows, 1, 0, 64);
+  sort_by(ents, tmp, (size_t)rows, 0, 0, 64);
+  sort_by(ents, tmp, (size_t)rows, 2, 32, 64);
   for (uint64_t i = 0; i < rows;) {
     uint64_t j = i + 1;
     while (j < rows && same_addr(&ents[i], &ents[j])) j++;
@@ -122,23 +99,21 @@ int ba_cluster_positions(ba_segment_t *seg, uint64_t rows, uint32_t **pos_out) {
   size_t n = (size_t)(rows ? rows : 1);
   e24_t *ents = ba_malloc(n * sizeof *ents);
   e24_t *tmp = ba_malloc(n * sizeof *tmp);
-  size_t *cnt = ba_malloc(RBUCKETS * sizeof *cnt);
   uint64_t *first = ba_malloc(n * sizeof *first);
   uint32_t *rs = ba_malloc(n * sizeof *rs), *rd = ba_malloc(n * sizeof *rd);
   uint64_t damaged = 0;
-  int rc = ents && tmp && cnt && first && rs && rd ? BA_OK : BA_ERR_NOMEM;
-  if (rc == BA_OK) rc = side_ranks(seg, rows, 0, ents, first, rs, tmp, cnt, &damaged);
-  if (rc == BA_OK) rc = side_ranks(seg, rows, 1, ents, NULL, rd, tmp, cnt, &damaged);
+  int rc = ents && tmp && first && rs && rd ? BA_OK : BA_ERR_NOMEM;
+  if (rc == BA_OK) rc = side_ranks(seg, rows, 0, ents, first, rs, tmp, &damaged);
+  if (rc == BA_OK) rc = side_ranks(seg, rows, 1, ents, NULL, rd, tmp, &damaged);
   if (rc == BA_OK) {
     for (uint64_t r = 0; r < rows; r++) ents[r] = (e24_t){{ba_cluster_morton(rs[r], rd[r]), first[r], r}};
     /* by key, then first time, then row (the entries start in row order; stable) */
-    radix_word(ents, tmp, (size_t)rows, 1, 0, 64, cnt);
-    radix_word(ents, tmp, (size_t)rows, 0, 0, 64, cnt);
+    sort_by(ents, tmp, (size_t)rows, 1, 0, 64);
+    sort_by(ents, tmp, (size_t)rows, 0, 0, 64);
     for (uint64_t i = 0; i < rows; i++) rs[E_ROW(&ents[i])] = (uint32_t)i; /* rs becomes pos */
   }
   ba_free(ents);
   ba_free(tmp);
-  ba_free(cnt);
   ba_free(first);
   ba_free(rd);
   if (rc < 0) {

@@ -77,4 +77,10 @@ int ba_grow(void **buf, size_t *cap, size_t need, size_t elem);
 /* Monotonic clock in nanoseconds (for progress and benchmarks). */
 uint64_t ba_now_ns(void);
 
+/* radix.c: stable LSD radix sort of n elements of `words` 64-bit words each
+ * (a[i * words .. i * words + words)) by bits [lo, hi) of their word w, 11
+ * bits a pass, a pass skipped where every element has the same digit; tmp
+ * holds n elements; the result ends in a. */
+void ba_radix_sort(uint64_t *a, uint64_t *tmp, size_t n, unsigned words, unsigned w, unsigned lo, unsigned hi);
+
 #endif

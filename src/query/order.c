@@ -42,30 +42,7 @@ int tbuf_sink(void *ctx, const ba_record_t *recs, size_t n) {
 typedef struct tkey {
   uint64_t first, i;
 } tkey_t;
-
-/* Stable LSD radix sort of k[0..n) by first (11 bits a pass; a pass where
- * every key has the same digit is skipped); the result ends in k. */
-static void sort_first(tkey_t *k, tkey_t *tmp, size_t n) {
-  enum { BITS = 11, NB = 1 << 11 };
-  size_t cnt[NB];
-  tkey_t *src = k, *dst = tmp;
-  for (unsigned b = 0; b < 64; b += BITS) {
-    memset(cnt, 0, sizeof cnt);
-    for (size_t i = 0; i < n; i++) cnt[(src[i].first >> b) & (NB - 1)]++;
-    if (cnt[(src[0].first >> b) & (NB - 1)] == n) continue;
-    size_t sum = 0;
-    for (unsigned d = 0; d < NB; d++) {
-      size_t c = cnt[d];
-      cnt[d] = sum;
-      sum += c;
-    }
-    for (size_t i = 0; i < n; i++) dst[cnt[(src[i].first >> b) & (NB - 1)]++] = src[i];
-    tkey_t *t = src;
-    src = dst;
-    dst = t;
-  }
-  if (src != k) memcpy(k, src, n * sizeof *k);
-}
+_Static_assert(sizeof(tkey_t) == 2 * sizeof(uint64_t), "ba_radix_sort sorts tkey_t as two words");
 
 int deliver_time_order(runctx_t *run, const ba_record_t *recs, size_t n) {
   if (n == 0) return 0;
@@ -74,7 +51,7 @@ int deliver_time_order(runctx_t *run, const ba_record_t *recs, size_t n) {
   int rc = k && batch ? 0 : BA_ERR_NOMEM;
   if (rc == 0) {
     for (size_t i = 0; i < n; i++) k[i] = (tkey_t){recs[i].first_ns, i};
-    sort_first(k, k + n, n);
+    ba_radix_sort(&k[0].first, &k[n].first, n, 2, 0, 0, 64); /* by first, stable */
   }
   for (size_t i = 0; rc == 0 && i < n; i += 4096) {
     size_t m = BA_MIN(n - i, (size_t)4096);
@@ -157,28 +134,6 @@ static int slab_sink(void *ctx, const ba_record_t *recs, size_t n) {
   return 0;
 }
 
-static void sort_u64(uint64_t *v, uint64_t *tmp, size_t n) {
-  enum { BITS = 11, NB = 1 << 11 };
-  size_t cnt[NB];
-  uint64_t *src = v, *dst = tmp;
-  for (unsigned b = 0; b < 64 && n; b += BITS) {
-    memset(cnt, 0, sizeof cnt);
-    for (size_t i = 0; i < n; i++) cnt[(src[i] >> b) & (NB - 1)]++;
-    if (cnt[(src[0] >> b) & (NB - 1)] == n) continue;
-    size_t sum = 0;
-    for (unsigned d = 0; d < NB; d++) {
-      size_t c = cnt[d];
-      cnt[d] = sum;
-      sum += c;
-    }
-    for (size_t i = 0; i < n; i++) dst[cnt[(src[i] >> b) & (NB - 1)]++] = src[i];
-    uint64_t *t = src;
-    src = dst;
-    dst = t;
-  }
-  if (src != v) memcpy(v, src, n * sizeof *v);
-}
-
 int deliver_clustered(ba_segment_t *seg, const ba_bitmap_t *bm, uint64_t ncand, uint32_t cols, uint32_t block_rows,
                       int threads, runctx_t *run, uint64_t *blocks, uint64_t *damaged) {
   feed_t f = {seg, bm, block_rows, threads, 0, 0};
@@ -194,7 +149,7 @@ int deliver_clustered(ba_segment_t *seg, const ba_bitmap_t *bm, uint64_t ncand, 
     uint64_t *tmp = NULL;
     rc = feed_run(&f, BA_COL_FIRST, firsts_sink, &fs, 1);
     if (rc == 0 && fs.n && !(tmp = ba_malloc(fs.n * sizeof *tmp))) rc = BA_ERR_NOMEM;
-    if (rc == 0) sort_u64(fs.v, tmp, fs.n);
+    if (rc == 0) ba_radix_sort(fs.v, tmp, fs.n, 1, 0, 0, 64);
     ba_free(tmp);
     for (size_t start = 0; rc == 0 && start < fs.n;) {
       size_t end = BA_MIN(start + (size_t)g_order_max, fs.n);

@@ -1,6 +1,8 @@
 /* common/: CRC32C against published check values and a bitwise reference
- * (short and long buffers), little-endian load/store round trips, status strings. */
+ * (short and long buffers), little-endian load/store round trips, status
+ * strings, the radix sort against a naive stable sort. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "testsupport.h"
 #include "common/common.h"
@@ -75,12 +77,64 @@ static void test_strerror(void **state) {
   assert_string_equal(ba_strerror(12345), "unknown error");
 }
 
+/* Naive reference: insertion sort by the digit bits, stable (equal keys keep
+ * their order). */
+static uint64_t field(const uint64_t *e, unsigned w, unsigned lo, unsigned hi) {
+  uint64_t x = e[w] >> lo;
+  return hi - lo == 64 ? x : x & ((1ull << (hi - lo)) - 1);
+}
+
+static void naive_sort(uint64_t *a, size_t n, unsigned words, unsigned w, unsigned lo, unsigned hi) {
+  uint64_t t[4];
+  for (size_t i = 1; i < n; i++) {
+    memcpy(t, a + i * words, words * 8);
+    size_t j = i;
+    while (j > 0 && field(a + (j - 1) * words, w, lo, hi) > field(t, w, lo, hi)) {
+      memcpy(a + j * words, a + (j - 1) * words, words * 8);
+      j--;
+    }
+    memcpy(a + j * words, t, words * 8);
+  }
+}
+
+static void test_radix_sort(void **state) {
+  (void)state;
+  ba_rng_t r;
+  ba_rng_seed(&r, 77);
+  static const unsigned ranges[][2] = {{0, 64}, {32, 64}, {0, 11}, {5, 27}, {60, 64}, {0, 1}};
+  for (unsigned words = 1; words <= 4; words++)
+    for (unsigned w = 0; w < words; w++)
+      for (size_t k = 0; k < sizeof ranges / sizeof ranges[0]; k++)
+        for (int shape = 0; shape < 3; shape++) {
+          size_t n = (size_t)ba_rng_below(&r, 1500);
+          uint64_t *a = malloc((n + 1) * words * 8), *b = malloc((n + 1) * words * 8);
+          uint64_t *tmp = malloc((n + 1) * words * 8);
+          for (size_t i = 0; i < n * words; i++) {
+            uint64_t x = ba_rng_next(&r);
+            if (shape == 1) x &= 0xF0F; /* few distinct digits: skipped passes */
+            if (shape == 2) x = i % words == w ? 42 : x; /* every key equal */
+            a[i] = x;
+          }
+          /* the last word of every element numbers it: equal keys must keep their order */
+          if (words > 1 && w != words - 1)
+            for (size_t i = 0; i < n; i++) a[i * words + words - 1] = i;
+          memcpy(b, a, n * words * 8);
+          ba_radix_sort(a, tmp, n, words, w, ranges[k][0], ranges[k][1]);
+          naive_sort(b, n, words, w, ranges[k][0], ranges[k][1]);
+          if (n) assert_memory_equal(a, b, n * words * 8);
+          free(a);
+          free(b);
+          free(tmp);
+        }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_crc32c_vectors),
     cmocka_unit_test(test_crc32c_differential),
     cmocka_unit_test(test_endian),
     cmocka_unit_test(test_strerror),
+    cmocka_unit_test(test_radix_sort),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
