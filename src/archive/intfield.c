@@ -32,6 +32,7 @@ struct ba_col_scratch {
   uint64_t pkey[PD_SLOTS];
   uint32_t pcnt[PD_SLOTS];
   uint16_t ins[PD_MAX];        /* slots in use */
+  uint16_t rep[PD_MAX];        /* slots whose count reached 2, in that order */
   size_t pnd;                  /* how many (ins[0..pnd)), from the last pdict_plan */
   uint64_t cand[PD_MAX][2];    /* (count, value) of values seen twice or more */
 };
@@ -213,11 +214,33 @@ static void sort_cand(uint64_t (*a)[2], size_t n) {
   if (src != a) memcpy(a, src, n * sizeof *a);
 }
 
+/* The PDICT width b (1..8) and dictionary size that minimise n*b +
+ * dictionary + exceptions (estimated at exc_bits each), from the nc
+ * candidates in x->cand, which it sorts by frequency. Returns the cost in
+ * bits (UINT64_MAX: not worth trying). */
+static uint64_t pdict_best(enc_scratch_t *x, size_t nc, size_t n, unsigned w, unsigned exc_bits, unsigned *b_out,
+                           size_t *k_out) {
+  if (!nc) return UINT64_MAX;
+  sort_cand(x->cand, nc);
+  uint64_t best = UINT64_MAX, covered = 0;
+  size_t k = 0;
+  for (unsigned b = 1; b <= 8; b++) {
+    size_t kb = BA_MIN(((size_t)1 << b) - 1, nc);
+    for (; k < kb; k++) covered += x->cand[k][0];
+    uint64_t cost = (uint64_t)n * b + 8ull * w * kb + (n - covered) * exc_bits;
+    if (cost < best) {
+      best = cost;
+      *b_out = b;
+      *k_out = kb;
+    }
+  }
+  return best;
+}
+
 /* PDICT choice from the counts of nd distinct values (ins[d]: the d-th
- * value's slot in cnt and key, in order of first sight): sorts those seen
- * twice or more by frequency (into x->cand) and picks the index width b
- * (1..8) that minimises n*b + dictionary + exceptions (estimated at
- * exc_bits each). Returns the cost in bits (UINT64_MAX: not worth trying). */
+ * value's slot in cnt and key, in order of first sight): the candidates are
+ * those seen twice or more, at most the 255 most frequent; then
+ * pdict_best. */
 static uint64_t pdict_choose(enc_scratch_t *x, const uint16_t *ins, size_t nd, const uint32_t *cnt,
                              const uint64_t *key, size_t n, unsigned w, unsigned exc_bits, unsigned *b_out,
                              size_t *k_out) {
@@ -237,21 +260,7 @@ static uint64_t pdict_choose(enc_scratch_t *x, const uint16_t *ins, size_t nd, c
     x->cand[nc][1] = key[h];
     nc++;
   }
-  if (!nc) return UINT64_MAX;
-  sort_cand(x->cand, nc);
-  uint64_t best = UINT64_MAX, covered = 0;
-  size_t k = 0;
-  for (unsigned b = 1; b <= 8; b++) {
-    size_t kb = BA_MIN(((size_t)1 << b) - 1, nc);
-    for (; k < kb; k++) covered += x->cand[k][0];
-    uint64_t cost = (uint64_t)n * b + 8ull * w * kb + (n - covered) * exc_bits;
-    if (cost < best) {
-      best = cost;
-      *b_out = b;
-      *k_out = kb;
-    }
-  }
-  return best;
+  return pdict_best(x, nc, n, w, exc_bits, b_out, k_out);
 }
 
 /* PDICT plan of a field with more than DICT_MAX distinct values: counts
@@ -269,12 +278,12 @@ static uint64_t pdict_plan(enc_scratch_t *x, const uint64_t *v, size_t n, unsign
     memset(x->stamp, 0, sizeof x->stamp);
     x->cur = 1;
   }
-  size_t nd = 0;
+  size_t nd = 0, nrep = 0;
   for (size_t i = 0; i < n; i++) {
     size_t h = pd_find(x, v[i]);
     ps[i] = (uint16_t)h;
     if (x->stamp[h] == x->cur) {
-      x->pcnt[h]++;
+      if (++x->pcnt[h] == 2) x->rep[nrep++] = (uint16_t)h;
       continue;
     }
     if (nd == PD_MAX) return UINT64_MAX;
@@ -286,7 +295,15 @@ static uint64_t pdict_plan(enc_scratch_t *x, const uint64_t *v, size_t n, unsign
     x->ins[nd++] = (uint16_t)h;
   }
   x->pnd = nd;
-  return pdict_choose(x, x->ins, nd, x->pcnt, x->pkey, n, w, exc_bits, b_out, k_out);
+  if (nrep > 255) return pdict_choose(x, x->ins, nd, x->pcnt, x->pkey, n, w, exc_bits, b_out, k_out);
+  /* At most 255 values repeat (most rows distinct: times, addresses):
+   * every one is a candidate, as pdict_choose would find after two passes
+   * over all nd values (the sort's order is total, so theirs is too). */
+  for (size_t r = 0; r < nrep; r++) {
+    x->cand[r][0] = x->pcnt[x->rep[r]];
+    x->cand[r][1] = x->pkey[x->rep[r]];
+  }
+  return pdict_best(x, nrep, n, w, exc_bits, b_out, k_out);
 }
 
 /* The k most frequent values of the plan (x->cand), ascending, into dict. */
