@@ -453,8 +453,14 @@ static int dense_finish(ba_idx_dense_t *d, uint64_t rows, ba_idx_attr_t *out) {
     dslot_t *s = &d->slots[v];
     uint64_t left = rows - s->open * G; /* >= 1: the chunk holds a set row */
     unsigned keep = left < G ? (unsigned)left : G;
-    if (s->open > s->done && (rc = ba_bitmap_append_run(s->bm, 0, (s->open - s->done) * G)) < 0) goto fail;
-    if ((rc = ba_bitmap_append_bits(s->bm, s->pending >> (G - keep), keep)) < 0) goto fail;
+    uint64_t gap = s->open - s->done;
+    if (keep == G && gap <= UINT32_MAX) { /* a whole open chunk (most values): one call for gap and chunk */
+      uint32_t g32 = (uint32_t)gap;
+      if ((rc = ba_bitmap_append_groups(s->bm, &g32, &s->pending, 1)) < 0) goto fail;
+    } else {
+      if (gap && (rc = ba_bitmap_append_run(s->bm, 0, gap * G)) < 0) goto fail;
+      if ((rc = ba_bitmap_append_bits(s->bm, s->pending >> (G - keep), keep)) < 0) goto fail;
+    }
     if ((rc = ba_bitmap_finish(s->bm, rows)) < 0) goto fail;
     out->values[k] = v;
     out->bms[k++] = s->bm;
