@@ -25,7 +25,7 @@
  * nrows, u64 nwords, words): the words are then one zstd frame. */
 #define BA_BM_REC_HDR 20u
 #define BA_BM_FLAG_ZSTD 1u
-#define BA_IDXZ_LEVEL 1
+#define BA_IDXZ_LEVEL 1 /* where zstd lacks the literals-only setting ba_idxz_pack uses */
 typedef struct ba_idxz {
   void *cctx;   /* ZSTD_CCtx, made when first needed (decompression: one per thread, idxz.c) */
   uint8_t *buf; /* one packed record */

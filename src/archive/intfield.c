@@ -32,6 +32,7 @@ struct ba_col_scratch {
   uint64_t pkey[PD_SLOTS];
   uint32_t pcnt[PD_SLOTS];
   uint16_t ins[PD_MAX];        /* slots in use */
+  uint16_t rep[PD_MAX];        /* slots whose count reached 2, in that order */
   size_t pnd;                  /* how many (ins[0..pnd)), from the last pdict_plan */
   uint64_t cand[PD_MAX][2];    /* (count, value) of values seen twice or more */
 };
@@ -213,54 +214,12 @@ static void sort_cand(uint64_t (*a)[2], size_t n) {
   if (src != a) memcpy(a, src, n * sizeof *a);
 }
 
-/* PDICT plan: counts the values (gives up past PD_MAX distinct), sorts
- * those seen twice or more by frequency and picks the index width b (1..8)
- * that minimises n*b + dictionary + exceptions (estimated at exc_bits each).
- * Returns the cost in bits (UINT64_MAX: not worth trying). */
-static uint64_t pdict_plan(enc_scratch_t *x, const uint64_t *v, size_t n, unsigned w, unsigned exc_bits,
-                           unsigned *b_out, size_t *k_out) {
-  if (x->pscap < n) {
-    void *q = x->ps;
-    if (ba_grow(&q, &x->pscap, n, sizeof *x->ps) < 0) return UINT64_MAX;
-    x->ps = q;
-  }
-  uint16_t *ps = x->ps; /* each row's slot, for pdict_write (PD_SLOTS <= 65536) */
-  if (++x->cur == 0) { /* stamps wrapped: clear once every 2^32 uses */
-    memset(x->stamp, 0, sizeof x->stamp);
-    x->cur = 1;
-  }
-  size_t nd = 0, nc = 0;
-  for (size_t i = 0; i < n; i++) {
-    size_t h = pd_find(x, v[i]);
-    ps[i] = (uint16_t)h;
-    if (x->stamp[h] == x->cur) {
-      x->pcnt[h]++;
-      continue;
-    }
-    if (nd == PD_MAX) return UINT64_MAX;
-    /* All of the first 256 rows distinct (timestamps): give up early. */
-    if (i == 255 && nd == 255) return UINT64_MAX;
-    x->stamp[h] = x->cur;
-    x->pkey[h] = v[i];
-    x->pcnt[h] = 1;
-    x->ins[nd++] = (uint16_t)h;
-  }
-  x->pnd = nd;
-  /* Only the 255 most frequent can enter the dictionary: find the count
-   * threshold from a histogram, so at most 255 candidates get sorted. */
-  uint32_t hist[256] = {0};
-  for (size_t d = 0; d < nd; d++) hist[BA_MIN(x->pcnt[x->ins[d]], 255u)]++;
-  uint32_t thr = 255, above = 0;
-  while (thr > 2 && above + hist[thr] < 255) above += hist[thr--];
-  uint32_t eq = 0; /* taken with count == thr: up to 255 - above */
-  for (size_t d = 0; d < nd; d++) {
-    size_t h = x->ins[d];
-    uint32_t c = x->pcnt[h];
-    if (c < 2 || c < thr || (c == thr && eq++ >= 255 - above)) continue;
-    x->cand[nc][0] = c;
-    x->cand[nc][1] = x->pkey[h];
-    nc++;
-  }
+/* The PDICT width b (1..8) and dictionary size that minimise n*b +
+ * dictionary + exceptions (estimated at exc_bits each), from the nc
+ * candidates in x->cand, which it sorts by frequency. Returns the cost in
+ * bits (UINT64_MAX: not worth trying). */
+static uint64_t pdict_best(enc_scratch_t *x, size_t nc, size_t n, unsigned w, unsigned exc_bits, unsigned *b_out,
+                           size_t *k_out) {
   if (!nc) return UINT64_MAX;
   sort_cand(x->cand, nc);
   uint64_t best = UINT64_MAX, covered = 0;
@@ -278,16 +237,86 @@ static uint64_t pdict_plan(enc_scratch_t *x, const uint64_t *v, size_t n, unsign
   return best;
 }
 
-/* Writes a PDICT field (plan from pdict_plan) at out; returns its bytes.
- * v is clobbered (the exceptions gathered at its front). */
-static size_t pdict_write(enc_scratch_t *x, uint64_t *v, size_t n, unsigned w, unsigned b, size_t k,
-                          uint8_t *out) {
-  uint64_t dict[256];
+/* PDICT choice from the counts of nd distinct values (ins[d]: the d-th
+ * value's slot in cnt and key, in order of first sight): the candidates are
+ * those seen twice or more, at most the 255 most frequent; then
+ * pdict_best. */
+static uint64_t pdict_choose(enc_scratch_t *x, const uint16_t *ins, size_t nd, const uint32_t *cnt,
+                             const uint64_t *key, size_t n, unsigned w, unsigned exc_bits, unsigned *b_out,
+                             size_t *k_out) {
+  size_t nc = 0;
+  /* Only the 255 most frequent can enter the dictionary: find the count
+   * threshold from a histogram, so at most 255 candidates get sorted. */
+  uint32_t hist[256] = {0};
+  for (size_t d = 0; d < nd; d++) hist[BA_MIN(cnt[ins[d]], 255u)]++;
+  uint32_t thr = 255, above = 0;
+  while (thr > 2 && above + hist[thr] < 255) above += hist[thr--];
+  uint32_t eq = 0; /* taken with count == thr: up to 255 - above */
+  for (size_t d = 0; d < nd; d++) {
+    size_t h = ins[d];
+    uint32_t c = cnt[h];
+    if (c < 2 || c < thr || (c == thr && eq++ >= 255 - above)) continue;
+    x->cand[nc][0] = c;
+    x->cand[nc][1] = key[h];
+    nc++;
+  }
+  return pdict_best(x, nc, n, w, exc_bits, b_out, k_out);
+}
+
+/* PDICT plan of a field with more than DICT_MAX distinct values: counts
+ * them (gives up past PD_MAX distinct), each row's slot into x->ps, then
+ * pdict_choose. */
+static uint64_t pdict_plan(enc_scratch_t *x, const uint64_t *v, size_t n, unsigned w, unsigned exc_bits,
+                           unsigned *b_out, size_t *k_out) {
+  if (x->pscap < n) {
+    void *q = x->ps;
+    if (ba_grow(&q, &x->pscap, n, sizeof *x->ps) < 0) return UINT64_MAX;
+    x->ps = q;
+  }
+  uint16_t *ps = x->ps; /* each row's slot, for pdict_write (PD_SLOTS <= 65536) */
+  if (++x->cur == 0) { /* stamps wrapped: clear once every 2^32 uses */
+    memset(x->stamp, 0, sizeof x->stamp);
+    x->cur = 1;
+  }
+  size_t nd = 0, nrep = 0;
+  for (size_t i = 0; i < n; i++) {
+    size_t h = pd_find(x, v[i]);
+    ps[i] = (uint16_t)h;
+    if (x->stamp[h] == x->cur) {
+      if (++x->pcnt[h] == 2) x->rep[nrep++] = (uint16_t)h;
+      continue;
+    }
+    if (nd == PD_MAX) return UINT64_MAX;
+    /* All of the first 256 rows distinct (timestamps): give up early. */
+    if (i == 255 && nd == 255) return UINT64_MAX;
+    x->stamp[h] = x->cur;
+    x->pkey[h] = v[i];
+    x->pcnt[h] = 1;
+    x->ins[nd++] = (uint16_t)h;
+  }
+  x->pnd = nd;
+  if (nrep > 255) return pdict_choose(x, x->ins, nd, x->pcnt, x->pkey, n, w, exc_bits, b_out, k_out);
+  /* At most 255 values repeat (most rows distinct: times, addresses):
+   * every one is a candidate, as pdict_choose would find after two passes
+   * over all nd values (the sort's order is total, so theirs is too). */
+  for (size_t r = 0; r < nrep; r++) {
+    x->cand[r][0] = x->pcnt[x->rep[r]];
+    x->cand[r][1] = x->pkey[x->rep[r]];
+  }
+  return pdict_best(x, nrep, n, w, exc_bits, b_out, k_out);
+}
+
+/* The k most frequent values of the plan (x->cand), ascending, into dict. */
+static void pdict_dict(const enc_scratch_t *x, size_t k, uint64_t *dict) {
   for (size_t d = 0; d < k; d++) dict[d] = x->cand[d][1];
   sort_u64(dict, k); /* k <= 255 */
-  /* pcnt now: index + 1 of dictionary values, 0 for the others. */
-  for (size_t d = 0; d < x->pnd; d++) x->pcnt[x->ins[d]] = 0;
-  for (size_t d = 0; d < k; d++) x->pcnt[pd_find(x, dict[d])] = (uint32_t)d + 1;
+}
+
+/* Writes a PDICT field of dictionary dict[0..k) at out; row i's index + 1
+ * is (uint8_t)tab[rs[i]] (0: an exception). Returns its bytes. v is
+ * clobbered (the exceptions gathered at its front). */
+static size_t pdict_write(uint64_t *v, size_t n, unsigned w, unsigned b, const uint64_t *dict, size_t k,
+                          const uint16_t *rs, const uint32_t *tab, uint8_t *out) {
   uint8_t *p = out;
   memset(p, 0, BA_COL2_FIELD_HDR); /* emin, the exceptions and their width: after the rows */
   p[0] = XF_PDICT;
@@ -307,7 +336,7 @@ static size_t pdict_write(enc_scratch_t *x, uint64_t *v, size_t n, unsigned w, u
    * first), their range kept with masks. */
   for (size_t i = 0; i < n; i++) {
     uint64_t vi = v[i];
-    uint64_t ix = (uint8_t)x->pcnt[x->ps[i]]; /* the row's slot from pdict_plan, which saw every row */
+    uint64_t ix = (uint8_t)tab[rs[i]]; /* the row's slot from the counting pass, which saw every row */
     uint64_t e = ix == 0, em = 0 - e;
     bitw_put(&bw, (ix - 1) & esc, b);
     uint64_t lo = vi | ~em, hi = vi & em;
@@ -325,6 +354,17 @@ static size_t pdict_write(enc_scratch_t *x, uint64_t *v, size_t n, unsigned w, u
   if (eb)
     for (size_t i = 0; i < ne; i++) bitw_put(&be, v[i] - emin, eb);
   return (size_t)(bitw_end(&be) - out);
+}
+
+/* A PDICT field from pdict_plan's table (x->ps, x->pcnt). */
+static size_t pdict_write_plan(enc_scratch_t *x, uint64_t *v, size_t n, unsigned w, unsigned b, size_t k,
+                               uint8_t *out) {
+  uint64_t dict[256];
+  pdict_dict(x, k, dict);
+  /* pcnt now: index + 1 of dictionary values, 0 for the others. */
+  for (size_t d = 0; d < x->pnd; d++) x->pcnt[x->ins[d]] = 0;
+  for (size_t d = 0; d < k; d++) x->pcnt[pd_find(x, dict[d])] = (uint32_t)d + 1;
+  return pdict_write(v, n, w, b, dict, k, x->ps, x->pcnt, out);
 }
 
 /* PDICT cost in bits from the counts of the nd (<= DICT_MAX) distinct
@@ -626,14 +666,40 @@ static size_t encode2_int(enc_scratch_t *x, uint64_t *v, size_t n, unsigned w, i
       pdict_estimate(key, used, cnt, nd, n, w, b_for) < cost_best) {
     unsigned pb = 0;
     size_t pk = 0;
-    uint64_t pc = pdict_plan(x, v, n, w, b_for, &pb, &pk);
-    if (pc < cost_best) return pdict_write(x, v, n, w, pb, pk, out);
+    if (hs && nd < DICT_MAX) {
+      /* The dictionary pass counted every row and kept its slot: planned
+       * and written from that table, no second counting pass. The same
+       * plan as pdict_plan's (the same counts in the same first-seen
+       * order; nd < DICT_MAX: not every one of the first 256 rows
+       * distinct, where pdict_plan gives up). */
+      uint16_t ins[DICT_MAX];
+      for (size_t d = 0; d < nd; d++) {
+        size_t h = dict_hash(dict[d]);
+        while (key[h] != dict[d]) h = (h + 1) & (DICT_SLOTS - 1);
+        ins[d] = (uint16_t)h;
+      }
+      uint64_t pc = pdict_choose(x, ins, nd, cnt, key, n, w, b_for, &pb, &pk);
+      if (pc < cost_best) {
+        uint64_t pd[256];
+        uint32_t tab[DICT_SLOTS] = {0}; /* slot -> dictionary index + 1 */
+        pdict_dict(x, pk, pd);
+        for (size_t d = 0; d < pk; d++) {
+          size_t h = dict_hash(pd[d]);
+          while (key[h] != pd[d]) h = (h + 1) & (DICT_SLOTS - 1);
+          tab[h] = (uint32_t)d + 1;
+        }
+        return pdict_write(v, n, w, pb, pd, pk, hs, tab, out);
+      }
+    } else {
+      uint64_t pc = pdict_plan(x, v, n, w, b_for, &pb, &pk);
+      if (pc < cost_best) return pdict_write_plan(x, v, n, w, pb, pk, out);
+    }
   }
   if (!dict_ok && b_for >= 6) {
     unsigned pb = 0;
     size_t pk = 0;
     uint64_t pc = pdict_plan(x, v, n, w, b_for, &pb, &pk);
-    if (pc < cost_best) return pdict_write(x, v, n, w, pb, pk, out);
+    if (pc < cost_best) return pdict_write_plan(x, v, n, w, pb, pk, out);
   }
   int method = best < 2 ? XF_FOR : best < 4 ? XF_DELTA : XF_DICT;
   int planes = best == 1 || best == 3;

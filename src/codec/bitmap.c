@@ -38,7 +38,7 @@ void ba_bitmap_free(ba_bitmap_t *bm) {
   if (!bm) return;
   if (bm->ops->cache_free) bm->ops->cache_free(atomic_load(&bm->cache));
   ba_wordvec_free(&bm->vec);
-  ba_free(bm);
+  if (!bm->pooled) ba_free(bm);
 }
 
 int ba_bitmap_clone(const ba_bitmap_t *bm, ba_bitmap_t **out) {
@@ -48,8 +48,10 @@ int ba_bitmap_clone(const ba_bitmap_t *bm, ba_bitmap_t **out) {
   BA_RETURN_IF(!c, BA_ERR_NOMEM);
   memcpy(c, bm, sizeof *c);
   atomic_init(&c->cache, NULL);
+  c->pooled = 0;
   c->vec.w = NULL;
   c->vec.n = c->vec.cap = 0;
+  c->vec.fixed = 0;
   if (bm->vec.n) {
     int rc = ba_wordvec_reserve(&c->vec, bm->vec.n, bm->ops->word_bytes);
     if (rc < 0) {
@@ -262,7 +264,7 @@ int ba_bitmap_from_words(ba_codec_t codec, const void *words, size_t nwords, uin
   BA_RETURN_IF(codec < BA_CODEC_MIN || codec > BA_CODEC_MAX || (nwords && !words), BA_ERR_INVALID);
   const ba_codec_ops_t *ops = ba_codec_ops(codec);
   BA_RETURN_IF(!ops, BA_ERR_UNSUPPORTED);
-  ba_wordvec_t v = {NULL, 0, 0};
+  ba_wordvec_t v = {NULL, 0, 0, 0};
   if (nwords) {
     BA_FORWARD(ba_wordvec_reserve(&v, nwords, ops->word_bytes));
     memcpy(v.w, words, nwords * ops->word_bytes);
@@ -275,7 +277,7 @@ int ba_bitmap_from_words(ba_codec_t codec, const void *words, size_t nwords, uin
 
 int ba_bitmap_adopt_words(ba_codec_t codec, void *words, size_t nwords, uint64_t nrows, ba_bitmap_t **out) {
   const ba_codec_ops_t *ops = codec >= BA_CODEC_MIN && codec <= BA_CODEC_MAX ? ba_codec_ops(codec) : NULL;
-  ba_wordvec_t v = {words, nwords, nwords};
+  ba_wordvec_t v = {words, nwords, nwords, 0};
   int rc = !out || (nwords && !words) ? BA_ERR_INVALID : !ops ? BA_ERR_UNSUPPORTED : BA_OK;
   if (out) *out = NULL;
   if (rc == BA_OK) rc = bm_wrap(ops, &v, nrows, out);
@@ -599,7 +601,7 @@ int ba_bitmap_deserialize(const uint8_t *buf, size_t len, ba_bitmap_t **out, siz
   size_t wb = ops->word_bytes;
   BA_RETURN_IF(nrows > BA_BITMAP_MAX_ROWS, BA_ERR_CORRUPT);
   BA_RETURN_IF(nwords > (len - BM_SER_HDR) / wb, BA_ERR_TRUNCATED);
-  ba_wordvec_t v = {NULL, 0, 0};
+  ba_wordvec_t v = {NULL, 0, 0, 0};
   if (nwords) {
     BA_FORWARD(ba_wordvec_reserve(&v, (size_t)nwords, ops->word_bytes));
     const uint8_t *p = buf + BM_SER_HDR;

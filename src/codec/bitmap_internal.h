@@ -21,6 +21,7 @@ struct ba_bitmap {
   unsigned group;    /* ops->group_bits */
   int run_val;       /* bit-run codecs: value of the open run */
   int finished;
+  int pooled;        /* the struct lives in a bitmap pool (bmpool.c): ba_bitmap_free leaves it */
   /* What a codec's fast paths cache for a finished bitmap (MASC: the query
    * table of masc_qt_table.h, built on the first range selection of a large
    * bitmap), freed by ops->cache_free in ba_bitmap_free; installed with a

@@ -46,12 +46,23 @@ const ba_codec_ops_t *ba_codec_ops(ba_codec_t id) {
 int ba_wordvec_reserve(ba_wordvec_t *v, size_t extra, unsigned word_bytes) {
   if (extra <= v->cap - v->n) return BA_OK;
   BA_RETURN_IF(extra > SIZE_MAX / word_bytes - v->n, BA_ERR_NOMEM);
+  if (v->fixed) { /* out of the pool's room: the words move to the heap */
+    void *p = NULL;
+    size_t cap = v->cap;
+    BA_FORWARD(ba_grow(&p, &cap, v->n + extra, word_bytes));
+    if (v->n) memcpy(p, v->w, v->n * word_bytes);
+    v->w = p;
+    v->cap = cap;
+    v->fixed = 0;
+    return BA_OK;
+  }
   return ba_grow(&v->w, &v->cap, v->n + extra, word_bytes);
 }
 
 void ba_wordvec_free(ba_wordvec_t *v) {
-  ba_free(v->w);
+  if (!v->fixed) ba_free(v->w);
   v->w = NULL;
   v->n = v->cap = 0;
+  v->fixed = 0;
 }
 

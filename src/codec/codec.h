@@ -26,10 +26,13 @@ typedef struct {
   uint8_t kind; /* ba_tok_kind_t */
 } ba_tok_t;
 
-/* Growable vector of words of ops->word_bytes each, host order. */
+/* Growable vector of words of ops->word_bytes each, host order. fixed: w is
+ * not the vector's own (a bitmap pool's room, bmpool.c): never reallocated
+ * or freed; growing past cap moves the words to the heap. */
 typedef struct {
   void *w;
   size_t n, cap;
+  int fixed;
 } ba_wordvec_t;
 
 /* Ensures room for `extra` more words of `word_bytes` each (codec.c). */

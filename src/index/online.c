@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codec/bmpool.h"
 #include "common/common.h"
 #include "index/index.h"
 #include "index/online_dense.h"
@@ -72,6 +73,7 @@ void ba_idx_attr_clear(ba_idx_attr_t *a) {
   for (size_t i = 0; i < a->n; i++) ba_bitmap_free(a->bms[i]);
   ba_free(a->bms);
   ba_free(a->values);
+  ba_bmpool_free(a->pool);
   memset(a, 0, sizeof *a);
 }
 

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codec/bmpool.h"
 #include "common/common.h"
 #include "index/online_dense.h"
 
@@ -56,6 +57,7 @@ struct ba_idx_dense {
   uint32_t *distinct;   /* values present in the batch, in order of first sight */
   size_t ndistinct;
   int failed;           /* an error was returned: the arrays may be inconsistent */
+  ba_bmpool_t *pool;    /* the values' bitmaps (made on first sight); goes to finish's output */
 };
 
 /* Arrays of freed builders kept for the next builder of the same domain (a
@@ -149,6 +151,8 @@ void ba_idx_dense_free(ba_idx_dense_t *d) {
       ba_bitmap_free(d->slots[v].bm);
       d->bits[v / 64] &= ~(UINT64_C(1) << (v % 64));
     }
+  ba_bmpool_free(d->pool); /* after its bitmaps */
+  d->pool = NULL;
   if (d->slots && d->bits && d->cnt && d->distinct && !d->failed) {
     for (size_t j = 0; j < d->ndistinct; j++) d->cnt[d->distinct[j]] = 0; /* an open batch */
     if (spare_put(d)) {
@@ -193,7 +197,8 @@ static int slot_new(ba_idx_dense_t *d, uint32_t v, uint64_t g) {
     d->seen = p;
   }
   dslot_t *s = &d->slots[v];
-  BA_FORWARD(ba_bitmap_create(d->codec, &s->bm));
+  if (!d->pool) BA_FORWARD(ba_bmpool_create(&d->pool));
+  BA_FORWARD(ba_bmpool_bitmap(d->pool, d->codec, &s->bm));
   d->bits[v / 64] |= UINT64_C(1) << (v % 64);
   d->seen[d->nseen++] = v;
   s->open = g;
@@ -448,14 +453,22 @@ static int dense_finish(ba_idx_dense_t *d, uint64_t rows, ba_idx_attr_t *out) {
     dslot_t *s = &d->slots[v];
     uint64_t left = rows - s->open * G; /* >= 1: the chunk holds a set row */
     unsigned keep = left < G ? (unsigned)left : G;
-    if (s->open > s->done && (rc = ba_bitmap_append_run(s->bm, 0, (s->open - s->done) * G)) < 0) goto fail;
-    if ((rc = ba_bitmap_append_bits(s->bm, s->pending >> (G - keep), keep)) < 0) goto fail;
+    uint64_t gap = s->open - s->done;
+    if (keep == G && gap <= UINT32_MAX) { /* a whole open chunk (most values): one call for gap and chunk */
+      uint32_t g32 = (uint32_t)gap;
+      if ((rc = ba_bitmap_append_groups(s->bm, &g32, &s->pending, 1)) < 0) goto fail;
+    } else {
+      if (gap && (rc = ba_bitmap_append_run(s->bm, 0, gap * G)) < 0) goto fail;
+      if ((rc = ba_bitmap_append_bits(s->bm, s->pending >> (G - keep), keep)) < 0) goto fail;
+    }
     if ((rc = ba_bitmap_finish(s->bm, rows)) < 0) goto fail;
     out->values[k] = v;
     out->bms[k++] = s->bm;
     s->bm = NULL;
   }
   out->n = k;
+  out->pool = d->pool; /* every bitmap of the pool is in out */
+  d->pool = NULL;
   return BA_OK;
 fail:
   out->n = k;
