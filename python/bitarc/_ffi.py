@@ -90,6 +90,7 @@ typedef struct ba_store_opts {
   uint32_t olsh_mem_records;
   int threads;
   uint64_t max_segment_rows;
+  int clustered;
 } ba_store_opts_t;
 void ba_store_opts_init(ba_store_opts_t *o);
 typedef struct ba_store_writer ba_store_writer_t;
@@ -131,6 +132,7 @@ typedef struct ba_segment_info {
   uint16_t version_minor;
   uint64_t bytes_archive, bytes_index, bytes_file;
   uint64_t bytes_index_attr[20];
+  uint8_t clustered;
 } ba_segment_info_t;
 int ba_store_open(const char *dir, ba_store_t **out);
 int ba_store_refresh(ba_store_t *s);
