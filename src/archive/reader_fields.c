@@ -106,6 +106,7 @@ int ba_segment_read_fields(ba_segment_t *g, const uint64_t *rows, size_t n, cons
   uint64_t br = g->h.block_rows, bad = 0;
   BA_RETURN_IF(br == 0, BA_ERR_CORRUPT);
   for (size_t i = 0; i < n; i++) BA_RETURN_IF(rows[i] >= g->f.rows || (i && rows[i] <= rows[i - 1]), BA_ERR_INVALID);
+  if (rows && g->h.major >= 3) ba_rd_hint_rows(g, rows, n, p.ids);
   if (g->fldv_n < p.nf) { /* the plan's vectors, then the row list (uint32) */
     ba_free(g->fldv);
     g->fldv_n = 0;

@@ -103,6 +103,23 @@ int ba_rd_col_damaged(ba_segment_t *g, uint32_t gi, int c, int rc);
 /* Decodes columns `need` of group gi into g->recs (1.0/2.0 and whole groups);
  * fields of columns outside `mask` are cleared. */
 int ba_rd_decode_group(ba_segment_t *g, uint32_t gi, uint32_t need, uint32_t mask);
+/* Where column c's block of group ge ends (the next present column's
+ * start, or the group's end). */
+uint32_t ba_rd_col_end(const ba_group_ent_t *ge, unsigned ncols, unsigned c);
+/* Blocks of the needed columns closer than this are read by one pread with
+ * the bytes between them: a pread costs about what copying 12 KB does. */
+#define BA_RD_READ_GAP 12288u
+/* The columns of `need` that group gi holds and the cache does not (bit c),
+ * with end[c] where each block ends; *hi: the furthest end. */
+uint32_t ba_rd_col_todo(const ba_segment_t *g, uint32_t gi, uint32_t need, uint32_t *end, uint32_t *hi);
+/* The runs [runs[k][0], runs[k][1]) of group-relative bytes that read the
+ * blocks of columns todo, neighbours closer than BA_RD_READ_GAP joined;
+ * returns their number (at most ncols). */
+size_t ba_rd_col_runs(const ba_group_ent_t *ge, unsigned ncols, uint32_t todo, const uint32_t *end,
+                      uint32_t runs[][2]);
+/* reader_hint.c: asks the kernel to start reading the blocks of columns
+ * `need` of the groups holding rows[0..n) (ascending). */
+void ba_rd_hint_rows(ba_segment_t *g, const uint64_t *rows, size_t n, uint32_t need);
 /* Column ids holding the ba_col_t fields cols (with META and dependencies);
  * *asked: those asked for. */
 uint32_t ba_rd_cols_needed(const ba_segment_t *g, uint32_t cols, uint32_t *asked);

@@ -58,7 +58,7 @@ int ba_rd_read_col_block(ba_segment_t *g, uint32_t gi, int c, colcache_t *cc) {
 /* End (relative to the group) of the block of present column c: where the
  * next present column's block starts, or the group's end. The table gives
  * it; the block's own header decides what is read from it (col_from_gbuf). */
-static uint32_t col_end(const ba_group_ent_t *ge, unsigned ncols, unsigned c) {
+uint32_t ba_rd_col_end(const ba_group_ent_t *ge, unsigned ncols, unsigned c) {
   for (unsigned d = c + 1; d < ncols; d++)
     if (ge->col_off[d]) return ge->col_off[d];
   return ge->len;
@@ -79,9 +79,38 @@ static int col_from_gbuf(ba_segment_t *g, uint32_t gi, int c, uint32_t end, colc
   return BA_OK;
 }
 
-/* Blocks of the needed columns closer than this are read by one pread with
- * the bytes between them: a pread costs about what copying 12 KB does. */
-#define GROUP_READ_GAP 12288u
+uint32_t ba_rd_col_todo(const ba_segment_t *g, uint32_t gi, uint32_t need, uint32_t *end, uint32_t *hi) {
+  const ba_group_ent_t *ge = &g->groups[gi];
+  uint32_t todo = 0;
+  *hi = 0;
+  for (unsigned c = 0; c < g->ncols; c++) {
+    if (!(need & (1u << c)) || g->cache[c].group == (int64_t)gi) continue;
+    end[c] = ba_rd_col_end(ge, g->ncols, c);
+    if (ge->col_off[c] && end[c] > ge->col_off[c] && end[c] - ge->col_off[c] >= BA_BLK_HDR_BYTES) {
+      todo |= 1u << c;
+      *hi = BA_MAX(*hi, end[c]);
+    }
+  }
+  return todo;
+}
+
+/* In file order (ids ascending = offsets ascending in a well-formed group;
+ * a block out of order starts a run of its own). */
+size_t ba_rd_col_runs(const ba_group_ent_t *ge, unsigned ncols, uint32_t todo, const uint32_t *end,
+                      uint32_t runs[][2]) {
+  size_t nr = 0;
+  for (unsigned c = 0; c < ncols; c++) {
+    if (!(todo & (1u << c))) continue;
+    if (nr && ge->col_off[c] >= runs[nr - 1][1] && ge->col_off[c] - runs[nr - 1][1] <= BA_RD_READ_GAP) {
+      runs[nr - 1][1] = BA_MAX(runs[nr - 1][1], end[c]);
+      continue;
+    }
+    runs[nr][0] = ge->col_off[c];
+    runs[nr][1] = end[c];
+    nr++;
+  }
+  return nr;
+}
 
 /* Loads the columns `need` (column ids) of group gi into the cache, reading
  * runs of neighbouring blocks with one pread each (header and payload
@@ -89,18 +118,8 @@ static int col_from_gbuf(ba_segment_t *g, uint32_t gi, int c, uint32_t end, colc
  * that failed (its error is returned). */
 int ba_rd_load_cols(ba_segment_t *g, uint32_t gi, uint32_t need, int *bad) {
   const ba_group_ent_t *ge = &g->groups[gi];
-  uint32_t todo = 0, lo = UINT32_MAX, hi = 0;
-  uint32_t end[BA_NCOLS_MAX];
-  for (unsigned c = 0; c < g->ncols; c++) {
-    colcache_t *cc = &g->cache[c];
-    if (!(need & (1u << c)) || cc->group == (int64_t)gi) continue;
-    end[c] = col_end(ge, g->ncols, c);
-    if (ge->col_off[c] && end[c] > ge->col_off[c] && end[c] - ge->col_off[c] >= BA_BLK_HDR_BYTES) {
-      todo |= 1u << c;
-      lo = BA_MIN(lo, ge->col_off[c]);
-      hi = BA_MAX(hi, end[c]);
-    }
-  }
+  uint32_t end[BA_NCOLS_MAX], hi;
+  uint32_t todo = ba_rd_col_todo(g, gi, need, end, &hi);
   if (todo) {
     /* The buffer is about to be overwritten: no cached column may point
      * into it any more. */
@@ -117,28 +136,13 @@ int ba_rd_load_cols(ba_segment_t *g, uint32_t gi, uint32_t need, int *bad) {
       for (unsigned c = 0; c < g->ncols; c++)
         if (g->cache[c].in_gbuf) g->cache[c].data = g->gbuf + at[c];
     }
-    /* Runs of blocks in file order (ids ascending = offsets ascending in a
-     * well-formed group; a block out of order starts a run of its own). */
-    uint32_t rs = 0, re = 0;
-    int open = 0;
-    for (unsigned c = 0; c <= g->ncols; c++) {
-      int last = c == g->ncols;
-      if (!last && !(todo & (1u << c))) continue;
-      if (open && !last && ge->col_off[c] >= re && ge->col_off[c] - re <= GROUP_READ_GAP) {
-        re = BA_MAX(re, end[c]);
-        continue;
-      }
-      if (open) {
-        int rc = ba_pread_full(g->fd, g->gbuf + rs, re - rs, ge->off + rs);
-        if (rc < 0) { /* each block of the run is read alone below */
-          for (unsigned d = 0; d < c; d++)
-            if ((todo & (1u << d)) && ge->col_off[d] >= rs && end[d] <= re) todo &= ~(1u << d);
-        }
-      }
-      if (last) break;
-      rs = ge->col_off[c];
-      re = end[c];
-      open = 1;
+    uint32_t runs[BA_NCOLS_MAX][2];
+    size_t nr = ba_rd_col_runs(ge, g->ncols, todo, end, runs);
+    for (size_t k = 0; k < nr; k++) {
+      uint32_t rs = runs[k][0], re = runs[k][1];
+      if (ba_pread_full(g->fd, g->gbuf + rs, re - rs, ge->off + rs) < 0) /* each block of the run is read alone below */
+        for (unsigned d = 0; d < g->ncols; d++)
+          if ((todo & (1u << d)) && ge->col_off[d] >= rs && end[d] <= re) todo &= ~(1u << d);
     }
   }
   for (unsigned c = 0; c < g->ncols; c++) {
@@ -289,6 +293,7 @@ static int read_groups(ba_segment_t *g, const uint64_t *rows, size_t n, uint32_t
     for (size_t i = 0; i < n; i++)
       BA_RETURN_IF(rows[i] >= g->f.rows || (i && rows[i] <= rows[i - 1]), BA_ERR_INVALID);
   }
+  if (rows) ba_rd_hint_rows(g, rows, n, need);
   size_t i = 0;
   uint32_t gi = 0;
   while (rows ? i < n : gi < g->f.ngroups) {
