@@ -17,15 +17,16 @@ enum { BA_CLI_OPT_CLUSTER = 1200, BA_CLI_OPT_CLUSTER_MEMORY };
   {"cluster-memory", required_argument, 0, BA_CLI_OPT_CLUSTER_MEMORY}
 #define BA_CLI_CLUSTER_HELP                                                                             \
   "clustering (rows of one address together, doc/format.md 7.9: selective record output and\n"        \
-  "-s on an address 5-100x faster, a smaller store; as bitarc reindex --cluster):\n"                 \
+  "-s on an address several to 100x faster, a smaller store; as bitarc reindex --cluster):\n"       \
   "      --cluster          cluster each segment after it closes (default: off), in a child\n"     \
   "                         process at idle CPU and I/O priority, one segment at a time, never\n"  \
   "                         delaying ingest; a segment closing while one is being clustered is\n" \
-  "                         skipped (counted in the status and report). Cost, for a 10 M-flow\n"   \
-  "                         segment: ~20 s of otherwise idle CPU and ~1.4 GB peak memory of the\n" \
-  "                         child at the default --cluster-memory\n"                                  \
+  "                         skipped (counted in the status and report; reindex --cluster does\n"  \
+  "                         it later). Cost, for a 10 M-flow segment: ~25 s of otherwise idle\n"  \
+  "                         CPU and ~1.4 GB peak memory of the child at the default\n"            \
+  "                         --cluster-memory (2 M flows: ~5 s)\n"                                  \
   "      --cluster-memory MB records the child holds at once (default 1024, as reindex\n"          \
-  "                         --memory; less means more passes over the segment)\n"
+  "                         --memory; 256: peak ~0.65 GB for 10 M flows, 2-3x the time)\n"
 
 typedef struct ba_cli_cluster {
   int on;
