@@ -42,6 +42,15 @@ int ba_cli_cluster_opt(int opt, const char *arg, ba_cli_cluster_t *c) {
 
 static int str_cmp(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
+/* The store reader's order: slice start (the name's first 20 bytes), then
+ * seg-X, seg-X-1, ..., seg-X-10. */
+static int store_order(const char *a, const char *b) {
+  int k = strncmp(a, b, 20);
+  if (k) return k;
+  size_t la = strlen(a), lb = strlen(b);
+  return la != lb ? (la < lb ? -1 : 1) : strcmp(a, b);
+}
+
 static void names_free(char **v, size_t n) {
   for (size_t i = 0; i < n; i++) free(v[i]);
   free(v);
@@ -172,18 +181,23 @@ void ba_cli_cluster_tick(ba_cli_cluster_t *c, const char *store, uint64_t now_ns
   size_t n;
   if (list_segments(store, &v, &n) != 0) return; /* tried again in a second */
   char line[512];
+  /* The segments closed since the last listing: the first in the store's
+   * order is clustered if the child is free, the others are skipped. */
+  size_t first = n;
+  for (size_t i = 0; i < n; i++)
+    if (!(c->nknown && bsearch(&v[i], c->known, c->nknown, sizeof *c->known, str_cmp)) &&
+        (first == n || store_order(v[i], v[first]) < 0))
+      first = i;
+  if (first < n && c->pid <= 0 && spawn(c, store, v[first]) != 0) {
+    c->failed++;
+    snprintf(line, sizeof line, "warning: cannot start the clustering of %s: %s", v[first], strerror(errno));
+    note(ctx, line);
+  }
   for (size_t i = 0; i < n; i++) {
-    if (c->nknown && bsearch(&v[i], c->known, c->nknown, sizeof *c->known, str_cmp)) continue;
-    /* A segment closed since the last listing. */
-    if (c->pid > 0) {
-      c->skipped++;
-      if (!quiet) {
-        snprintf(line, sizeof line, "cluster: %s skipped: still clustering %s", v[i], c->cur);
-        note(ctx, line);
-      }
-    } else if (spawn(c, store, v[i]) != 0) {
-      c->failed++;
-      snprintf(line, sizeof line, "warning: cannot start the clustering of %s: %s", v[i], strerror(errno));
+    if (i == first || (c->nknown && bsearch(&v[i], c->known, c->nknown, sizeof *c->known, str_cmp))) continue;
+    c->skipped++;
+    if (!quiet) {
+      snprintf(line, sizeof line, "cluster: %s skipped: still clustering %s", v[i], c->cur);
       note(ctx, line);
     }
   }
