@@ -83,7 +83,6 @@ typedef struct upgrade_ctx {
   int cluster;         /* feed the records in cluster order and flag the segment (§7.9) */
   size_t mem_bytes;    /* cluster: records held at once */
   const char *only;    /* cluster: this segment only (NULL: every one) */
-  int found;           /* `only` was listed */
   size_t changed;      /* segments deleted or replaced while they were rewritten (left alone) */
   ba_cluster_note_fn note;
   void *note_ctx;
@@ -178,12 +177,36 @@ static int upgrade_seg(void *ctx, int dirfd, ba_segment_t *seg, const char *name
 /* Segments already clustered are left alone (1: skipped, not counted). */
 static int cluster_seg(void *ctx, int dirfd, ba_segment_t *seg, const char *name, char *err, size_t errcap) {
   upgrade_ctx_t *x = ctx;
-  if (x->only && strcmp(name, x->only)) return 1;
-  x->found = 1;
   ba_segment_info_t in;
   BA_FORWARD(ba_segment_info(seg, &in));
   if (in.clustered) return 1;
   return upgrade_one(x, dirfd, seg, name, err, errcap);
+}
+
+/* x->only alone (a damaged segment elsewhere in the store is none of its
+ * business); BA_ERR_NOT_FOUND if the store has no such segment. */
+static int cluster_only(const char *dir, int dirfd, upgrade_ctx_t *x, size_t *nsegs, char *errbuf, size_t errcap) {
+  ba_store_t *s = NULL;
+  int rc = ba_store_open(dir, &s);
+  if (rc < 0) {
+    snprintf(errbuf, errcap, "%s: %s", dir, ba_strerror(rc));
+    return rc;
+  }
+  size_t i = 0, n = ba_store_segment_count(s);
+  while (i < n && strcmp(ba_store_segment_name(s, i), x->only)) i++;
+  ba_segment_t *seg;
+  if (i == n) {
+    snprintf(errbuf, errcap, "%s: no segment '%s'", dir, x->only);
+    rc = BA_ERR_NOT_FOUND;
+  } else if ((rc = ba_store_segment(s, i, &seg)) < 0) {
+    snprintf(errbuf, errcap, "%s", ba_store_errmsg(s));
+  } else {
+    rc = cluster_seg(x, dirfd, seg, x->only, errbuf, errcap);
+    ba_segment_release(seg);
+    if (rc == BA_OK && nsegs) (*nsegs)++;
+  }
+  ba_store_close(s);
+  return rc < 0 ? rc : BA_OK;
 }
 
 int ba_store_cluster_lock(int dirfd, int *lockfd) {
@@ -229,11 +252,9 @@ static int rewrite_store(const char *dir, upgrade_ctx_t *x, size_t *nsegs, char 
   BA_RETURN_IF(!dir, BA_ERR_INVALID);
   int dirfd, wlockfd, clockfd;
   BA_FORWARD(rewrite_locks(dir, x, &dirfd, &wlockfd, &clockfd, errbuf, errcap));
-  int first = ba_store_each_segment(dir, dirfd, x->cluster ? cluster_seg : upgrade_seg, x, nsegs, errbuf, errcap);
-  if (first == BA_OK && x->only && !x->found) {
-    snprintf(errbuf, errcap, "%s: no segment '%s'", dir, x->only);
-    first = BA_ERR_NOT_FOUND;
-  }
+  int first = x->only ? cluster_only(dir, dirfd, x, nsegs, errbuf, errcap)
+                      : ba_store_each_segment(dir, dirfd, x->cluster ? cluster_seg : upgrade_seg, x, nsegs, errbuf,
+                                              errcap);
   scratch_clear(dirfd, x->scratch);
   unlinkat(dirfd, x->scratch, AT_REMOVEDIR);
   close(clockfd);

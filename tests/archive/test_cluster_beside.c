@@ -409,6 +409,12 @@ static void test_one_segment(void **state) {
   close(fd);
   assert_int_equal(ba_store_cluster_scratch_clear(dir), BA_OK);
   assert_false(exists(dir, ".cluster"));
+  /* A damaged segment elsewhere does not stop the one asked for. */
+  snprintf(p, sizeof p, "%s/seg-20240711T000000Z.bitarc", dir);
+  assert_int_equal(truncate(p, 100), 0);
+  assert_int_equal(ba_store_cluster_segment(dir, "seg-20240711T020000Z.bitarc", 1, 0, NULL, NULL, err, sizeof err),
+                   BA_OK);
+  assert_true(ba_store_cluster_segment(dir, "seg-20240711T000000Z.bitarc", 1, 0, NULL, NULL, err, sizeof err) < 0);
   free(want);
   ba_test_rmtree(dir);
   free(dir);

@@ -73,6 +73,21 @@ verify_clean() {
   [ "$("$B" query -r "$1" --count any)" = "$FLOWS" ] || fail "$1 holds $("$B" query -r "$1" --count any) flows"
 }
 
+# ---------- options ----------
+bad() { # bad EXIT "text the error must name" args...
+  local want=$1 text=$2; shift 2
+  "$B" "$@" > /dev/null 2> "$tmp/err"; local rc=$?
+  [ $rc -eq "$want" ] || fail "bitarc $*: exit $rc, want $want ($(cat "$tmp/err"))"
+  grep -qF -- "$text" "$tmp/err" || fail "bitarc $*: error '$(cat "$tmp/err")' does not name '$text'"
+}
+mkdir -p "$tmp/e"
+bad 2 "--segment goes with --cluster" reindex --store "$tmp/e" --segment seg-x.bitarc
+bad 2 "--idle goes with --cluster" reindex --store "$tmp/e" --codec wah32 --idle
+bad 3 "no segment 'seg-20240711T000000Z.bitarc'" reindex --store "$tmp/e" --cluster --segment seg-20240711T000000Z.bitarc
+bad 2 "--cluster-memory '0'" collect --store "$tmp/e" --listen 127.0.0.1:0 --cluster --cluster-memory 0
+"$B" collect --help | grep -A1 -E -- "^ +--cluster " | grep -q "default: off" || fail "collect --help: --cluster"
+"$B" collect --help | grep -A1 -E -- "^ +--cluster-memory " | grep -q "default 1024" || fail "collect --help: --cluster-memory"
+
 # ---------- A: reindex --cluster while collect writes, queries meanwhile ----------
 start_collect "$tmp/a" --status-every 0
 send "$tmp/aref" 3 &
