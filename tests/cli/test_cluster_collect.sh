@@ -7,7 +7,9 @@
 #  B. `collect --cluster` end to end: segments clustered as they close, the
 #     counts in the report and JSON match the store;
 #  C. the collector's clustering child killed -9 at random moments: the store
-#     verifies clean with every flow, a later reindex --cluster finishes it.
+#     verifies clean with every flow, a later reindex --cluster finishes it;
+#  D. the collector itself killed -9 while its child clusters: the child
+#     finishes alone without changing the flows, the store verifies clean.
 # Flows: bench_query_gen as NetFlow v5 over loopback, the same flows written
 # straight to a reference store.
 set -u
@@ -169,4 +171,29 @@ verify_clean "$tmp/c"
 verify_clean "$tmp/c"
 same_answers "$tmp/c" "$tmp/cref"
 echo "C: $kills clustering children killed -9 ($line)"
+# ---------- D: the collector killed -9 while its child clusters ----------
+start_collect "$tmp/d" --cluster --status-every 0 --sync-every 1s
+"$GEN" --flows $FLOWS --hours 2 --nf-port "$cport" --pps 300 --seed 6 > /dev/null &
+gpid=$!
+bg="$gpid"
+child=""
+for _ in $(seq 1 300); do
+  child=$(pgrep -P "$cpid" | head -1)
+  [ -n "$child" ] && break
+  sleep 0.05
+done
+[ -n "$child" ] || fail "no clustering child seen"
+kill -9 "$cpid"; wait "$cpid" 2>/dev/null; cpid=""
+kill "$gpid" 2>/dev/null; wait "$gpid" 2>/dev/null; bg=""
+before=$("$B" query -r "$tmp/d" --count any)
+for _ in $(seq 1 600); do kill -0 "$child" 2>/dev/null || break; sleep 0.1; done
+kill -0 "$child" 2>/dev/null && fail "the orphaned clustering child did not finish"
+after=$("$B" query -r "$tmp/d" --count any)
+[ "$before" = "$after" ] || fail "the orphaned child changed the flows: $before before, $after after"
+[ -e "$tmp/d/.cluster" ] && fail "the orphaned child left its scratch: $(ls -a "$tmp/d/.cluster")"
+"$B" verify --store "$tmp/d" --recover > "$tmp/v" 2>&1 || fail "verify --recover after the kill: $(tail -3 "$tmp/v")"
+grep -q " 0 damaged, 0 damaged blocks" "$tmp/v" || fail "verify after the kill: $(tail -1 "$tmp/v")"
+"$B" reindex --store "$tmp/d" --cluster -q || fail "reindex --cluster after the kill"
+[ "$("$B" query -r "$tmp/d" --count any)" -ge "$after" ] || fail "flows lost by the reindex after the kill"
+echo "D: collector killed -9 while clustering; its child finished alone, $after flows before and after"
 echo "PASS: clustering beside collect"
