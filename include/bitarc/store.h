@@ -348,15 +348,26 @@ int ba_store_upgrade(const char *dir, int threads, size_t *nsegs, char *errbuf, 
 /* Rewrites every segment of the store that is not yet clustered in address-
  * cluster order (doc/format.md §7.9: rows sorted by the Morton key of their
  * source and destination address ranks), each replacing the old one
- * atomically through the scratch directory of ba_store_upgrade (crash-safe;
- * segments older than 3.2 come out as 3.2). Takes the writer lock
- * (BA_ERR_BUSY while a writer runs), so only closed segments are touched.
- * mem_bytes bounds the records held at once (0 = 1 GiB; more passes over a
- * segment when smaller); note (may be NULL) receives progress lines. A
- * damaged segment is left as it is (error in errbuf). *nsegs (may be NULL)
- * counts clustered segments. */
+ * atomically through a scratch directory DIR/.cluster (crash-safe: a reader
+ * sees the old file or the new one; segments older than 3.2 come out as
+ * 3.2). Runs beside a writer (a collector): only complete segments are
+ * touched, never the slices being written (journals); takes DIR/.cluster.lock
+ * (BA_ERR_BUSY while another clustering, upgrade or reindex runs) and, for
+ * the moment of each swap, the expire lock; a segment deleted or replaced
+ * while it was rewritten is left alone. mem_bytes bounds the records held at
+ * once (0 = 1 GiB; more passes over a segment when smaller); note (may be
+ * NULL) receives progress lines. A damaged segment is left as it is (error
+ * in errbuf). *nsegs (may be NULL) counts clustered segments. */
 int ba_store_cluster(const char *dir, int threads, size_t mem_bytes, void (*note)(void *ctx, const char *msg),
                      void *note_ctx, size_t *nsegs, char *errbuf, size_t errcap);
+/* The same for one segment (its file name in DIR): BA_OK when it was
+ * clustered, 1 when nothing was done (already clustered, or deleted or
+ * replaced meanwhile), BA_ERR_NOT_FOUND when the store has no such segment. */
+int ba_store_cluster_segment(const char *dir, const char *name, int threads, size_t mem_bytes,
+                             void (*note)(void *ctx, const char *msg), void *note_ctx, char *errbuf, size_t errcap);
+/* Empties DIR/.cluster, what a killed clustering left (BA_ERR_BUSY while a
+ * clustering runs: nothing done). */
+int ba_store_cluster_scratch_clear(const char *dir);
 /* ---------- retention (nfexpire's job) ---------- */
 typedef enum ba_expire_reason { BA_EXPIRE_AGE = 1, BA_EXPIRE_SIZE = 2 } ba_expire_reason_t;
 typedef struct ba_expire_item {

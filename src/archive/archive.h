@@ -257,6 +257,15 @@ int ba_name_ends_with(const char *s, const char *suffix);
  * exclusive, not waiting: BA_ERR_BUSY while a writer runs). */
 int ba_store_lock(const char *dir, int *dirfd, int *lockfd, char *errbuf, size_t errcap);
 
+/* The expire lock (DIR/.expire.lock, flock exclusive): held by
+ * ba_store_expire while it lists and deletes, and by a clustering for the
+ * moment it swaps a segment. Waits up to wait_ms (BA_ERR_BUSY after). */
+int ba_store_expire_lock(int dirfd, int wait_ms, int *lockfd);
+/* The cluster lock (DIR/.cluster.lock, flock exclusive, not waiting:
+ * BA_ERR_BUSY): one rewrite of segments beside a writer at a time; the
+ * writer-locked rewrites (upgrade, reindex) take it too. */
+int ba_store_cluster_lock(int dirfd, int *lockfd);
+
 /* Calls fn for each segment of the store (the caller holds its lock; dirfd is
  * the store directory). fn returns BA_OK (counted in *nsegs), a positive value
  * (skipped) or an error (its text in err); a segment that cannot be opened is

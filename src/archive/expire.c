@@ -168,14 +168,30 @@ static int delete_chosen(int dirfd, listing_t *l, const ba_expire_opts_t *o, ba_
   return rc;
 }
 
-/* The expire lock: one expire at a time per store (not the writer's lock). */
-static int take_lock(int dirfd, const char *dir, int *lockfd, char *err, size_t errcap) {
+int ba_store_expire_lock(int dirfd, int wait_ms, int *lockfd) {
   *lockfd = openat(dirfd, ".expire.lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (*lockfd < 0)
-    return eerr(err, errcap, BA_ERR_IO, "%s/.expire.lock: %s", dir, strerror(errno));
-  if (flock(*lockfd, LOCK_EX | LOCK_NB) != 0)
-    return eerr(err, errcap, errno == EWOULDBLOCK ? BA_ERR_BUSY : BA_ERR_IO,
-                "%s: another expire is running on this store", dir);
+  if (*lockfd < 0) return BA_ERR_IO;
+  for (int waited = 0;; waited += 10) {
+    if (flock(*lockfd, LOCK_EX | LOCK_NB) == 0) return BA_OK;
+    if (errno != EWOULDBLOCK || waited >= wait_ms) break;
+    struct timespec ts = {0, 10 * 1000000L};
+    nanosleep(&ts, NULL);
+  }
+  int e = errno, rc = e == EWOULDBLOCK ? BA_ERR_BUSY : BA_ERR_IO;
+  close(*lockfd);
+  *lockfd = -1;
+  errno = e;
+  return rc;
+}
+
+/* The expire lock: one expire at a time per store (not the writer's lock).
+ * A clustering (upgrade.c) holds it for a moment at each segment it swaps:
+ * waited for, up to LOCK_WAIT_MS. */
+#define LOCK_WAIT_MS 2000
+static int take_lock(int dirfd, const char *dir, int *lockfd, char *err, size_t errcap) {
+  int rc = ba_store_expire_lock(dirfd, LOCK_WAIT_MS, lockfd);
+  if (rc == BA_ERR_BUSY) return eerr(err, errcap, rc, "%s: another expire is running on this store", dir);
+  if (rc < 0) return eerr(err, errcap, rc, "%s/.expire.lock: %s", dir, strerror(errno));
   return BA_OK;
 }
 

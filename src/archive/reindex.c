@@ -241,10 +241,19 @@ int ba_store_reindex(const char *dir, ba_codec_t codec, const char *device, int 
              rc == BA_ERR_NODEVICE ? "not built" : "unknown");
     return rc;
   }
-  int dirfd, lockfd;
+  int dirfd, lockfd, clockfd;
   BA_FORWARD(ba_store_lock(dir, &dirfd, &lockfd, errbuf, errcap));
+  /* Not while a clustering (which runs beside writers) rewrites segments. */
+  if ((rc = ba_store_cluster_lock(dirfd, &clockfd)) < 0) {
+    snprintf(errbuf, errcap, "%s: %s", dir, rc == BA_ERR_BUSY ? "a clustering (reindex --cluster) is running on it"
+                                                              : "cannot open .cluster.lock");
+    close(lockfd);
+    close(dirfd);
+    return rc;
+  }
   reindex_ctx_t rx = {codec, device, threads};
   int first = ba_store_each_segment(dir, dirfd, reindex_seg, &rx, nsegs, errbuf, errcap);
+  close(clockfd);
   close(lockfd);
   close(dirfd);
   return first;

@@ -13,6 +13,7 @@
 #include "bitarc/ingest.h"
 #include "bitarc/store.h"
 #include "cli/cli.h"
+#include "cli/collect_cluster.h"
 #include "cli/collect_report.h"
 #include "cli/collect_retention.h"
 
@@ -81,6 +82,7 @@ static void usage(FILE *f) {
           "  -h, --help             this text\n"
           "%s"
           "%s"
+          "%s"
           "\n"
           "examples:\n"
           "  bitarc collect --store /var/lib/bitarc/flows --listen 0.0.0.0:2055 --listen 0.0.0.0:4739\n"
@@ -88,9 +90,10 @@ static void usage(FILE *f) {
           "  bitarc collect --store st --listen 0.0.0.0:4739 --listen tcp:0.0.0.0:4739\n"
           "  softflowd -r trace.pcap -n 127.0.0.1:2055 -v 10 & bitarc collect --store st --duration 30s\n"
           "  bitarc collect --store /var/lib/bitarc/flows --listen 0.0.0.0:2055 --max-age 30d --max-size 500G\n"
+          "  bitarc collect --store /var/lib/bitarc/flows --listen 0.0.0.0:2055 --cluster\n"
           "\n"
           "Byte sizes accept K, M, G. Durations accept s, m, h, d.\n",
-          BA_COLLECTOR_MAX_SOCKETS, BA_CLI_STORE_HELP, BA_CLI_RETENTION_HELP);
+          BA_COLLECTOR_MAX_SOCKETS, BA_CLI_STORE_HELP, BA_CLI_RETENTION_HELP, BA_CLI_CLUSTER_HELP);
 }
 
 static volatile sig_atomic_t g_stop, g_hup;
@@ -146,6 +149,7 @@ typedef struct copts {
   uint64_t live_ns; /* --live-every */
   int quiet, json;
   ba_cli_retention_t ret; /* --max-age, --max-size, --expire-every */
+  ba_cli_cluster_t cl;    /* --cluster, --cluster-memory */
 } copts_t;
 
 enum {
@@ -172,6 +176,7 @@ static const struct option g_lo[] = {{"store", required_argument, 0, 'w'},
                                      {"help", no_argument, 0, 'h'},
                                      BA_CLI_STORE_LONGOPTS,
                                      BA_CLI_RETENTION_LONGOPTS,
+                                     BA_CLI_CLUSTER_LONGOPTS,
                                      {0, 0, 0, 0}};
 
 /* Name of an option for messages ("--queue", "-q"). */
@@ -280,6 +285,9 @@ static int parse_args(int argc, char **argv, copts_t *o) {
     case '?': usage(stderr); return 2;
     case BA_CLI_OPT_MAX_AGE: case BA_CLI_OPT_MAX_SIZE: case BA_CLI_OPT_EXPIRE_EVERY:
       if (ba_cli_retention_opt(c, optarg, &o->ret)) return 2;
+      break;
+    case BA_CLI_OPT_CLUSTER: case BA_CLI_OPT_CLUSTER_MEMORY:
+      if (ba_cli_cluster_opt(c, optarg, &o->cl)) return 2;
       break;
     default:
       if (ba_cli_store_opt("collect", c, optarg, &o->so)) return 2;
@@ -390,9 +398,19 @@ static void live_counts(run_t *r) {
   if (r->cs.w) ba_store_writer_live_stats(r->cs.w, &r->live_blocks, &r->live_bytes);
 }
 
+/* collect --cluster's counts into s. */
+static void cluster_counts(const run_t *r, ba_coll_snap_t *s) {
+  const ba_cli_cluster_t *c = &r->o->cl;
+  s->cluster_on = c->on;
+  s->clustered = c->clustered;
+  s->cluster_skipped = c->skipped;
+  s->cluster_failed = c->failed;
+}
+
 static void write_stats(run_t *r, int final) {
   ba_coll_snap_t s;
   ba_coll_snap_take(r->coll, r->cs.stored, run_secs(r), 1, &s, &r->sf_prev, &r->sf_secs);
+  cluster_counts(r, &s);
   live_counts(r);
   s.live_blocks = r->live_blocks;
   s.live_bytes = r->live_bytes;
@@ -416,6 +434,7 @@ static void write_stats(run_t *r, int final) {
 static void status(run_t *r) {
   ba_coll_snap_t s;
   ba_coll_snap_take(r->coll, r->cs.stored, run_secs(r), 0, &s, &r->st_prev, &r->st_secs);
+  cluster_counts(r, &s);
   ba_coll_status_line(r->log, &s);
 }
 
@@ -473,6 +492,8 @@ static int collect_loop(run_t *r) {
       last_stats = now;
     }
     ba_cli_retention_tick(&r->o->ret, o->store, now, o->quiet, retention_note, r);
+    r->o->cl.log_fd = fileno(r->log);
+    ba_cli_cluster_tick(&r->o->cl, o->store, now, o->quiet, retention_note, r);
     if (o->duration && now - r->t0 >= (uint64_t)o->duration * 1000000000ull) break;
   }
   return 0;
@@ -497,6 +518,11 @@ int ba_cmd_collect(int argc, char **argv) {
     if (r.log != stderr) fclose(r.log);
     return 2;
   }
+  if (ba_cli_cluster_begin(&o.cl, o.store)) {
+    ba_cli_writer_close("collect", o.store, &r.cs.w);
+    if (r.log != stderr) fclose(r.log);
+    return 2;
+  }
   char err[256];
   int rc = ba_collector_start(&o.co, &r.coll, err, sizeof(err));
   if (rc) {
@@ -515,6 +541,7 @@ int ba_cmd_collect(int argc, char **argv) {
     ba_cli_err("collect", "store '%s' refused records: %s", o.store, ba_strerror(rc));
     status_rc = 2;
   }
+  ba_cli_cluster_end(&o.cl, o.store, o.quiet, retention_note, &r);
   live_counts(&r);
   if (ba_cli_writer_close("collect", o.store, &r.cs.w)) status_rc = 2;
   ba_coll_snap_t s;
@@ -522,6 +549,7 @@ int ba_cmd_collect(int argc, char **argv) {
   double p1 = 0;
   ba_coll_snap_take(r.coll, r.cs.stored, run_secs(&r), 1, &s, &p0, &p1); /* rate: the whole run's */
   s.final = 1;
+  cluster_counts(&r, &s);
   s.live_blocks = r.live_blocks;
   s.live_bytes = r.live_bytes;
   if (o.json) ba_coll_report_json(stdout, &s);

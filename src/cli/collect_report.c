@@ -85,8 +85,12 @@ void ba_coll_status_line(FILE *f, const ba_coll_snap_t *s) {
           s->secs, s->rate, s->stored, fill, q, cap, peak, s->st.queue_dropped);
   if (s->st.kernel_drops < 0) fprintf(f, "unknown");
   else fprintf(f, "%" PRId64 " datagrams", s->st.kernel_drops);
-  fprintf(f, ", decoder %" PRIu64 ", store %" PRIu64 "; rss %s\n", decoder_drops(&s->st.counts),
+  fprintf(f, ", decoder %" PRIu64 ", store %" PRIu64 "; rss %s", decoder_drops(&s->st.counts),
           s->st.counts.dropped[BA_DROP_STORE], rss);
+  if (s->cluster_on)
+    fprintf(f, "; segments clustered %" PRIu64 ", skipped %" PRIu64 ", failed %" PRIu64, s->clustered,
+            s->cluster_skipped, s->cluster_failed);
+  fputc('\n', f);
   fflush(f);
 }
 
@@ -140,6 +144,9 @@ void ba_coll_report_text(FILE *f, const ba_coll_snap_t *s) {
     ba_coll_fmt_bytes(lb, sizeof(lb), s->live_bytes);
     fprintf(f, "  live queries: %" PRIu64 " LIVE blocks written (%s)\n", s->live_blocks, lb);
   }
+  if (s->cluster_on)
+    fprintf(f, "  clustering: %" PRIu64 " segments clustered, %" PRIu64 " skipped (closed while another was being "
+            "clustered, or expired), %" PRIu64 " failed\n", s->clustered, s->cluster_skipped, s->cluster_failed);
   ba_cli_print_templates(f, s->tp, s->ntp);
   fflush(f);
 }
@@ -190,8 +197,11 @@ void ba_coll_report_json(FILE *f, const ba_coll_snap_t *s) {
   }
   fprintf(f, "],\"stop\":{\"drained\":%" PRIu64 ",\"dropped\":%" PRIu64 ",\"seconds\":%.3f}", s->st.stop_drained,
           s->st.stop_dropped, s->st.stop_drain_s);
-  fprintf(f, ",\"live\":{\"blocks\":%" PRIu64 ",\"bytes\":%" PRIu64 "},\"templates\":[", s->live_blocks,
-          s->live_bytes);
+  fprintf(f, ",\"live\":{\"blocks\":%" PRIu64 ",\"bytes\":%" PRIu64 "}", s->live_blocks, s->live_bytes);
+  if (s->cluster_on)
+    fprintf(f, ",\"cluster\":{\"clustered\":%" PRIu64 ",\"skipped\":%" PRIu64 ",\"failed\":%" PRIu64 "}",
+            s->clustered, s->cluster_skipped, s->cluster_failed);
+  fprintf(f, ",\"templates\":[");
   ba_cli_json_templates(f, s->tp, s->ntp);
   fprintf(f, "]}\n");
 }

@@ -17,6 +17,8 @@ typedef struct ba_coll_snap {
   uint64_t rss_bytes;      /* resident memory of the process (0 if unknown) */
   int final;               /* the collector has stopped */
   uint64_t live_blocks, live_bytes; /* LIVE blocks written for live queries (set by the caller) */
+  int cluster_on;                   /* collect --cluster (set by the caller, as the three counts) */
+  uint64_t clustered, cluster_skipped, cluster_failed;
   ba_collector_stats_t st;
   ba_collector_socket_t so[BA_COLLECTOR_MAX_SOCKETS];
   size_t nso;
