@@ -18,6 +18,13 @@ int tbuf_reserve(tbuf_t *b, uint64_t n) {
   /* Hundreds of MB for a broad query: 2 MB pages fault 512x less often. */
   uintptr_t a = ((uintptr_t)b->recs + 4095) & ~(uintptr_t)4095, e = (uintptr_t)(b->recs + b->cap) & ~(uintptr_t)4095;
   if (e > a + (2u << 20)) madvise((void *)a, e - a, MADV_HUGEPAGE);
+#ifdef MADV_POPULATE_WRITE
+  /* The n records' pages in one call rather than a page fault each (a
+   * third of a selective csv query's time on 10 M flows); an older kernel
+   * refuses it and the pages fault in as before. */
+  uintptr_t u = (uintptr_t)(b->recs + n) & ~(uintptr_t)4095;
+  if (u > a) madvise((void *)a, u - a, MADV_POPULATE_WRITE);
+#endif
   return 0;
 }
 
@@ -44,17 +51,21 @@ typedef struct tkey {
 } tkey_t;
 _Static_assert(sizeof(tkey_t) == 2 * sizeof(uint64_t), "ba_radix_sort sorts tkey_t as two words");
 
+/* Records handed to run_sink at once: small enough to stay in the cache and
+ * on the heap's reused pages (4,096, 1.4 MB, cost a page fault per 4 KB). */
+#define ORDER_BATCH 256
+
 int deliver_time_order(runctx_t *run, const ba_record_t *recs, size_t n) {
   if (n == 0) return 0;
   tkey_t *k = ba_malloc(2 * n * sizeof *k);
-  ba_record_t *batch = ba_malloc(BA_MIN(n, (size_t)4096) * sizeof *batch);
+  ba_record_t *batch = ba_malloc(BA_MIN(n, (size_t)ORDER_BATCH) * sizeof *batch);
   int rc = k && batch ? 0 : BA_ERR_NOMEM;
   if (rc == 0) {
     for (size_t i = 0; i < n; i++) k[i] = (tkey_t){recs[i].first_ns, i};
     ba_radix_sort(&k[0].first, &k[n].first, n, 2, 0, 0, 64); /* by first, stable */
   }
-  for (size_t i = 0; rc == 0 && i < n; i += 4096) {
-    size_t m = BA_MIN(n - i, (size_t)4096);
+  for (size_t i = 0; rc == 0 && i < n; i += ORDER_BATCH) {
+    size_t m = BA_MIN(n - i, (size_t)ORDER_BATCH);
     for (size_t j = 0; j < m; j++) {
       if (i + j + 8 < n) __builtin_prefetch(&recs[k[i + j + 8].i]); /* the gather misses the cache */
       batch[j] = recs[k[i + j].i];
