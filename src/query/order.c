@@ -12,48 +12,109 @@
 
 #include "query/plan_int.h"
 
-int tbuf_reserve(tbuf_t *b, uint64_t n) {
-  if (n <= b->cap || n > ((size_t)1 << 40) / sizeof *b->recs) return 0;
-  BA_FORWARD(ba_grow((void **)&b->recs, &b->cap, (size_t)n, sizeof *b->recs));
-  /* Hundreds of MB for a broad query: 2 MB pages fault 512x less often. */
-  uintptr_t a = ((uintptr_t)b->recs + 4095) & ~(uintptr_t)4095, e = (uintptr_t)(b->recs + b->cap) & ~(uintptr_t)4095;
-  if (e > a + (2u << 20)) madvise((void *)a, e - a, MADV_HUGEPAGE);
+/* Records are held packed: a ba_record_t is 43 words, of which a flow
+ * fills a dozen or so (IPv4 addresses in 16 bytes, MACs, MPLS, NAT and most
+ * extended fields zero), so a mask of the non-zero words and those words
+ * take about a third of the bytes. A broad query holds hundreds of MB of
+ * records: the kernel zeroes every fresh page before it is written, then the
+ * sort gathers them again, and on this memory those passes cost more than
+ * packing (measured in bench/RESULTS.md). */
+#define REC_WORDS (sizeof(ba_record_t) / 8)
+_Static_assert(sizeof(ba_record_t) % 8 == 0 && sizeof(ba_record_t) / 8 <= 64, "a record packs as <= 64 words");
+#define PACK_MAX (8 + sizeof(ba_record_t)) /* the most one record packs to */
+
+static size_t rec_pack(const ba_record_t *r, uint8_t *d) {
+  uint64_t w[REC_WORDS], mask = 0;
+  memcpy(w, r, sizeof w);
+  uint8_t *p = d + 8;
+  for (unsigned k = 0; k < REC_WORDS; k++) {
+    memcpy(p, &w[k], 8); /* written always, kept when non-zero */
+    uint64_t nz = w[k] != 0;
+    mask |= nz << k;
+    p += 8 * nz;
+  }
+  memcpy(d, &mask, 8);
+  return (size_t)(p - d);
+}
+
+static void rec_unpack(const uint8_t *s, ba_record_t *r) {
+  uint64_t w[REC_WORDS] = {0}, mask;
+  memcpy(&mask, s, 8);
+  s += 8;
+  for (; mask; mask &= mask - 1, s += 8) memcpy(&w[__builtin_ctzll(mask)], s, 8); /* the non-zero words */
+  memcpy(r, w, sizeof w);
+}
+
+/* Backs pk[0, need) with pages ahead of use: one madvise per MB rather
+ * than a page fault per 4 KB (a third of a selective csv query on 10 M
+ * flows); 2 MB pages where the kernel allows them for large buffers. An
+ * older kernel refuses MADV_POPULATE_WRITE and the pages fault in. */
+static void pk_populate(tbuf_t *b, size_t need) {
+  if (need <= b->pop) return;
+  uintptr_t base = (uintptr_t)b->pk, a = (base + b->pop + 4095) & ~(uintptr_t)4095;
+  size_t want = BA_MIN(b->pcap, BA_MAX(need, b->pop + ((size_t)1 << 20)));
+  uintptr_t e = (base + want) & ~(uintptr_t)4095;
+  if (b->pop == 0 && b->pcap >= (4u << 20)) {
+    uintptr_t h = (base + 4095) & ~(uintptr_t)4095, he = (base + b->pcap) & ~(uintptr_t)4095;
+    madvise((void *)h, he - h, MADV_HUGEPAGE);
+  }
 #ifdef MADV_POPULATE_WRITE
-  /* The n records' pages in one call rather than a page fault each (a
-   * third of a selective csv query's time on 10 M flows); an older kernel
-   * refuses it and the pages fault in as before. */
-  uintptr_t u = (uintptr_t)(b->recs + n) & ~(uintptr_t)4095;
-  if (u > a) madvise((void *)a, u - a, MADV_POPULATE_WRITE);
+  if (e > a) madvise((void *)a, e - a, MADV_POPULATE_WRITE);
 #endif
+  b->pop = want;
+}
+
+static int pk_grow(tbuf_t *b, size_t need) {
+  if (need > b->pcap) {
+    uint8_t *old = b->pk;
+    BA_FORWARD(ba_grow((void **)&b->pk, &b->pcap, need, 1));
+    if (b->pk != old) b->pop = 0; /* moved: its pages are as the allocator left them */
+  }
+  pk_populate(b, need);
   return 0;
+}
+
+int tbuf_reserve(tbuf_t *b, uint64_t n) {
+  if (n > ((size_t)1 << 40) / sizeof(ba_record_t)) return 0;
+  if (2 * n > b->kcap) BA_FORWARD(ba_grow((void **)&b->keys, &b->kcap, (size_t)(2 * n), sizeof *b->keys));
+  /* a guess: about 15 non-zero words a flow; more grows the buffer */
+  return pk_grow(b, BA_MAX((size_t)n * 128, PACK_MAX));
 }
 
 int tbuf_sink(void *ctx, const ba_record_t *recs, size_t n) {
   tbuf_t *b = ctx;
-  BA_FORWARD(ba_grow((void **)&b->recs, &b->cap, b->n + n, sizeof *b->recs));
+  BA_FORWARD(ba_grow((void **)&b->keys, &b->kcap, 2 * (b->n + n), sizeof *b->keys));
   for (size_t i = 0; i < n; i++) {
-    ba_record_t *d = &b->recs[b->n + i];
-    *d = recs[i];
-    d->frame = NULL;
-    if (recs[i].frame && recs[i].caplen) {
-      BA_FORWARD(ba_grow((void **)&b->frames, &b->fcap, b->flen + recs[i].caplen, 1));
-      memcpy(b->frames + b->flen, recs[i].frame, recs[i].caplen);
-      d->frame = (const uint8_t *)(uintptr_t)(b->flen + 1); /* offset + 1 until delivery */
-      b->flen += recs[i].caplen;
+    const ba_record_t *r = &recs[i];
+    ba_record_t fr;
+    if (r->frame) {
+      fr = *r;
+      fr.frame = NULL;
+      if (r->caplen) {
+        BA_FORWARD(ba_grow((void **)&b->frames, &b->fcap, b->flen + r->caplen, 1));
+        memcpy(b->frames + b->flen, r->frame, r->caplen);
+        fr.frame = (const uint8_t *)(uintptr_t)(b->flen + 1); /* offset + 1 until delivery */
+        b->flen += r->caplen;
+      }
+      r = &fr;
     }
+    if (b->plen + PACK_MAX > b->pop) BA_FORWARD(pk_grow(b, b->plen + PACK_MAX));
+    b->keys[2 * (b->n + i)] = r->first_ns;
+    b->keys[2 * (b->n + i) + 1] = b->plen;
+    b->plen += rec_pack(r, b->pk + b->plen);
   }
   b->n += n;
   return 0;
 }
 
+/* Records handed to run_sink at once: small enough to stay in the cache and
+ * on the heap's reused pages (4,096, 1.4 MB, cost a page fault per 4 KB). */
+#define ORDER_BATCH 256
+
 typedef struct tkey {
   uint64_t first, i;
 } tkey_t;
 _Static_assert(sizeof(tkey_t) == 2 * sizeof(uint64_t), "ba_radix_sort sorts tkey_t as two words");
-
-/* Records handed to run_sink at once: small enough to stay in the cache and
- * on the heap's reused pages (4,096, 1.4 MB, cost a page fault per 4 KB). */
-#define ORDER_BATCH 256
 
 int deliver_time_order(runctx_t *run, const ba_record_t *recs, size_t n) {
   if (n == 0) return 0;
@@ -78,15 +139,31 @@ int deliver_time_order(runctx_t *run, const ba_record_t *recs, size_t n) {
 }
 
 int tbuf_deliver(tbuf_t *b, runctx_t *run) {
-  for (size_t i = 0; i < b->n; i++)
-    if (b->recs[i].frame) b->recs[i].frame = b->frames + ((uintptr_t)b->recs[i].frame - 1);
-  int rc = deliver_time_order(run, b->recs, b->n);
+  size_t n = b->n;
+  int rc = 0;
+  uint64_t *tmp = n ? ba_malloc(2 * n * sizeof *tmp) : NULL;
+  ba_record_t *batch = n ? ba_malloc(BA_MIN(n, (size_t)ORDER_BATCH) * sizeof *batch) : NULL;
+  if (n && (!tmp || !batch)) rc = BA_ERR_NOMEM;
+  if (rc == 0 && n) ba_radix_sort(b->keys, tmp, n, 2, 0, 0, 64); /* by first, stable (offsets ascend) */
+  ba_free(tmp);
+  for (size_t i = 0; rc == 0 && i < n; i += ORDER_BATCH) {
+    size_t m = BA_MIN(n - i, (size_t)ORDER_BATCH);
+    for (size_t j = 0; j < m; j++) {
+      if (i + j + 4 < n) __builtin_prefetch(b->pk + b->keys[2 * (i + j + 4) + 1]);
+      ba_record_t *d = &batch[j];
+      rec_unpack(b->pk + b->keys[2 * (i + j) + 1], d);
+      if (d->frame) d->frame = b->frames + ((uintptr_t)d->frame - 1);
+    }
+    rc = run_sink(run, batch, m);
+  }
+  ba_free(batch);
   tbuf_free(b);
   return rc;
 }
 
 void tbuf_free(tbuf_t *b) {
-  ba_free(b->recs);
+  ba_free(b->keys);
+  ba_free(b->pk);
   ba_free(b->frames);
   memset(b, 0, sizeof *b);
 }
