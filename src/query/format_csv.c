@@ -173,7 +173,12 @@ static void c_addr(ob_t *o, const uint8_t a[16], int ipver) {
  * text as csv_record, which tests/test_format checks. */
 #define FMT_FAST_ROOM 2048
 static char *p_addr(char *p, const uint8_t a[16], int ipver) {
-  if (fmt_addr_is_v4(a, ipver)) return pv4(p, a);
+  uint64_t hi;
+  memcpy(&hi, a, 8);
+  /* fmt_addr_is_v4 inlined: IPv4-mapped (::ffff:0:0/96) or all zero */
+  int v4 = ipver == 4 || (ipver != 6 && hi == 0 && (a[8] | a[9]) == 0 &&
+                          ((a[10] & a[11]) == 0xff || (a[10] | a[11] | a[12] | a[13] | a[14] | a[15]) == 0));
+  if (v4) return pv4(p, a);
   char t[48];
   size_t l = fmt_addr(a, ipver, 1, t);
   memcpy(p, t, l);

@@ -15,8 +15,14 @@
 
 static void rand_addr(ba_rng_t *g, uint8_t a[16]) {
   memset(a, 0, 16);
-  switch (ba_rng_below(g, 5)) {
+  switch (ba_rng_below(g, 6)) {
     case 0: break; /* all zero */
+    case 5: /* near the IPv4 forms: ::1, ::ff00:0:x, ::ffff:..., ::1:ffff:x */
+      a[15] = (uint8_t)ba_rng_below(g, 3);
+      a[10] = ba_rng_below(g, 2) ? 0xff : 0;
+      a[11] = ba_rng_below(g, 2) ? 0xff : 0;
+      if (ba_rng_below(g, 4) == 0) a[ba_rng_below(g, 10)] = 1;
+      break;
     case 1:        /* IPv4-mapped */
     case 2: ba_addr_set_v4(a, (uint32_t)ba_rng_next(g)); break;
     case 3: a[0] = 0x20, a[1] = 0x01, a[15] = (uint8_t)ba_rng_next(g); break; /* short IPv6 */
