@@ -277,6 +277,8 @@ int tbuf_reserve(tbuf_t *b, uint64_t n); /* room for n records at once (the cand
 int tbuf_sink(void *ctx, const ba_record_t *recs, size_t n);
 int tbuf_deliver(tbuf_t *b, runctx_t *run);
 void tbuf_free(tbuf_t *b);
+/* Tests: records packed with AVX-512 (when the CPU has it) or not. */
+void query_set_pack_simd(int on);
 int deliver_time_order(runctx_t *run, const ba_record_t *recs, size_t n);
 /* The candidate rows bm (NULL: all) of a clustered segment read with cols
  * and delivered to run in time order, at most query_set_order_max records

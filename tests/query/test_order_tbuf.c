@@ -62,8 +62,8 @@ static int by_first(const void *a, const void *b) {
   return x < y ? -1 : x > y; /* stable: input order */
 }
 
-static void test_tbuf_order(void **state) {
-  (void)state;
+static void tbuf_order(int simd) {
+  query_set_pack_simd(simd);
   ba_rng_t g;
   ba_rng_seed(&g, 344);
   const size_t sizes[] = {0, 1, 2, 255, 256, 257, 5000, 40000};
@@ -117,6 +117,13 @@ static void test_tbuf_order(void **state) {
       free(in);
       free(frames);
     }
+}
+
+static void test_tbuf_order(void **state) {
+  (void)state;
+  tbuf_order(0); /* scalar */
+  tbuf_order(1); /* AVX-512 where the CPU has it */
+  query_set_pack_simd(1);
 }
 
 int main(void) {
