@@ -56,22 +56,58 @@ void qo_pcap_finish(qout_t *o) {
   if (o->pcap && o->pcap_link < 0) pcap_header(o->pcap, 1);
 }
 
-int qo_print(qout_t *o, const ba_record_t *r, uint64_t flows) {
-  size_t len;
-  int rc = ba_query_format_record(o->fmt, r, flows, o->line, o->line_cap, &len);
-  if (rc == BA_ERR_OVERFLOW) {
-    char *nl = realloc(o->line, len + 1);
-    if (!nl) return BA_ERR_NOMEM;
-    o->line = nl;
-    o->line_cap = len + 1;
-    rc = ba_query_format_record(o->fmt, r, flows, o->line, o->line_cap, &len);
-  }
-  if (rc < 0) return rc;
-  if (len && fwrite(o->line, 1, len, o->out) != len) {
+/* Writes the first *used bytes of the line buffer. */
+static int qo_flush_lines(qout_t *o, size_t *used) {
+  size_t n = *used;
+  *used = 0;
+  if (n && fwrite(o->line, 1, n, o->out) != n) {
     o->io_error = 1;
     return BA_ERR_IO;
   }
   return 0;
+}
+
+/* Appends one formatted record at line[*used] (grows the buffer, or writes
+ * what it holds first); written once QO_LINES_CHUNK bytes are held. */
+#define QO_LINES_CHUNK (256u << 10)
+static int qo_put(qout_t *o, const ba_record_t *r, uint64_t flows, size_t *used) {
+  size_t len;
+  int rc = ba_query_format_record(o->fmt, r, flows, o->line + *used, o->line_cap - *used, &len);
+  if (rc == BA_ERR_OVERFLOW) {
+    BA_FORWARD_CLI(qo_flush_lines(o, used));
+    if (len + 1 > o->line_cap) {
+      char *nl = realloc(o->line, len + 1);
+      if (!nl) return BA_ERR_NOMEM;
+      o->line = nl;
+      o->line_cap = len + 1;
+    }
+    rc = ba_query_format_record(o->fmt, r, flows, o->line, o->line_cap, &len);
+  }
+  if (rc < 0) return rc;
+  *used += len;
+  return *used >= QO_LINES_CHUNK ? qo_flush_lines(o, used) : 0;
+}
+
+/* Prints records recs[0..n) (their aggr_flows, or 1) with few writes. */
+static int qo_print_recs(qout_t *o, const ba_record_t *recs, size_t n) {
+  if (o->line_cap < QO_LINES_CHUNK + 4096) { /* a chunk and room for a fast line behind it */
+    char *nl = realloc(o->line, QO_LINES_CHUNK + 4096);
+    if (!nl) return BA_ERR_NOMEM;
+    o->line = nl;
+    o->line_cap = QO_LINES_CHUNK + 4096;
+  }
+  size_t used = 0;
+  for (size_t i = 0; i < n; i++) {
+    int rc = qo_put(o, &recs[i], recs[i].aggr_flows ? recs[i].aggr_flows : 1, &used);
+    if (rc < 0) return rc;
+  }
+  return qo_flush_lines(o, &used);
+}
+
+int qo_print(qout_t *o, const ba_record_t *r, uint64_t flows) {
+  size_t used = 0;
+  BA_FORWARD_CLI(qo_put(o, r, flows, &used));
+  return qo_flush_lines(o, &used);
 }
 
 int qo_sink(void *vctx, const ba_record_t *recs, size_t n) {
@@ -93,14 +129,12 @@ int qo_sink(void *vctx, const ba_record_t *recs, size_t n) {
     o->nheld += n;
     return 0;
   }
-  for (size_t i = 0; i < n; i++) {
-    if (o->pcap) {
-      pcap_write(o, &recs[i]);
-      continue;
-    }
-    if (o->count_only || !o->fmt) continue;
-    BA_FORWARD_CLI(qo_print(o, &recs[i], recs[i].aggr_flows ? recs[i].aggr_flows : 1));
+  if (o->pcap) {
+    for (size_t i = 0; i < n; i++) pcap_write(o, &recs[i]);
+    return 0;
   }
+  if (o->count_only || !o->fmt) return 0;
+  BA_FORWARD_CLI(qo_print_recs(o, recs, n));
   return 0;
 }
 
@@ -299,10 +333,7 @@ int qo_finish(qout_t *o, const ba_query_stats_t *qs) {
   size_t hl;
   if (o->sort && !o->agg && !o->nstats) {
     ba_query_sort_records(o->held, o->nheld, o->sort_order);
-    for (size_t i = 0; i < o->nheld; i++) {
-      if (o->pcap) continue;
-      BA_FORWARD_CLI(qo_print(o, &o->held[i], o->held[i].aggr_flows ? o->held[i].aggr_flows : 1));
-    }
+    if (!o->pcap) BA_FORWARD_CLI(qo_print_recs(o, o->held, o->nheld));
   }
   if (o->agg) {
     const ba_query_agg_row_t *rows;

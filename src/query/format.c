@@ -230,7 +230,7 @@ int ba_query_format_create(const char *spec, unsigned flags, ba_query_format_t *
   f->flags = flags;
   f->tc = ba_calloc(1, sizeof(*f->tc));
   int rc = f->tc ? 0 : BA_ERR_NOMEM;
-  for (int i = 0; f->tc && i < TCACHE_N; i++) f->tc->sec[i] = -1;
+  for (int i = 0; f->tc && i < TCACHE_N; i++) f->tc->min[i] = -1;
   char name[32];
   size_t sl = strlen(spec);
   if (rc == 0 && !strncasecmp(spec, "fmt:", 4)) {

@@ -13,14 +13,16 @@ typedef struct fitem {
   uint32_t lit_off, lit_len;
 } fitem_t;
 
-/* Per-second cache of the formatted date: consecutive records mostly share
- * their seconds, and localtime_r is the costliest step of a line. Four
- * entries: a csv line has three dates (start, end, received). */
-#define TCACHE_N 4
+/* Cache of formatted minutes, "YYYY-MM-DD hh:mm:" (direct mapped by minute):
+ * localtime_r is the costliest step of a line, and a minute's 60 seconds
+ * share the prefix when the zone's offset is whole minutes and does not
+ * change inside that minute (checked at both ends when an entry is filled;
+ * otherwise bad is set and such a minute's dates are formatted one by one). */
+#define TCACHE_N 64
 typedef struct tcache {
-  int64_t sec[TCACHE_N];
-  char txt[TCACHE_N][20];
-  int next;
+  int64_t min[TCACHE_N]; /* -1: empty */
+  uint8_t bad[TCACHE_N];
+  char pfx[TCACHE_N][17];
 } tcache_t;
 
 struct ba_query_format {
@@ -36,6 +38,8 @@ struct ba_query_format {
 
 /* "YYYY-MM-DD hh:mm:ss" of a time (19 chars), local time unless BA_FMT_UTC... */
 void fmt_date(const ba_query_format_t *f, uint64_t ns, char out[20]);
+/* The same 19 characters at p (no NUL); returns p + 19. */
+char *fmt_date_p(const ba_query_format_t *f, uint64_t ns, char *p);
 /* Address text: IPv4 dotted quad when v4 (ipver 4, or an IPv4-mapped or
  * all-zero address when ipver is 0), else IPv6; condensed as nfdump unless
  * `full` (-6, csv). Returns the length. */

@@ -84,4 +84,64 @@ static inline size_t fmt_v4(const uint8_t a[16], char out[16]) {
   return k;
 }
 
+/* ---------- unchecked writers: the caller made room for a whole record ----------
+ * (csv: FMT_FAST_ROOM bytes); each returns the end of what it wrote. */
+extern const char fmt_d2[200]; /* "00" "01" ... "99" */
+
+static inline unsigned fmt_ndig(uint64_t v) {
+  unsigned n = 1;
+  while (v >= 10000) {
+    v /= 10000;
+    n += 4;
+  }
+  if (v >= 100) {
+    v /= 100;
+    n += 2;
+  }
+  return n + (v >= 10);
+}
+/* Decimal digits of v at p. */
+static inline char *pu64(char *p, uint64_t v) {
+  if (v < 10) {
+    *p = (char)('0' + v);
+    return p + 1;
+  }
+  unsigned n = fmt_ndig(v);
+  char *e = p + n, *q = e;
+  while (v >= 100) {
+    unsigned r = (unsigned)(v % 100);
+    v /= 100;
+    q -= 2;
+    memcpy(q, fmt_d2 + 2 * r, 2);
+  }
+  if (v >= 10) memcpy(q - 2, fmt_d2 + 2 * v, 2);
+  else q[-1] = (char)('0' + v);
+  return e;
+}
+/* One byte 0..255 in decimal. */
+static inline char *pu8(char *p, unsigned v) {
+  if (v >= 100) {
+    *p++ = (char)('0' + v / 100);
+    v %= 100;
+    memcpy(p, fmt_d2 + 2 * v, 2);
+    return p + 2;
+  }
+  if (v >= 10) {
+    memcpy(p, fmt_d2 + 2 * v, 2);
+    return p + 2;
+  }
+  *p = (char)('0' + v);
+  return p + 1;
+}
+/* IPv4 dotted quad of a 16-byte address's last four bytes. */
+static inline char *pv4(char *p, const uint8_t a[16]) {
+  p = pu8(p, a[12]);
+  *p++ = '.';
+  p = pu8(p, a[13]);
+  *p++ = '.';
+  p = pu8(p, a[14]);
+  *p++ = '.';
+  return pu8(p, a[15]);
+}
+
 #endif

@@ -262,12 +262,14 @@ void segres_drop(segres_t *r);
 int run_sink(void *vctx, const ba_record_t *recs, size_t n);
 
 /* order.c: a clustered segment's records in time order (format.md §7.9).
- * tbuf_sink gathers records (frames copied); tbuf_deliver sorts them by
- * first_ns (stable) into run_sink and frees; deliver_time_order does the
- * same for records held elsewhere. */
+ * tbuf_sink gathers records packed (zero words left out; frames copied);
+ * tbuf_deliver sorts them by first_ns (stable) into run_sink and frees;
+ * deliver_time_order does the same for records held elsewhere. */
 typedef struct tbuf {
-  ba_record_t *recs;
-  size_t n, cap;
+  uint64_t *keys; /* per record: first_ns, offset of its packed form in pk */
+  size_t n, kcap;
+  uint8_t *pk;    /* packed records: a mask of the non-zero words, then those words */
+  size_t plen, pcap, pop; /* pop: bytes of pk known to be backed by pages */
   uint8_t *frames;
   size_t flen, fcap;
 } tbuf_t;
@@ -275,6 +277,8 @@ int tbuf_reserve(tbuf_t *b, uint64_t n); /* room for n records at once (the cand
 int tbuf_sink(void *ctx, const ba_record_t *recs, size_t n);
 int tbuf_deliver(tbuf_t *b, runctx_t *run);
 void tbuf_free(tbuf_t *b);
+/* Tests: records packed with AVX-512 (when the CPU has it) or not. */
+void query_set_pack_simd(int on);
 int deliver_time_order(runctx_t *run, const ba_record_t *recs, size_t n);
 /* The candidate rows bm (NULL: all) of a clustered segment read with cols
  * and delivered to run in time order, at most query_set_order_max records
