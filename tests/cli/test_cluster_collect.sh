@@ -137,7 +137,11 @@ stop_collect
 line=$(grep "clustering: " "$tmp/col.err") || fail "no clustering line in the report"
 read -r nc ns nf <<<"$(sed -E 's/.*clustering: ([0-9]+) segments clustered, ([0-9]+) skipped.*, ([0-9]+) failed/\1 \2 \3/' <<<"$line")"
 [ "$nf" -eq 0 ] || fail "collect --cluster: $nf failed"
-[ "$nc" -ge 3 ] || fail "collect --cluster clustered only $nc"
+# Segments closing while the child still clusters one are skipped (counted):
+# how many that is depends on the machine's load (an ASan child takes ~3 s
+# a segment), so at least one is clustered and every closed one is counted.
+[ "$nc" -ge 1 ] || fail "collect --cluster clustered none"
+[ $((nc + ns)) -ge 3 ] || fail "collect --cluster: $nc clustered + $ns skipped, expected every closed segment (>= 3) counted"
 [ "$(nclustered "$tmp/b")" -eq "$nc" ] || fail "report says $nc clustered, the store has $(nclustered "$tmp/b")"
 grep -q "\"cluster\":{\"clustered\":$nc,\"skipped\":$ns,\"failed\":0}" "$tmp/b.json" || fail "--stats JSON: $(cat "$tmp/b.json")"
 grep -q "segments clustered [0-9]*, skipped [0-9]*, failed 0" "$tmp/col.err" || fail "status line without the counts"
