@@ -152,6 +152,15 @@ size_t ba_col3_raw_max(int col, size_t n, size_t frame_bytes) {
 
 size_t ba_col3_nfields(int col) { return col >= 0 && col < BA_NCOLS3 ? nfields(col) : 0; }
 
+/* A big-endian 32-bit word loaded in host order, as a number. */
+static inline uint32_t be32_host(uint32_t x) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+  return x;
+#else
+  return __builtin_bswap32(x);
+#endif
+}
+
 /* Field f of rows r[0..n) into v, the field's kind and width chosen once. */
 static void gather_field(const f3_t *f, const ba_record_t *r, size_t n, uint64_t *v) {
   const uint8_t *b = (const uint8_t *)r + f->off;
@@ -161,7 +170,11 @@ static void gather_field(const f3_t *f, const ba_record_t *r, size_t n, uint64_t
     return;
   }
   if (f->kind == K_BE32) {
-    for (size_t i = 0; i < n; i++, b += st) v[i] = (uint64_t)b[0] << 24 | (uint64_t)b[1] << 16 | (uint64_t)b[2] << 8 | b[3];
+    for (size_t i = 0; i < n; i++, b += st) {
+      uint32_t x;
+      memcpy(&x, b, 4); /* one load and a byte swap, not four byte loads */
+      v[i] = be32_host(x);
+    }
     return;
   }
   switch (f->width) {
@@ -209,7 +222,15 @@ int ba_col3_encode_fields(int col, uint64_t *fv, size_t n, const uint8_t *frames
   size_t nf = nfields(col);
   /* Absent: every field zero in every row (META is always written). */
   int present = col == BA_COLID_META;
-  for (size_t i = 0; i < nf * n && !present; i++) present = fv[i] != 0;
+  /* blocks of 64 values ORed (vectorised), not a test per value: a present
+   * column's first fields are often all zero (IPv4-mapped address words) */
+  size_t i = 0, nv = nf * n;
+  for (; i + 64 <= nv && !present; i += 64) {
+    uint64_t o = 0;
+    for (size_t q = 0; q < 64; q++) o |= fv[i + q];
+    present = o != 0;
+  }
+  for (; i < nv && !present; i++) present = fv[i] != 0;
   if (!present) {
     *len = 0;
     return BA_OK;

@@ -169,6 +169,10 @@ int ba_writer_drain(ba_store_writer_t *w);
 /* Writes in-flight groups and LIVE blocks so that rows added at least age_ns
  * ago are in the journals (ba_store_writer_flush). */
 int ba_writer_live_flush(ba_store_writer_t *w, uint64_t age_ns);
+/* ba_attr_values of the address bytes, ports, protocol, flags and IP
+ * version for n records in one pass; out[a]: attribute a's values (the
+ * others are not used). For tests too. */
+void ba_writer_attr_values_fused(const ba_record_t *r, size_t n, uint32_t *const *out);
 /* CLOCK_MONOTONIC in ns (live ages). */
 uint64_t ba_writer_mono_ns(void);
 /* A worker thread's body; arg: a wstart_t from ba_malloc, freed by it. */
