@@ -62,6 +62,7 @@ int ba_writer_job_get(ba_store_writer_t *w, job_t **out) {
   j->nframes = 0;
   j->absent = V6_ATTRS | BIN_ATTRS;
   memset(&j->any, 0, sizeof j->any);
+  memset(&j->all, 0xff, sizeof j->all);
   j->rc = 0;
   j->live_rows = 0;
   j->live_since = 0;
@@ -87,7 +88,8 @@ static int reserve(uint8_t **buf, size_t *cap, size_t need) {
 
 /* Column c's block of group j (header + payload) from its gathered fields fv
  * (clobbered); out_len 0 when the column is absent. */
-static int column_block(ba_store_writer_t *w, job_t *j, int c, uint64_t *fv, tctx_t *tc) {
+static int column_block(ba_store_writer_t *w, job_t *j, int c, uint64_t *fv, uint32_t cmask, const uint64_t *cval,
+                        tctx_t *tc) {
   ba_compress_t cz = w->o.compress;
   size_t raw = ba_col_raw_max(BA_SEG_MAJOR, c, j->n, j->nframes);
   BA_RETURN_IF(raw > UINT32_MAX / 2, BA_ERR_OVERFLOW);
@@ -100,7 +102,7 @@ static int column_block(ba_store_writer_t *w, job_t *j, int c, uint64_t *fv, tct
     BA_FORWARD(reserve(&tc->raw, &tc->raw_cap, raw));
     dst = tc->raw;
   }
-  BA_FORWARD(ba_col3_encode_fields(c, fv, j->n, j->frames, j->nframes, dst, &raw, tc->cs));
+  BA_FORWARD(ba_col3_encode_fields_const(c, fv, cmask, cval, j->n, j->frames, j->nframes, dst, &raw, tc->cs));
   j->out_len[c] = 0;
   if (raw == 0) return BA_OK; /* absent: every field zero (doc/format.md §7.1) */
   size_t clen = raw;
@@ -127,13 +129,21 @@ static int column_block(ba_store_writer_t *w, job_t *j, int c, uint64_t *fv, tct
 
 /* The work on one row group for worker `wi` of `nw` (nw = 1: everything):
  * its attributes' bitmaps, then its columns, whose fields are gathered from
- * the records in one pass (not one strided pass per field). */
+ * the records in one pass (not one strided pass per field). Fields of one
+ * value in every row (told by any and all: IPv4-mapped address words,
+ * exporter, engine ids, ...; about half of a NetFlow group's fields) are
+ * neither gathered nor scanned. */
+#define COL3_MAXF 16
 static int job_columns(ba_store_writer_t *w, job_t *j, int wi, int nw, tctx_t *tc) {
-  int cols[BA_NCOLS3];
+  int cols[BA_NCOLS3] = {0};
+  uint32_t cmask[BA_NCOLS3] = {0};
+  uint64_t cval[BA_NCOLS3][COL3_MAXF];
   size_t nc = 0, nfv = 0;
   for (int c = wi; c < BA_NCOLS3; c += nw) {
     j->out_len[c] = 0;
     if (!ba_col3_maybe_present(c, &j->any)) continue; /* absent, known without a scan */
+    BA_RETURN_IF(ba_col3_nfields(c) > COL3_MAXF, BA_ERR_INVALID);
+    cmask[nc] = ba_col3_const_fields(c, &j->any, &j->all, cval[nc]);
     cols[nc++] = c;
     nfv += ba_col3_nfields(c);
   }
@@ -143,10 +153,10 @@ static int job_columns(ba_store_writer_t *w, job_t *j, int wi, int nw, tctx_t *t
     tc->fv = p;
     BA_FORWARD(rc);
   }
-  ba_col3_gather(cols, nc, j->recs, j->n, tc->fv);
+  ba_col3_gather_skip(cols, nc, cmask, j->recs, j->n, tc->fv);
   uint64_t *fv = tc->fv;
   for (size_t q = 0; q < nc; fv += ba_col3_nfields(cols[q]) * j->n, q++)
-    BA_FORWARD(column_block(w, j, cols[q], fv, tc));
+    BA_FORWARD(column_block(w, j, cols[q], fv, cmask[q], cval[q], tc));
   return BA_OK;
 }
 
@@ -329,49 +339,72 @@ int ba_writer_submit(ba_store_writer_t *w, job_t *j) {
   return rc;
 }
 
-/* acc |= each of r[0..k), bytewise: which columns may be present in a
- * group (ba_col3_maybe_present). The records are whole words (_Static_assert
- * below); the word loop is vectorised in the AVX2 and AVX-512 copies, chosen
- * once at run time. */
+/* any |= and all &= each of r[0..k), bytewise: which columns may be present
+ * in a group (ba_col3_maybe_present) and which fields hold one value
+ * (ba_col3_const_fields). The records are whole words (_Static_assert
+ * below); the vector copies (AVX2, AVX-512, chosen once at run time) keep
+ * 32-byte lanes in registers, half the record at a time (both accumulators
+ * of every lane would not fit), loaded straight from the records. */
 _Static_assert(sizeof(ba_record_t) % 8 == 0, "records are whole words");
 #define OR_WORDS (sizeof(ba_record_t) / 8)
-static inline __attribute__((always_inline)) void or_span_body(ba_record_t *acc, const ba_record_t *r, size_t k) {
-  uint64_t a[OR_WORDS];
-  memcpy(a, acc, sizeof a);
-  for (size_t i = 0; i < k; i++) {
-    uint64_t b[OR_WORDS];
-    memcpy(b, &r[i], sizeof b);
-    for (size_t q = 0; q < OR_WORDS; q++) a[q] |= b[q];
-  }
-  memcpy(acc, a, sizeof a);
-}
-static void or_span_base(ba_record_t *acc, const ba_record_t *r, size_t k) { or_span_body(acc, r, k); }
-/* The vector copies: 32-byte lanes kept in registers over the rows, loaded
- * straight from the records (the word loop above copied each record into
- * an array first: ~80 instructions a row, now ~15). */
-typedef uint64_t or_v4 __attribute__((vector_size(32)));
-#define OR_LANES (sizeof(ba_record_t) / 32)
-#define OR_TAIL ((sizeof(ba_record_t) % 32) / 8)
-static inline __attribute__((always_inline)) void or_span_vec(ba_record_t *acc, const ba_record_t *r, size_t k) {
-  or_v4 a[OR_LANES];
-  uint64_t t[OR_TAIL + 1];
-  memcpy(a, acc, sizeof a);
-  memcpy(t, (const uint8_t *)acc + sizeof a, OR_TAIL * 8);
+static inline __attribute__((always_inline)) void acc_span_body(ba_record_t *any, ba_record_t *all, const ba_record_t *r,
+                                                                size_t k) {
+  uint64_t a[OR_WORDS], c[OR_WORDS];
+  memcpy(a, any, sizeof a);
+  memcpy(c, all, sizeof c);
   for (size_t i = 0; i < k; i++) {
     const uint8_t *p = (const uint8_t *)&r[i];
-    for (size_t q = 0; q < OR_LANES; q++) {
+    for (size_t q = 0; q < OR_WORDS; q++) {
+      uint64_t b;
+      memcpy(&b, p + 8 * q, 8);
+      a[q] |= b;
+      c[q] &= b;
+    }
+  }
+  memcpy(any, a, sizeof a);
+  memcpy(all, c, sizeof c);
+}
+static void acc_span_base(ba_record_t *any, ba_record_t *all, const ba_record_t *r, size_t k) {
+  acc_span_body(any, all, r, k);
+}
+typedef uint64_t or_v4 __attribute__((vector_size(32)));
+#define OR_LANES (sizeof(ba_record_t) / 32)
+#define OR_HALF ((OR_LANES + 1) / 2)
+/* Lanes [q0, q0 + nq) (nq <= OR_HALF, a constant at each call) over the
+ * rows, then the words past the last lane (tail). */
+static inline __attribute__((always_inline)) void acc_lanes(uint8_t *any, uint8_t *all, const ba_record_t *r, size_t k,
+                                                            size_t q0, const size_t nq) {
+  or_v4 a[OR_HALF], c[OR_HALF];
+  memcpy(a, any + 32 * q0, 32 * nq);
+  memcpy(c, all + 32 * q0, 32 * nq);
+  for (size_t i = 0; i < k; i++) {
+    const uint8_t *p = (const uint8_t *)&r[i] + 32 * q0;
+    for (size_t q = 0; q < nq; q++) {
       or_v4 b;
       memcpy(&b, p + 32 * q, 32);
       a[q] |= b;
-    }
-    for (size_t q = 0; q < OR_TAIL; q++) {
-      uint64_t b;
-      memcpy(&b, p + sizeof a + 8 * q, 8);
-      t[q] |= b;
+      c[q] &= b;
     }
   }
-  memcpy(acc, a, sizeof a);
-  memcpy((uint8_t *)acc + sizeof a, t, OR_TAIL * 8);
+  memcpy(any + 32 * q0, a, 32 * nq);
+  memcpy(all + 32 * q0, c, 32 * nq);
+}
+static inline __attribute__((always_inline)) void acc_span_vec(ba_record_t *any, ba_record_t *all, const ba_record_t *r,
+                                                               size_t k) {
+  uint8_t *pa = (uint8_t *)any, *pc = (uint8_t *)all;
+  acc_lanes(pa, pc, r, k, 0, OR_HALF);
+  acc_lanes(pa, pc, r, k, OR_HALF, OR_LANES - OR_HALF);
+  for (size_t i = 0; i < k; i++) /* the words past the lanes */
+    for (size_t off = 32 * OR_LANES; off < sizeof *r; off += 8) {
+      uint64_t b, x, y;
+      memcpy(&b, (const uint8_t *)&r[i] + off, 8);
+      memcpy(&x, pa + off, 8);
+      memcpy(&y, pc + off, 8);
+      x |= b;
+      y &= b;
+      memcpy(pa + off, &x, 8);
+      memcpy(pc + off, &y, 8);
+    }
 }
 #if defined(__x86_64__) && defined(__GNUC__)
 #if defined(__clang__)
@@ -379,27 +412,28 @@ static inline __attribute__((always_inline)) void or_span_vec(ba_record_t *acc, 
 #else
 #define VEC_OPT , optimize("O3")
 #endif
-__attribute__((target("avx2") VEC_OPT)) static void or_span_avx2(ba_record_t *acc, const ba_record_t *r, size_t k) {
-  or_span_vec(acc, r, k);
+__attribute__((target("avx2") VEC_OPT)) static void acc_span_avx2(ba_record_t *any, ba_record_t *all,
+                                                                 const ba_record_t *r, size_t k) {
+  acc_span_vec(any, all, r, k);
 }
-__attribute__((target("avx512f,avx512vl") VEC_OPT)) static void or_span_avx512(ba_record_t *acc, const ba_record_t *r,
-                                                                             size_t k) {
-  or_span_vec(acc, r, k);
+__attribute__((target("avx512f,avx512vl") VEC_OPT)) static void acc_span_avx512(ba_record_t *any, ba_record_t *all,
+                                                                               const ba_record_t *r, size_t k) {
+  acc_span_vec(any, all, r, k);
 }
 #undef VEC_OPT
 static pthread_once_t g_or_once = PTHREAD_ONCE_INIT;
-static void (*g_or_span)(ba_record_t *, const ba_record_t *, size_t) = or_span_base;
+static void (*g_acc_span)(ba_record_t *, ba_record_t *, const ba_record_t *, size_t) = acc_span_base;
 static void or_init(void) {
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl")) g_or_span = or_span_avx512;
-  else if (__builtin_cpu_supports("avx2")) g_or_span = or_span_avx2;
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl")) g_acc_span = acc_span_avx512;
+  else if (__builtin_cpu_supports("avx2")) g_acc_span = acc_span_avx2;
 }
-static void or_span(ba_record_t *acc, const ba_record_t *r, size_t k) {
+static void acc_span(ba_record_t *any, ba_record_t *all, const ba_record_t *r, size_t k) {
   pthread_once(&g_or_once, or_init);
-  g_or_span(acc, r, k);
+  g_acc_span(any, all, r, k);
 }
 #else
-#define or_span or_span_base
+#define acc_span acc_span_base
 #endif
 
 /* ba_attr_values of the FUSED_ATTRS for n records in one pass (each record
@@ -485,7 +519,7 @@ int ba_writer_group_add(ba_store_writer_t *w, slice_t *sl, job_t *j, const ba_re
     if (r->first_ns > sl->max_first) sl->max_first = r->first_ns;
     sl->kinds |= r->kind == BA_REC_PACKET ? 2u : 1u;
   }
-  or_span(&j->any, j->recs + n0, j->n - n0); /* the copies: frame pointers NULL */
+  acc_span(&j->any, &j->all, j->recs + n0, j->n - n0); /* the copies: frame pointers NULL */
   if (j->n == w->o.block_rows) {
     sl->cur = NULL;
     BA_FORWARD(ba_writer_submit(w, j));
@@ -520,7 +554,7 @@ static int live_write(ba_store_writer_t *w, slice_t *sl) {
   if (rc == BA_OK) {
     memcpy(lj->recs, j->recs + from, (size_t)k * sizeof *lj->recs);
     lj->n = k;
-    or_span(&lj->any, lj->recs, k);
+    acc_span(&lj->any, &lj->all, lj->recs, k);
     rc = job_columns(w, lj, 0, 1, &w->tc[w->nw]);
     if (rc < 0) {
       sl->failed = 1;

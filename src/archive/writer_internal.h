@@ -33,6 +33,7 @@ typedef struct job {
   uint8_t *frames;
   size_t nframes, cap_frames;
   ba_record_t any; /* bytewise OR of recs[0..n): columns all zero are skipped */
+  ba_record_t all; /* bytewise AND of recs[0..n): with any, the fields of one value (not gathered) */
   ba_zone_t zone;  /* of recs[0..n), computed by worker 0 */
   uint8_t *out[BA_NCOLS3]; /* block header + payload; out_len 0: absent column */
   size_t out_len[BA_NCOLS3], out_cap[BA_NCOLS3];

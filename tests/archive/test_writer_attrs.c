@@ -1,7 +1,12 @@
-/* The writer's one-pass index values (ba_writer_attr_values_fused, used by
- * ba_writer_group_add) against ba_attr_values, attribute by attribute, on
- * random records of every IP version (4, 6, 0: the address bytes have no
- * value unless 4) and every length up to a few row groups' worth. */
+/* The writer's one-pass helpers against their naive references:
+ *  - index values (ba_writer_attr_values_fused, used by
+ *    ba_writer_group_add) against ba_attr_values, attribute by attribute, on
+ *    random records of every IP version (4, 6, 0: the address bytes have no
+ *    value unless 4) and every length up to a few row groups' worth;
+ *  - columns whose fields of one value are told by the bytewise OR and AND
+ *    of the rows (ba_col3_const_fields + ba_col3_encode_fields_const, not
+ *    gathered) against ba_col3_encode of the records: the same bytes, for
+ *    every column, on records where each field is constant, zero or random. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,6 +15,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "archive/col3.h"
 #include "archive/writer_internal.h"
 #include "testsupport.h"
 
@@ -55,9 +61,71 @@ static void test_fused_equals_reference(void **state) {
   free(want);
 }
 
+/* A field of r[0..n): constant (the same bytes in every row), zero, or random. */
+static void test_const_fields(void **state) {
+  (void)state;
+  ba_rng_t rng;
+  ba_rng_seed(&rng, 43);
+  ba_record_t *r = calloc(NMAX, sizeof *r);
+  uint64_t *fv = malloc((size_t)16 * NMAX * sizeof *fv);
+  size_t cap = 1 << 20;
+  uint8_t *a = malloc(cap), *b = malloc(cap);
+  ba_col_scratch_t *x;
+  assert_int_equal(ba_col_scratch_create(&x), BA_OK);
+  assert_non_null(r);
+  assert_non_null(fv);
+  for (int it = 0; it < 60; it++) {
+    size_t n = it % 3 == 0 ? 1 + (size_t)ba_rng_below(&rng, 5) : 1 + (size_t)ba_rng_below(&rng, 4000);
+    /* per byte of the record: 0 = zero in every row, 1 = one value, 2 = random */
+    uint8_t mode[sizeof(ba_record_t)], cst[sizeof(ba_record_t)];
+    for (size_t q = 0; q < sizeof mode; q++) {
+      mode[q] = (uint8_t)ba_rng_below(&rng, it % 2 ? 3 : 2);
+      cst[q] = (uint8_t)ba_rng_next(&rng);
+    }
+    for (size_t i = 0; i < n; i++) {
+      uint8_t *p = (uint8_t *)&r[i];
+      for (size_t q = 0; q < sizeof r[i]; q++) p[q] = mode[q] == 0 ? 0 : mode[q] == 1 ? cst[q] : (uint8_t)ba_rng_next(&rng);
+      r[i].frame = NULL;
+      r[i].caplen = 0;
+    }
+    ba_record_t any, all;
+    memset(&any, 0, sizeof any);
+    memset(&all, 0xff, sizeof all);
+    for (size_t i = 0; i < n; i++)
+      for (size_t q = 0; q < sizeof any; q++) {
+        ((uint8_t *)&any)[q] |= ((const uint8_t *)&r[i])[q];
+        ((uint8_t *)&all)[q] &= ((const uint8_t *)&r[i])[q];
+      }
+    for (int c = 0; c < BA_NCOLS3; c++) {
+      size_t la = 0, lb = 0, nf = ba_col3_nfields(c);
+      assert_true(nf <= 16);
+      assert_int_equal(ba_col3_encode(c, r, n, NULL, 0, a, &la, x), BA_OK);
+      uint64_t cval[16];
+      uint32_t m = ba_col3_const_fields(c, &any, &all, cval);
+      memset(fv, 0x5A, (size_t)nf * n * sizeof *fv); /* what the skipped fields hold is not read */
+      ba_col3_gather_skip(&c, 1, &m, r, n, fv);
+      assert_int_equal(ba_col3_encode_fields_const(c, fv, m, cval, n, NULL, 0, b, &lb, x), BA_OK);
+      assert_int_equal(la, lb);
+      if (la) assert_memory_equal(a, b, la);
+      /* a field told constant is one in every row */
+      for (size_t k = 0; k < nf; k++) {
+        if (!(m >> k & 1)) continue;
+        ba_col3_gather(&c, 1, r, n, fv);
+        for (size_t i = 0; i < n; i++) assert_true(fv[k * n + i] == cval[k]);
+      }
+    }
+  }
+  ba_col_scratch_free(x);
+  free(r);
+  free(fv);
+  free(a);
+  free(b);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_fused_equals_reference),
+      cmocka_unit_test(test_const_fields),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
