@@ -123,6 +123,27 @@ static inline void bitw_put(bitw_t *w, uint64_t v, unsigned b) {
   }
 }
 
+/* Puts the values EXPR (an expression of the row i) of rows [0, n) at b bits
+ * each (every value below 2^b): up to 32 bits, g = 64 / b values are
+ * combined in a register and put by one bitw_put (the same bits as g puts,
+ * in fewer accumulator steps). */
+#define BITW_PUT_ROWS(bw, n, b, i, EXPR)                             \
+  do {                                                               \
+    const unsigned b_ = (b);                                         \
+    const size_t n_ = (n);                                           \
+    size_t i = 0;                                                    \
+    if (b_ == 0) break;                                              \
+    if (b_ <= 32) {                                                  \
+      const unsigned g_ = 64 / b_;                                   \
+      while (i + g_ <= n_) {                                         \
+        uint64_t a_ = 0;                                             \
+        for (unsigned s_ = 0; s_ < g_ * b_; s_ += b_, i++) a_ |= (uint64_t)(EXPR) << s_; \
+        bitw_put((bw), a_, g_ * b_);                                 \
+      }                                                              \
+    }                                                                \
+    for (; i < n_; i++) bitw_put((bw), (EXPR), b_);                  \
+  } while (0)
+
 static inline uint8_t *bitw_end(bitw_t *w) {
   for (unsigned k = 0; k < w->nacc; k += 8) *w->p++ = (uint8_t)(w->acc >> k);
   return w->p;
@@ -334,16 +355,25 @@ static size_t pdict_write(uint64_t *v, size_t n, unsigned w, unsigned b, const u
   /* Without a branch on "exception" (as random as the values): the
    * exceptions' values move to the front of v (ne <= i: v[i] is read
    * first), their range kept with masks. */
-  for (size_t i = 0; i < n; i++) {
-    uint64_t vi = v[i];
-    uint64_t ix = (uint8_t)tab[rs[i]]; /* the row's slot from the counting pass, which saw every row */
-    uint64_t e = ix == 0, em = 0 - e;
-    bitw_put(&bw, (ix - 1) & esc, b);
-    uint64_t lo = vi | ~em, hi = vi & em;
-    emin = lo < emin ? lo : emin;
-    emax = hi > emax ? hi : emax;
-    v[ne] = vi;
-    ne += e;
+  /* 64 / b rows (b <= 8) a step, their indexes put by one bitw_put */
+  const unsigned g = 64 / b;
+  size_t i = 0;
+  for (;;) {
+    unsigned m = i + g <= n ? g : (unsigned)(n - i);
+    if (!m) break;
+    uint64_t acc = 0;
+    for (unsigned j = 0; j < m; j++, i++) {
+      uint64_t vi = v[i];
+      uint64_t ix = (uint8_t)tab[rs[i]]; /* the row's slot from the counting pass, which saw every row */
+      uint64_t e = ix == 0, em = 0 - e;
+      acc |= ((ix - 1) & esc) << (j * b);
+      uint64_t lo = vi | ~em, hi = vi & em;
+      emin = lo < emin ? lo : emin;
+      emax = hi > emax ? hi : emax;
+      v[ne] = vi;
+      ne += e;
+    }
+    bitw_put(&bw, acc, m * b);
   }
   if (!ne) emin = emax = 0;
   unsigned eb = bitlen(emax - emin);
@@ -351,8 +381,7 @@ static size_t pdict_write(uint64_t *v, size_t n, unsigned w, unsigned b, const u
   ba_store_le64(out + 8, emin);
   ba_store_le64(out + 16, ne);
   bitw_t be = {bitw_end(&bw), 0, 0};
-  if (eb)
-    for (size_t i = 0; i < ne; i++) bitw_put(&be, v[i] - emin, eb);
+  BITW_PUT_ROWS(&be, ne, eb, r, v[r] - emin);
   return (size_t)(bitw_end(&be) - out);
 }
 
@@ -597,9 +626,9 @@ static uint8_t *write_for_delta(uint8_t *p, uint64_t *v, size_t n, unsigned w, i
   if (!planes) { /* packed as transformed: no pass writing v back */
     bitw_t bw = {p, 0, 0};
     if (bits && method == XF_FOR && sc == 1) {
-      for (size_t i = 0; i < n; i++) bitw_put(&bw, v[i] - mn, bits);
+      BITW_PUT_ROWS(&bw, n, bits, i, v[i] - mn);
     } else if (bits && method == XF_FOR) {
-      for (size_t i = 0; i < n; i++) bitw_put(&bw, exdiv_div(esc, v[i] - mn), bits);
+      BITW_PUT_ROWS(&bw, n, bits, i, exdiv_div(esc, v[i] - mn));
     } else if (bits) {
       for (size_t i = 0; i < n; i++) {
         uint64_t k = exdiv_div(esc, v[i] - mn);
@@ -714,8 +743,7 @@ static size_t encode2_int(enc_scratch_t *x, uint64_t *v, size_t n, unsigned w, i
     ba_store_le64(p + 16, 1);
     p = write_dict(p + BA_COL2_FIELD_HDR, v, n, w, dict, nd, key, hs);
     bitw_t bw = {p, 0, 0};
-    if (bits)
-      for (size_t i = 0; i < n; i++) bitw_put(&bw, v[i], bits);
+    BITW_PUT_ROWS(&bw, n, bits, i, v[i]);
     return (size_t)(bitw_end(&bw) - out);
   }
   ba_store_le64(p + 8, mn);

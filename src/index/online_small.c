@@ -121,8 +121,21 @@ __attribute__((always_inline)) static inline int add_t(ba_idx_small_t *s, const 
   for (size_t i = 0; i < n; i++) {
     uint32_t v = vals[i];
     if (BA_LIKELY(v < dom)) {
-      if (BA_UNLIKELY(hot[v][0] != g)) BA_FORWARD(reopen(s, v, g));
-      hot[v][1] |= 1ull << (G - 1 - o);
+      uint64_t *h = hot[v];
+      if (BA_UNLIKELY(h[0] != g)) {
+        scold_t *c = &s->cold[v];
+        uint64_t gap = h[0] - c->done; /* (h[0] UNSEEN: the test below fails) */
+        if (BA_LIKELY(h[0] != UNSEEN && c->nbuf < SMALL_BUF && gap <= UINT32_MAX)) { /* reopen's common case */
+          c->gaps[c->nbuf] = (uint32_t)gap;
+          c->lits[c->nbuf++] = h[1];
+          c->done = h[0] + 1;
+          h[0] = g;
+          h[1] = 0;
+        } else {
+          BA_FORWARD(reopen(s, v, g));
+        }
+      }
+      h[1] |= 1ull << (G - 1 - o);
     } else if (v != BA_IDX_NONE) {
       return BA_ERR_INVALID;
     }
