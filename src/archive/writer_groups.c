@@ -368,43 +368,41 @@ static void acc_span_base(ba_record_t *any, ba_record_t *all, const ba_record_t 
   acc_span_body(any, all, r, k);
 }
 typedef uint64_t or_v4 __attribute__((vector_size(32)));
-#define OR_LANES (sizeof(ba_record_t) / 32)
+/* 32-byte lanes covering the record; the last one ends at its end and may
+ * overlap the one before (OR and AND do not mind seeing a byte twice). */
+#define OR_LANES ((sizeof(ba_record_t) + 31) / 32)
 #define OR_HALF ((OR_LANES + 1) / 2)
-/* Lanes [q0, q0 + nq) (nq <= OR_HALF, a constant at each call) over the
- * rows, then the words past the last lane (tail). */
+_Static_assert(sizeof(ba_record_t) >= 32, "a record holds a lane");
+static inline __attribute__((always_inline)) size_t lane_off(size_t q) {
+  return 32 * q + 32 <= sizeof(ba_record_t) ? 32 * q : sizeof(ba_record_t) - 32;
+}
+/* Lanes [q0, q0 + nq) (nq <= OR_HALF, a constant at each call) over the rows. */
 static inline __attribute__((always_inline)) void acc_lanes(uint8_t *any, uint8_t *all, const ba_record_t *r, size_t k,
                                                             size_t q0, const size_t nq) {
   or_v4 a[OR_HALF], c[OR_HALF];
-  memcpy(a, any + 32 * q0, 32 * nq);
-  memcpy(c, all + 32 * q0, 32 * nq);
+  for (size_t q = 0; q < nq; q++) {
+    memcpy(&a[q], any + lane_off(q0 + q), 32);
+    memcpy(&c[q], all + lane_off(q0 + q), 32);
+  }
   for (size_t i = 0; i < k; i++) {
-    const uint8_t *p = (const uint8_t *)&r[i] + 32 * q0;
+    const uint8_t *p = (const uint8_t *)&r[i];
     for (size_t q = 0; q < nq; q++) {
       or_v4 b;
-      memcpy(&b, p + 32 * q, 32);
+      memcpy(&b, p + lane_off(q0 + q), 32);
       a[q] |= b;
       c[q] &= b;
     }
   }
-  memcpy(any + 32 * q0, a, 32 * nq);
-  memcpy(all + 32 * q0, c, 32 * nq);
+  for (size_t q = 0; q < nq; q++) { /* the overlapping lane last: its bytes agree with the one before */
+    memcpy(any + lane_off(q0 + q), &a[q], 32);
+    memcpy(all + lane_off(q0 + q), &c[q], 32);
+  }
 }
 static inline __attribute__((always_inline)) void acc_span_vec(ba_record_t *any, ba_record_t *all, const ba_record_t *r,
                                                                size_t k) {
   uint8_t *pa = (uint8_t *)any, *pc = (uint8_t *)all;
   acc_lanes(pa, pc, r, k, 0, OR_HALF);
   acc_lanes(pa, pc, r, k, OR_HALF, OR_LANES - OR_HALF);
-  for (size_t i = 0; i < k; i++) /* the words past the lanes */
-    for (size_t off = 32 * OR_LANES; off < sizeof *r; off += 8) {
-      uint64_t b, x, y;
-      memcpy(&b, (const uint8_t *)&r[i] + off, 8);
-      memcpy(&x, pa + off, 8);
-      memcpy(&y, pc + off, 8);
-      x |= b;
-      y &= b;
-      memcpy(pa + off, &x, 8);
-      memcpy(pc + off, &y, 8);
-    }
 }
 #if defined(__x86_64__) && defined(__GNUC__)
 #if defined(__clang__)

@@ -21,7 +21,7 @@
 #include "common/common.h"
 #include "index/online_small.h"
 
-#define SMALL_BUF 16 /* chunks per value before an append */
+#define SMALL_BUF 32 /* chunks per value before an append */
 #define UNSEEN UINT64_MAX
 
 /* A value's chunks closed and not yet appended, and what its bitmap holds. */

@@ -145,10 +145,6 @@ uint8_t nf_option_op(int version, int scope, uint16_t type, uint16_t len) {
   }
 }
 
-void nf_state_init(nf_rec_state_t *s) {
-  memset(s, 0, sizeof(*s));
-  s->first_up = s->last_up = s->start_dus = s->end_dus = s->sysinit_ms = s->duration_ms = s->event_ms = -1;
-}
 
 static inline uint64_t ntp_to_ns(const uint8_t *p) {
   uint64_t sec = ba_load_be32(p), frac = ba_load_be32(p + 4);
@@ -284,6 +280,8 @@ uint8_t nf_plan_kind(uint8_t op, unsigned len, uint8_t rw) {
   case OP_PKTS: return len == 4 ? NF_PK_PKTS4 : len == 8 ? NF_PK_PKTS8 : NF_PK_APPLY;
   case OP_FIRST_UP: return len == 4 ? NF_PK_FIRST_UP4 : NF_PK_APPLY;
   case OP_LAST_UP: return len == 4 ? NF_PK_LAST_UP4 : NF_PK_APPLY;
+  case OP_FLAGS:
+  case OP_REV_FLAGS: return len == 1 ? NF_PK_FLAGS1 : len == 2 ? NF_PK_FLAGS2 : NF_PK_APPLY;
   default: return NF_PK_APPLY;
   }
 }

@@ -66,7 +66,8 @@ enum {
   NF_PK_1_1, NF_PK_2_2, NF_PK_4_4, NF_PK_8_8, NF_PK_4_2, NF_PK_8_4, /* rw_len, a plain store */
   NF_PK_SRC4, NF_PK_DST4,            /* 4-byte IPv4 addresses */
   NF_PK_BYTES4, NF_PK_BYTES8, NF_PK_PKTS4, NF_PK_PKTS8,
-  NF_PK_FIRST_UP4, NF_PK_LAST_UP4
+  NF_PK_FIRST_UP4, NF_PK_LAST_UP4,
+  NF_PK_FLAGS1, NF_PK_FLAGS2 /* OP_FLAGS, OP_REV_FLAGS: ORed in */
 };
 
 typedef struct nf_tmpl {
@@ -197,7 +198,13 @@ void nf_pend_drop_all(ba_flow_decoder_t *d);
 /* flow_fields.c */
 uint8_t nf_element_op(int version, uint32_t pen, uint16_t type, uint16_t len);
 uint8_t nf_option_op(int version, int scope, uint16_t type, uint16_t len);
-void nf_state_init(nf_rec_state_t *s);
+/* A record's state before its fields: all zero, the times absent (-1). A
+ * copy of a constant (vector moves), not a call with a memset. */
+static inline void nf_state_init(nf_rec_state_t *s) {
+  static const nf_rec_state_t init = {.first_up = -1, .last_up = -1, .start_dus = -1, .end_dus = -1,
+                                      .sysinit_ms = -1, .duration_ms = -1, .event_ms = -1};
+  *s = init;
+}
 void nf_apply(ba_record_t *r, nf_rec_state_t *s, uint8_t op, const uint8_t *p, unsigned len);
 /* Whether op with a field of len bytes only stores the field's value,
  * truncated, into one record field (what nf_apply does for it): its offset
@@ -267,6 +274,8 @@ static inline void nf_apply_plan(ba_record_t *r, nf_rec_state_t *s, const nf_pla
   case NF_PK_PKTS8: r->packets = ba_load_be64(p); s->have_pkts = 1; break;
   case NF_PK_FIRST_UP4: s->first_up = (int64_t)ba_load_be32(p); break;
   case NF_PK_LAST_UP4: s->last_up = (int64_t)ba_load_be32(p); break;
+  case NF_PK_FLAGS1: r->tcp_flags |= p[0]; break;
+  case NF_PK_FLAGS2: r->tcp_flags |= p[1]; break; /* (uint8_t) of the 16-bit value */
   default: nf_apply_plan_general(r, s, pl, rp); break;
   }
 }
