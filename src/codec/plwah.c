@@ -181,6 +181,13 @@ static int plwah_put_groups_fast(ba_wordvec_t *v, ba_enc_state_t *st, const uint
       cap = v->cap;
     }
     uint32_t gap = gaps[i], lit = (uint32_t)lits[i] & PL_LITMASK;
+    /* The sparse case (most entries of address bytes and rare values): no
+     * open fill, zero groups, then one set row: one 0-fill word carrying
+     * its position, what the general path below writes for it. */
+    if (s0 == 0 && gap - 1u < PL_MAXCNT && lit && !(lit & (lit - 1))) {
+      w[k++] = PL_FILL | (ba_clz32(lit) << PL_POS_SHIFT) | gap;
+      continue;
+    }
     if (gap) { /* FILL0 of gap groups */
       if (s0 == 1) {
         s1 += gap;
