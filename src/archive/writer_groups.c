@@ -27,7 +27,7 @@
 /* The port bins: filled at the segment finish from the rare ports (§7.4),
  * no value in any row when added (ba_attr_values): added as absent. */
 #define BIN_ATTRS ((UINT32_C(1) << BA_ATTR_SRC_PORT_BIN) | (UINT32_C(1) << BA_ATTR_DST_PORT_BIN))
-/* What attr_values_v4 takes in one pass over the records. */
+/* What ba_writer_attr_values_fused takes in one pass over the records. */
 #define FUSED_ATTRS                                                                                          \
   ((UINT32_C(0xff) << BA_ATTR_SRC_IP0) | (UINT32_C(1) << BA_ATTR_SRC_PORT) | (UINT32_C(1) << BA_ATTR_DST_PORT) | \
    (UINT32_C(1) << BA_ATTR_PROTO) | (UINT32_C(1) << BA_ATTR_TCP_FLAGS) | (UINT32_C(1) << BA_ATTR_IPVER))
