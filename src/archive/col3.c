@@ -152,6 +152,15 @@ size_t ba_col3_raw_max(int col, size_t n, size_t frame_bytes) {
 
 size_t ba_col3_nfields(int col) { return col >= 0 && col < BA_NCOLS3 ? nfields(col) : 0; }
 
+/* A big-endian 32-bit word loaded in host order, as a number. */
+static inline uint32_t be32_host(uint32_t x) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+  return x;
+#else
+  return __builtin_bswap32(x);
+#endif
+}
+
 /* Field f of rows r[0..n) into v, the field's kind and width chosen once. */
 static void gather_field(const f3_t *f, const ba_record_t *r, size_t n, uint64_t *v) {
   const uint8_t *b = (const uint8_t *)r + f->off;
@@ -161,7 +170,11 @@ static void gather_field(const f3_t *f, const ba_record_t *r, size_t n, uint64_t
     return;
   }
   if (f->kind == K_BE32) {
-    for (size_t i = 0; i < n; i++, b += st) v[i] = (uint64_t)b[0] << 24 | (uint64_t)b[1] << 16 | (uint64_t)b[2] << 8 | b[3];
+    for (size_t i = 0; i < n; i++, b += st) {
+      uint32_t x;
+      memcpy(&x, b, 4); /* one load and a byte swap, not four byte loads */
+      v[i] = be32_host(x);
+    }
     return;
   }
   switch (f->width) {
@@ -192,30 +205,82 @@ static void gather_field(const f3_t *f, const ba_record_t *r, size_t n, uint64_t
  * every field of every column asked for is taken from them. */
 #define GATHER_ROWS 128
 
-void ba_col3_gather(const int *cols, size_t ncols, const ba_record_t *r, size_t n, uint64_t *fv) {
+void ba_col3_gather_skip(const int *cols, size_t ncols, const uint32_t *skip, const ba_record_t *r, size_t n,
+                         uint64_t *fv) {
   for (size_t i0 = 0; i0 < n; i0 += GATHER_ROWS) {
     size_t k = BA_MIN((size_t)GATHER_ROWS, n - i0);
     uint64_t *dst = fv;
     for (size_t c = 0; c < ncols; c++) {
       size_t nf = nfields(cols[c]);
-      for (size_t f = 0; f < nf; f++, dst += n) gather_field(&g_f3[cols[c]][f], r + i0, k, dst + i0);
+      uint32_t sk = skip ? skip[c] : 0;
+      for (size_t f = 0; f < nf; f++, dst += n)
+        if (!(sk >> f & 1)) gather_field(&g_f3[cols[c]][f], r + i0, k, dst + i0);
     }
   }
 }
 
+void ba_col3_gather(const int *cols, size_t ncols, const ba_record_t *r, size_t n, uint64_t *fv) {
+  ba_col3_gather_skip(cols, ncols, NULL, r, n, fv);
+}
+
+uint32_t ba_col3_const_fields(int col, const ba_record_t *any, const ba_record_t *all, uint64_t *vals) {
+  if (col < 0 || col >= BA_NCOLS3) return 0;
+  uint32_t m = 0;
+  size_t nf = nfields(col);
+  for (size_t k = 0; k < nf; k++) {
+    const f3_t *f = &g_f3[col][k];
+    if (f->kind == K_DUR) continue; /* a difference of two fields: not told by their bytes */
+    if (memcmp((const uint8_t *)any + f->off, (const uint8_t *)all + f->off, f->width) != 0) continue;
+    gather_field(f, any, 1, &vals[k]); /* OR = AND: every row's bytes are these */
+    m |= UINT32_C(1) << k;
+  }
+  return m;
+}
+
 int ba_col3_encode_fields(int col, uint64_t *fv, size_t n, const uint8_t *frames, size_t frame_bytes,
                           uint8_t *out, size_t *len, ba_col_scratch_t *x) {
-  BA_RETURN_IF(col < 0 || col >= BA_NCOLS3 || !len || !x, BA_ERR_INVALID);
+  return ba_col3_encode_fields_const(col, fv, 0, NULL, n, frames, frame_bytes, out, len, x);
+}
+
+int ba_col3_encode_fields_const(int col, uint64_t *fv, uint32_t cmask, const uint64_t *cval, size_t n,
+                                const uint8_t *frames, size_t frame_bytes, uint8_t *out, size_t *len,
+                                ba_col_scratch_t *x) {
+  BA_RETURN_IF(col < 0 || col >= BA_NCOLS3 || !len || !x || (cmask && !cval), BA_ERR_INVALID);
   size_t nf = nfields(col);
+  if (n == 0) cmask = 0; /* (no value to hold) */
   /* Absent: every field zero in every row (META is always written). */
   int present = col == BA_COLID_META;
-  for (size_t i = 0; i < nf * n && !present; i++) present = fv[i] != 0;
+  for (size_t k = 0; k < nf && !present; k++) {
+    if (cmask >> k & 1) {
+      present = cval[k] != 0;
+      continue;
+    }
+    /* blocks of 64 values ORed (vectorised), not a test per value: a
+     * present column's first fields are often all zero */
+    const uint64_t *v = fv + k * n;
+    size_t i = 0;
+    for (; i + 64 <= n && !present; i += 64) {
+      uint64_t o = 0;
+      for (size_t q = 0; q < 64; q++) o |= v[i + q];
+      present = o != 0;
+    }
+    for (; i < n && !present; i++) present = v[i] != 0;
+  }
   if (!present) {
     *len = 0;
     return BA_OK;
   }
   uint8_t *p = out;
-  for (size_t k = 0; k < nf; k++) p += ba_if_encode(x, fv + k * n, n, g_f3[col][k].width, 0, p);
+  for (size_t k = 0; k < nf; k++) {
+    if (cmask >> k & 1) { /* what ba_if_encode writes for one value in every row: FOR, no bits */
+      memset(p, 0, BA_COL2_FIELD_HDR);
+      ba_store_le64(p + 8, cval[k]);
+      ba_store_le64(p + 16, 1);
+      p += BA_COL2_FIELD_HDR;
+      continue;
+    }
+    p += ba_if_encode(x, fv + k * n, n, g_f3[col][k].width, 0, p);
+  }
   if (col == BA_COLID_FRAME && frame_bytes) {
     memcpy(p, frames, frame_bytes);
     p += frame_bytes;

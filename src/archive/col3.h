@@ -23,9 +23,24 @@ size_t ba_col3_nfields(int col);
  * (a column's fields in order, then the next column's), n values each, into
  * fv; one pass over the rows. */
 void ba_col3_gather(const int *cols, size_t ncols, const ba_record_t *r, size_t n, uint64_t *fv);
+/* ba_col3_gather without the fields in skip[c] (bit k: field k of column
+ * cols[c]; skip NULL: none), whose n values in fv are left as they were. */
+void ba_col3_gather_skip(const int *cols, size_t ncols, const uint32_t *skip, const ba_record_t *r, size_t n,
+                         uint64_t *fv);
 /* ba_col3_encode from the column's gathered fields fv (clobbered). */
 int ba_col3_encode_fields(int col, uint64_t *fv, size_t n, const uint8_t *frames, size_t frame_bytes,
                           uint8_t *out, size_t *len, ba_col_scratch_t *x);
+/* The fields of column col that hold one value in every row of a block,
+ * told from `any` and `all`, the bytewise OR and AND of its rows (equal
+ * bytes): bit k for field k, its value (as gathered) in vals[k]. LAST (a
+ * difference of two fields) is never told. */
+uint32_t ba_col3_const_fields(int col, const ba_record_t *any, const ba_record_t *all, uint64_t *vals);
+/* ba_col3_encode_fields where each field k in cmask holds cval[k] in every
+ * row (its values in fv are not read): the same bytes, without a pass over
+ * them. */
+int ba_col3_encode_fields_const(int col, uint64_t *fv, uint32_t cmask, const uint64_t *cval, size_t n,
+                                const uint8_t *frames, size_t frame_bytes, uint8_t *out, size_t *len,
+                                ba_col_scratch_t *x);
 /* 0 when every field of column col is zero in every row of a block, told
  * from `any`, the bytewise OR of its rows (then ba_col3_encode would give
  * *len = 0 and need not run); 1 when it may have a nonzero field. */

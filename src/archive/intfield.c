@@ -123,6 +123,27 @@ static inline void bitw_put(bitw_t *w, uint64_t v, unsigned b) {
   }
 }
 
+/* Puts the values EXPR (an expression of the row i) of rows [0, n) at b bits
+ * each (every value below 2^b): up to 32 bits, g = 64 / b values are
+ * combined in a register and put by one bitw_put (the same bits as g puts,
+ * in fewer accumulator steps). */
+#define BITW_PUT_ROWS(bw, n, b, i, EXPR)                             \
+  do {                                                               \
+    const unsigned b_ = (b);                                         \
+    const size_t n_ = (n);                                           \
+    size_t i = 0;                                                    \
+    if (b_ == 0) break;                                              \
+    if (b_ <= 32) {                                                  \
+      const unsigned g_ = 64 / b_;                                   \
+      while (i + g_ <= n_) {                                         \
+        uint64_t a_ = 0;                                             \
+        for (unsigned s_ = 0; s_ < g_ * b_; s_ += b_, i++) a_ |= (uint64_t)(EXPR) << s_; \
+        bitw_put((bw), a_, g_ * b_);                                 \
+      }                                                              \
+    }                                                                \
+    for (; i < n_; i++) bitw_put((bw), (EXPR), b_);                  \
+  } while (0)
+
 static inline uint8_t *bitw_end(bitw_t *w) {
   for (unsigned k = 0; k < w->nacc; k += 8) *w->p++ = (uint8_t)(w->acc >> k);
   return w->p;
@@ -169,6 +190,26 @@ static void sort_u64(uint64_t *a, size_t n) {
 
 
 static inline size_t dict_hash(uint64_t v) { return (size_t)((v * 0x9E3779B97F4A7C15ull) >> 55) & (DICT_SLOTS - 1); }
+
+/* Where the dictionary pass keeps value v: hashed (linear probing over
+ * key), or, when the field's values span fewer than DICT_SLOTS multiples of
+ * its scale above its minimum, at slot (v - mn) / scale, no hash and no
+ * probe. Which slot holds a value matters to nothing written (the
+ * dictionary is sorted, counts are per value, first sights keep their
+ * order): only the look-ups below must agree with the pass. */
+typedef struct dmap {
+  int direct;
+  uint64_t mn;
+  exdiv_t esc;
+} dmap_t;
+static inline size_t dmap_slot(const dmap_t *m, uint64_t v) { return (size_t)exdiv_div(&m->esc, v - m->mn); }
+/* The slot of v, which the pass saw (its key is there). */
+static inline size_t dmap_find(const dmap_t *m, const uint64_t *key, uint64_t v) {
+  if (m->direct) return dmap_slot(m, v);
+  size_t h = dict_hash(v);
+  while (key[h] != v) h = (h + 1) & (DICT_SLOTS - 1);
+  return h;
+}
 
 static inline size_t pd_hash(uint64_t v) { return (size_t)((v * 0x9E3779B97F4A7C15ull) >> 51) & (PD_SLOTS - 1); }
 static inline size_t pd_find(const enc_scratch_t *x, uint64_t v) {
@@ -334,16 +375,25 @@ static size_t pdict_write(uint64_t *v, size_t n, unsigned w, unsigned b, const u
   /* Without a branch on "exception" (as random as the values): the
    * exceptions' values move to the front of v (ne <= i: v[i] is read
    * first), their range kept with masks. */
-  for (size_t i = 0; i < n; i++) {
-    uint64_t vi = v[i];
-    uint64_t ix = (uint8_t)tab[rs[i]]; /* the row's slot from the counting pass, which saw every row */
-    uint64_t e = ix == 0, em = 0 - e;
-    bitw_put(&bw, (ix - 1) & esc, b);
-    uint64_t lo = vi | ~em, hi = vi & em;
-    emin = lo < emin ? lo : emin;
-    emax = hi > emax ? hi : emax;
-    v[ne] = vi;
-    ne += e;
+  /* 64 / b rows (b <= 8) a step, their indexes put by one bitw_put */
+  const unsigned g = 64 / b;
+  size_t i = 0;
+  for (;;) {
+    unsigned m = i + g <= n ? g : (unsigned)(n - i);
+    if (!m) break;
+    uint64_t acc = 0;
+    for (unsigned j = 0; j < m; j++, i++) {
+      uint64_t vi = v[i];
+      uint64_t ix = (uint8_t)tab[rs[i]]; /* the row's slot from the counting pass, which saw every row */
+      uint64_t e = ix == 0, em = 0 - e;
+      acc |= ((ix - 1) & esc) << (j * b);
+      uint64_t lo = vi | ~em, hi = vi & em;
+      emin = lo < emin ? lo : emin;
+      emax = hi > emax ? hi : emax;
+      v[ne] = vi;
+      ne += e;
+    }
+    bitw_put(&bw, acc, m * b);
   }
   if (!ne) emin = emax = 0;
   unsigned eb = bitlen(emax - emin);
@@ -351,8 +401,7 @@ static size_t pdict_write(uint64_t *v, size_t n, unsigned w, unsigned b, const u
   ba_store_le64(out + 8, emin);
   ba_store_le64(out + 16, ne);
   bitw_t be = {bitw_end(&bw), 0, 0};
-  if (eb)
-    for (size_t i = 0; i < ne; i++) bitw_put(&be, v[i] - emin, eb);
+  BITW_PUT_ROWS(&be, ne, eb, r, v[r] - emin);
   return (size_t)(bitw_end(&be) - out);
 }
 
@@ -477,8 +526,8 @@ static uint64_t common_scale(const uint64_t *v, size_t n, uint64_t v0) {
  * of each), the values in first-seen order in dict[*nd]; each row's slot in
  * *hs (x's scratch; NULL without memory: a writer probes again). 0 when
  * there are more than DICT_MAX. */
-static int dict_pass(enc_scratch_t *x, const uint64_t *v, size_t n, uint64_t *key, uint8_t *used, uint32_t *cnt,
-                     uint64_t *dict, size_t *nd, uint16_t **hs) {
+static int dict_pass(enc_scratch_t *x, const dmap_t *dm, const uint64_t *v, size_t n, uint64_t *key, uint8_t *used,
+                     uint32_t *cnt, uint64_t *dict, size_t *nd, uint16_t **hs) {
   memset(used, 0, DICT_SLOTS);
   uint16_t *s = x->hs;
   if (x->hscap < n) {
@@ -487,9 +536,25 @@ static int dict_pass(enc_scratch_t *x, const uint64_t *v, size_t n, uint64_t *ke
     x->hs = q;
   }
   *hs = s;
+  if (dm->direct && s) { /* the slot from the value: no hash, no probe */
+    for (size_t i = 0; i < n; i++) {
+      size_t h = dmap_slot(dm, v[i]);
+      s[i] = (uint16_t)h;
+      if (used[h]) {
+        cnt[h]++;
+        continue;
+      }
+      cnt[h] = 1;
+      if (*nd == DICT_MAX) return 0;
+      used[h] = 1;
+      key[h] = v[i];
+      dict[(*nd)++] = v[i];
+    }
+    return 1;
+  }
   for (size_t i = 0; i < n; i++) {
-    size_t h = dict_hash(v[i]);
-    while (used[h] && key[h] != v[i]) h = (h + 1) & (DICT_SLOTS - 1);
+    size_t h = dm->direct ? dmap_slot(dm, v[i]) : dict_hash(v[i]);
+    while (!dm->direct && used[h] && key[h] != v[i]) h = (h + 1) & (DICT_SLOTS - 1);
     if (s) s[i] = (uint16_t)h;
     if (used[h]) {
       cnt[h]++;
@@ -507,23 +572,17 @@ static int dict_pass(enc_scratch_t *x, const uint64_t *v, size_t n, uint64_t *ke
 /* A DICT field's sorted dictionary at p (w bytes per entry); each v[i]
  * becomes its entry's index. Returns the end of the dictionary. */
 static uint8_t *write_dict(uint8_t *p, uint64_t *v, size_t n, unsigned w, uint64_t *dict, size_t nd,
-                           const uint64_t *key, const uint16_t *hs) {
+                           const uint64_t *key, const uint16_t *hs, const dmap_t *dm) {
   uint16_t slot_of[DICT_SLOTS];
   sort_u64(dict, nd); /* nd <= DICT_MAX */
   for (size_t d = 0; d < nd; d++) {
     for (unsigned b = 0; b < w; b++) *p++ = (uint8_t)(dict[d] >> (8 * b));
-    size_t h = dict_hash(dict[d]);
-    while (key[h] != dict[d]) h = (h + 1) & (DICT_SLOTS - 1);
-    slot_of[h] = (uint16_t)d;
+    slot_of[dmap_find(dm, key, dict[d])] = (uint16_t)d;
   }
   if (hs) {
     for (size_t i = 0; i < n; i++) v[i] = slot_of[hs[i]];
   } else {
-    for (size_t i = 0; i < n; i++) {
-      size_t h = dict_hash(v[i]);
-      while (key[h] != v[i]) h = (h + 1) & (DICT_SLOTS - 1);
-      v[i] = slot_of[h];
-    }
+    for (size_t i = 0; i < n; i++) v[i] = slot_of[dmap_find(dm, key, v[i])];
   }
   return p;
 }
@@ -597,9 +656,9 @@ static uint8_t *write_for_delta(uint8_t *p, uint64_t *v, size_t n, unsigned w, i
   if (!planes) { /* packed as transformed: no pass writing v back */
     bitw_t bw = {p, 0, 0};
     if (bits && method == XF_FOR && sc == 1) {
-      for (size_t i = 0; i < n; i++) bitw_put(&bw, v[i] - mn, bits);
+      BITW_PUT_ROWS(&bw, n, bits, i, v[i] - mn);
     } else if (bits && method == XF_FOR) {
-      for (size_t i = 0; i < n; i++) bitw_put(&bw, exdiv_div(esc, v[i] - mn), bits);
+      BITW_PUT_ROWS(&bw, n, bits, i, exdiv_div(esc, v[i] - mn));
     } else if (bits) {
       for (size_t i = 0; i < n; i++) {
         uint64_t k = exdiv_div(esc, v[i] - mn);
@@ -651,7 +710,8 @@ static size_t encode2_int(enc_scratch_t *x, uint64_t *v, size_t n, unsigned w, i
   uint64_t dict[DICT_MAX];
   size_t nd = 0;
   uint16_t *hs = NULL;
-  int dict_ok = dict_pass(x, v, n, key, used, cnt, dict, &nd, &hs);
+  dmap_t dm = {exdiv_div(&esc, mx - mn) < DICT_SLOTS, mn, esc};
+  int dict_ok = dict_pass(x, &dm, v, n, key, used, cnt, dict, &nd, &hs);
   widths_t wd;
   choose_method(v, n, w, allow_planes, mn, mx, v0, zmax, sc, &esc, nd, dict_ok, &wd);
   unsigned b_for = wd.b_for, b_delta = wd.b_delta, b_dict = wd.b_dict;
@@ -673,21 +733,13 @@ static size_t encode2_int(enc_scratch_t *x, uint64_t *v, size_t n, unsigned w, i
        * order; nd < DICT_MAX: not every one of the first 256 rows
        * distinct, where pdict_plan gives up). */
       uint16_t ins[DICT_MAX];
-      for (size_t d = 0; d < nd; d++) {
-        size_t h = dict_hash(dict[d]);
-        while (key[h] != dict[d]) h = (h + 1) & (DICT_SLOTS - 1);
-        ins[d] = (uint16_t)h;
-      }
+      for (size_t d = 0; d < nd; d++) ins[d] = (uint16_t)dmap_find(&dm, key, dict[d]);
       uint64_t pc = pdict_choose(x, ins, nd, cnt, key, n, w, b_for, &pb, &pk);
       if (pc < cost_best) {
         uint64_t pd[256];
         uint32_t tab[DICT_SLOTS] = {0}; /* slot -> dictionary index + 1 */
         pdict_dict(x, pk, pd);
-        for (size_t d = 0; d < pk; d++) {
-          size_t h = dict_hash(pd[d]);
-          while (key[h] != pd[d]) h = (h + 1) & (DICT_SLOTS - 1);
-          tab[h] = (uint32_t)d + 1;
-        }
+        for (size_t d = 0; d < pk; d++) tab[dmap_find(&dm, key, pd[d])] = (uint32_t)d + 1;
         return pdict_write(v, n, w, pb, pd, pk, hs, tab, out);
       }
     } else {
@@ -712,10 +764,9 @@ static size_t encode2_int(enc_scratch_t *x, uint64_t *v, size_t n, unsigned w, i
   if (method == XF_DICT) {
     ba_store_le32(p + 4, (uint32_t)nd);
     ba_store_le64(p + 16, 1);
-    p = write_dict(p + BA_COL2_FIELD_HDR, v, n, w, dict, nd, key, hs);
+    p = write_dict(p + BA_COL2_FIELD_HDR, v, n, w, dict, nd, key, hs, &dm);
     bitw_t bw = {p, 0, 0};
-    if (bits)
-      for (size_t i = 0; i < n; i++) bitw_put(&bw, v[i], bits);
+    BITW_PUT_ROWS(&bw, n, bits, i, v[i]);
     return (size_t)(bitw_end(&bw) - out);
   }
   ba_store_le64(p + 8, mn);

@@ -24,6 +24,14 @@
 #define V6_ATTRS                                                                              \
   ((UINT32_C(1) << BA_ATTR_SRC_V6NET) | (UINT32_C(1) << BA_ATTR_DST_V6NET) |                   \
    (UINT32_C(1) << BA_ATTR_SRC_V6HOST) | (UINT32_C(1) << BA_ATTR_DST_V6HOST))
+/* The port bins: filled at the segment finish from the rare ports (§7.4),
+ * no value in any row when added (ba_attr_values): added as absent. */
+#define BIN_ATTRS ((UINT32_C(1) << BA_ATTR_SRC_PORT_BIN) | (UINT32_C(1) << BA_ATTR_DST_PORT_BIN))
+/* What ba_writer_attr_values_fused takes in one pass over the records. */
+#define FUSED_ATTRS                                                                                          \
+  ((UINT32_C(0xff) << BA_ATTR_SRC_IP0) | (UINT32_C(1) << BA_ATTR_SRC_PORT) | (UINT32_C(1) << BA_ATTR_DST_PORT) | \
+   (UINT32_C(1) << BA_ATTR_PROTO) | (UINT32_C(1) << BA_ATTR_TCP_FLAGS) | (UINT32_C(1) << BA_ATTR_IPVER))
+_Static_assert(BA_ATTR_SRC_IP0 == 0 && BA_ATTR_DST_IP3 == 7, "the address bytes are attributes 0..7");
 _Static_assert(BA_ATTR_COUNT <= 32, "attributes fit a 32-bit mask");
 _Static_assert(BA_IDX_NONE == UINT32_MAX, "0xff bytes are BA_IDX_NONE");
 
@@ -52,8 +60,9 @@ int ba_writer_job_get(ba_store_writer_t *w, job_t **out) {
   }
   j->n = 0;
   j->nframes = 0;
-  j->absent = V6_ATTRS;
+  j->absent = V6_ATTRS | BIN_ATTRS;
   memset(&j->any, 0, sizeof j->any);
+  memset(&j->all, 0xff, sizeof j->all);
   j->rc = 0;
   j->live_rows = 0;
   j->live_since = 0;
@@ -79,7 +88,8 @@ static int reserve(uint8_t **buf, size_t *cap, size_t need) {
 
 /* Column c's block of group j (header + payload) from its gathered fields fv
  * (clobbered); out_len 0 when the column is absent. */
-static int column_block(ba_store_writer_t *w, job_t *j, int c, uint64_t *fv, tctx_t *tc) {
+static int column_block(ba_store_writer_t *w, job_t *j, int c, uint64_t *fv, uint32_t cmask, const uint64_t *cval,
+                        tctx_t *tc) {
   ba_compress_t cz = w->o.compress;
   size_t raw = ba_col_raw_max(BA_SEG_MAJOR, c, j->n, j->nframes);
   BA_RETURN_IF(raw > UINT32_MAX / 2, BA_ERR_OVERFLOW);
@@ -92,7 +102,7 @@ static int column_block(ba_store_writer_t *w, job_t *j, int c, uint64_t *fv, tct
     BA_FORWARD(reserve(&tc->raw, &tc->raw_cap, raw));
     dst = tc->raw;
   }
-  BA_FORWARD(ba_col3_encode_fields(c, fv, j->n, j->frames, j->nframes, dst, &raw, tc->cs));
+  BA_FORWARD(ba_col3_encode_fields_const(c, fv, cmask, cval, j->n, j->frames, j->nframes, dst, &raw, tc->cs));
   j->out_len[c] = 0;
   if (raw == 0) return BA_OK; /* absent: every field zero (doc/format.md §7.1) */
   size_t clen = raw;
@@ -119,13 +129,21 @@ static int column_block(ba_store_writer_t *w, job_t *j, int c, uint64_t *fv, tct
 
 /* The work on one row group for worker `wi` of `nw` (nw = 1: everything):
  * its attributes' bitmaps, then its columns, whose fields are gathered from
- * the records in one pass (not one strided pass per field). */
+ * the records in one pass (not one strided pass per field). Fields of one
+ * value in every row (told by any and all: IPv4-mapped address words,
+ * exporter, engine ids, ...; about half of a NetFlow group's fields) are
+ * neither gathered nor scanned. */
+#define COL3_MAXF 16
 static int job_columns(ba_store_writer_t *w, job_t *j, int wi, int nw, tctx_t *tc) {
-  int cols[BA_NCOLS3];
+  int cols[BA_NCOLS3] = {0};
+  uint32_t cmask[BA_NCOLS3] = {0};
+  uint64_t cval[BA_NCOLS3][COL3_MAXF];
   size_t nc = 0, nfv = 0;
   for (int c = wi; c < BA_NCOLS3; c += nw) {
     j->out_len[c] = 0;
     if (!ba_col3_maybe_present(c, &j->any)) continue; /* absent, known without a scan */
+    BA_RETURN_IF(ba_col3_nfields(c) > COL3_MAXF, BA_ERR_INVALID);
+    cmask[nc] = ba_col3_const_fields(c, &j->any, &j->all, cval[nc]);
     cols[nc++] = c;
     nfv += ba_col3_nfields(c);
   }
@@ -135,10 +153,10 @@ static int job_columns(ba_store_writer_t *w, job_t *j, int wi, int nw, tctx_t *t
     tc->fv = p;
     BA_FORWARD(rc);
   }
-  ba_col3_gather(cols, nc, j->recs, j->n, tc->fv);
+  ba_col3_gather_skip(cols, nc, cmask, j->recs, j->n, tc->fv);
   uint64_t *fv = tc->fv;
   for (size_t q = 0; q < nc; fv += ba_col3_nfields(cols[q]) * j->n, q++)
-    BA_FORWARD(column_block(w, j, cols[q], fv, tc));
+    BA_FORWARD(column_block(w, j, cols[q], fv, cmask[q], cval[q], tc));
   return BA_OK;
 }
 
@@ -321,51 +339,129 @@ int ba_writer_submit(ba_store_writer_t *w, job_t *j) {
   return rc;
 }
 
-/* acc |= each of r[0..k), bytewise: which columns may be present in a
- * group (ba_col3_maybe_present). The records are whole words (_Static_assert
- * below); the word loop is vectorised in the AVX2 and AVX-512 copies, chosen
- * once at run time. */
+/* any |= and all &= each of r[0..k), bytewise: which columns may be present
+ * in a group (ba_col3_maybe_present) and which fields hold one value
+ * (ba_col3_const_fields). The records are whole words (_Static_assert
+ * below); the vector copies (AVX2, AVX-512, chosen once at run time) keep
+ * 32-byte lanes in registers, half the record at a time (both accumulators
+ * of every lane would not fit), loaded straight from the records. */
 _Static_assert(sizeof(ba_record_t) % 8 == 0, "records are whole words");
 #define OR_WORDS (sizeof(ba_record_t) / 8)
-static inline __attribute__((always_inline)) void or_span_body(ba_record_t *acc, const ba_record_t *r, size_t k) {
-  uint64_t a[OR_WORDS];
-  memcpy(a, acc, sizeof a);
+static inline __attribute__((always_inline)) void acc_span_body(ba_record_t *any, ba_record_t *all, const ba_record_t *r,
+                                                                size_t k) {
+  uint64_t a[OR_WORDS], c[OR_WORDS];
+  memcpy(a, any, sizeof a);
+  memcpy(c, all, sizeof c);
   for (size_t i = 0; i < k; i++) {
-    uint64_t b[OR_WORDS];
-    memcpy(b, &r[i], sizeof b);
-    for (size_t q = 0; q < OR_WORDS; q++) a[q] |= b[q];
+    const uint8_t *p = (const uint8_t *)&r[i];
+    for (size_t q = 0; q < OR_WORDS; q++) {
+      uint64_t b;
+      memcpy(&b, p + 8 * q, 8);
+      a[q] |= b;
+      c[q] &= b;
+    }
   }
-  memcpy(acc, a, sizeof a);
+  memcpy(any, a, sizeof a);
+  memcpy(all, c, sizeof c);
 }
-static void or_span_base(ba_record_t *acc, const ba_record_t *r, size_t k) { or_span_body(acc, r, k); }
+static void acc_span_base(ba_record_t *any, ba_record_t *all, const ba_record_t *r, size_t k) {
+  acc_span_body(any, all, r, k);
+}
+typedef uint64_t or_v4 __attribute__((vector_size(32)));
+/* 32-byte lanes covering the record; the last one ends at its end and may
+ * overlap the one before (OR and AND do not mind seeing a byte twice). */
+#define OR_LANES ((sizeof(ba_record_t) + 31) / 32)
+#define OR_HALF ((OR_LANES + 1) / 2)
+_Static_assert(sizeof(ba_record_t) >= 32, "a record holds a lane");
+static inline __attribute__((always_inline)) size_t lane_off(size_t q) {
+  return 32 * q + 32 <= sizeof(ba_record_t) ? 32 * q : sizeof(ba_record_t) - 32;
+}
+/* Lanes [q0, q0 + nq) (nq <= OR_HALF, a constant at each call) over the rows. */
+static inline __attribute__((always_inline)) void acc_lanes(uint8_t *any, uint8_t *all, const ba_record_t *r, size_t k,
+                                                            size_t q0, const size_t nq) {
+  or_v4 a[OR_HALF], c[OR_HALF];
+  for (size_t q = 0; q < nq; q++) {
+    memcpy(&a[q], any + lane_off(q0 + q), 32);
+    memcpy(&c[q], all + lane_off(q0 + q), 32);
+  }
+  for (size_t i = 0; i < k; i++) {
+    const uint8_t *p = (const uint8_t *)&r[i];
+    for (size_t q = 0; q < nq; q++) {
+      or_v4 b;
+      memcpy(&b, p + lane_off(q0 + q), 32);
+      a[q] |= b;
+      c[q] &= b;
+    }
+  }
+  for (size_t q = 0; q < nq; q++) { /* the overlapping lane last: its bytes agree with the one before */
+    memcpy(any + lane_off(q0 + q), &a[q], 32);
+    memcpy(all + lane_off(q0 + q), &c[q], 32);
+  }
+}
+static inline __attribute__((always_inline)) void acc_span_vec(ba_record_t *any, ba_record_t *all, const ba_record_t *r,
+                                                               size_t k) {
+  uint8_t *pa = (uint8_t *)any, *pc = (uint8_t *)all;
+  acc_lanes(pa, pc, r, k, 0, OR_HALF);
+  acc_lanes(pa, pc, r, k, OR_HALF, OR_LANES - OR_HALF);
+}
 #if defined(__x86_64__) && defined(__GNUC__)
 #if defined(__clang__)
 #define VEC_OPT
 #else
 #define VEC_OPT , optimize("O3")
 #endif
-__attribute__((target("avx2") VEC_OPT)) static void or_span_avx2(ba_record_t *acc, const ba_record_t *r, size_t k) {
-  or_span_body(acc, r, k);
+__attribute__((target("avx2") VEC_OPT)) static void acc_span_avx2(ba_record_t *any, ba_record_t *all,
+                                                                 const ba_record_t *r, size_t k) {
+  acc_span_vec(any, all, r, k);
 }
-__attribute__((target("avx512f,avx512vl") VEC_OPT)) static void or_span_avx512(ba_record_t *acc, const ba_record_t *r,
-                                                                             size_t k) {
-  or_span_body(acc, r, k);
+__attribute__((target("avx512f,avx512vl") VEC_OPT)) static void acc_span_avx512(ba_record_t *any, ba_record_t *all,
+                                                                               const ba_record_t *r, size_t k) {
+  acc_span_vec(any, all, r, k);
 }
 #undef VEC_OPT
 static pthread_once_t g_or_once = PTHREAD_ONCE_INIT;
-static void (*g_or_span)(ba_record_t *, const ba_record_t *, size_t) = or_span_base;
+static void (*g_acc_span)(ba_record_t *, ba_record_t *, const ba_record_t *, size_t) = acc_span_base;
 static void or_init(void) {
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl")) g_or_span = or_span_avx512;
-  else if (__builtin_cpu_supports("avx2")) g_or_span = or_span_avx2;
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl")) g_acc_span = acc_span_avx512;
+  else if (__builtin_cpu_supports("avx2")) g_acc_span = acc_span_avx2;
 }
-static void or_span(ba_record_t *acc, const ba_record_t *r, size_t k) {
+static void acc_span(ba_record_t *any, ba_record_t *all, const ba_record_t *r, size_t k) {
   pthread_once(&g_or_once, or_init);
-  g_or_span(acc, r, k);
+  g_acc_span(any, all, r, k);
 }
 #else
-#define or_span or_span_base
+#define acc_span acc_span_base
 #endif
+
+/* ba_attr_values of the FUSED_ATTRS for n records in one pass (each record
+ * read once, not once per attribute); out[a] = where attribute a's values
+ * go. The same values (test_writer_attrs checks them against
+ * ba_attr_values). */
+void ba_writer_attr_values_fused(const ba_record_t *r, size_t n, uint32_t *const *out) {
+  uint32_t *s0 = out[BA_ATTR_SRC_IP0], *s1 = out[BA_ATTR_SRC_IP1], *s2 = out[BA_ATTR_SRC_IP2],
+           *s3 = out[BA_ATTR_SRC_IP3], *d0 = out[BA_ATTR_DST_IP0], *d1 = out[BA_ATTR_DST_IP1],
+           *d2 = out[BA_ATTR_DST_IP2], *d3 = out[BA_ATTR_DST_IP3], *sp = out[BA_ATTR_SRC_PORT],
+           *dp = out[BA_ATTR_DST_PORT], *pr = out[BA_ATTR_PROTO], *fl = out[BA_ATTR_TCP_FLAGS],
+           *iv = out[BA_ATTR_IPVER];
+  for (size_t i = 0; i < n; i++) {
+    const ba_record_t *x = &r[i];
+    uint32_t m = x->ipver == 4 ? 0 : BA_IDX_NONE; /* ORed in: BA_IDX_NONE is all ones */
+    s0[i] = x->src[12] | m;
+    s1[i] = x->src[13] | m;
+    s2[i] = x->src[14] | m;
+    s3[i] = x->src[15] | m;
+    d0[i] = x->dst[12] | m;
+    d1[i] = x->dst[13] | m;
+    d2[i] = x->dst[14] | m;
+    d3[i] = x->dst[15] | m;
+    sp[i] = x->src_port;
+    dp[i] = x->dst_port;
+    pr[i] = x->proto;
+    fl[i] = x->tcp_flags;
+    iv[i] = x->ipver;
+  }
+}
 
 uint64_t ba_writer_mono_ns(void) {
   struct timespec ts;
@@ -389,9 +485,17 @@ int ba_writer_group_add(ba_store_writer_t *w, slice_t *sl, job_t *j, const ba_re
       j->absent &= ~V6_ATTRS;
     }
   }
+  uint32_t fused = 0;
+  if (!(j->absent & FUSED_ATTRS)) { /* never absent; the address bytes, ports, ... in one pass */
+    uint32_t *out[BA_ATTR_COUNT] = {0};
+    for (int a = 0; a < BA_ATTR_COUNT; a++)
+      if (FUSED_ATTRS >> a & 1) out[a] = j->vals + (size_t)a * w->o.block_rows + j->n;
+    ba_writer_attr_values_fused(recs, k, out);
+    fused = FUSED_ATTRS;
+  }
   for (int a = 0; a < BA_ATTR_COUNT; a++)
     if ((a != BA_ATTR_TIME_BIN || (w->o.reorder != BA_REORDER_OLSH && !w->o.clustered)) &&
-        !(j->absent >> a & 1)) /* not built (job_work) */
+        !((j->absent | fused) >> a & 1)) /* not built (job_work), or taken above */
       ba_attr_values((ba_attr_t)a, recs, k, sl->start, w->bin_ns, j->vals + (size_t)a * w->o.block_rows + j->n);
   const uint32_t n0 = j->n;
   for (size_t i = 0; i < k; i++) {
@@ -413,7 +517,7 @@ int ba_writer_group_add(ba_store_writer_t *w, slice_t *sl, job_t *j, const ba_re
     if (r->first_ns > sl->max_first) sl->max_first = r->first_ns;
     sl->kinds |= r->kind == BA_REC_PACKET ? 2u : 1u;
   }
-  or_span(&j->any, j->recs + n0, j->n - n0); /* the copies: frame pointers NULL */
+  acc_span(&j->any, &j->all, j->recs + n0, j->n - n0); /* the copies: frame pointers NULL */
   if (j->n == w->o.block_rows) {
     sl->cur = NULL;
     BA_FORWARD(ba_writer_submit(w, j));
@@ -448,7 +552,7 @@ static int live_write(ba_store_writer_t *w, slice_t *sl) {
   if (rc == BA_OK) {
     memcpy(lj->recs, j->recs + from, (size_t)k * sizeof *lj->recs);
     lj->n = k;
-    or_span(&lj->any, lj->recs, k);
+    acc_span(&lj->any, &lj->all, lj->recs, k);
     rc = job_columns(w, lj, 0, 1, &w->tc[w->nw]);
     if (rc < 0) {
       sl->failed = 1;

@@ -33,6 +33,7 @@ typedef struct job {
   uint8_t *frames;
   size_t nframes, cap_frames;
   ba_record_t any; /* bytewise OR of recs[0..n): columns all zero are skipped */
+  ba_record_t all; /* bytewise AND of recs[0..n): with any, the fields of one value (not gathered) */
   ba_zone_t zone;  /* of recs[0..n), computed by worker 0 */
   uint8_t *out[BA_NCOLS3]; /* block header + payload; out_len 0: absent column */
   size_t out_len[BA_NCOLS3], out_cap[BA_NCOLS3];
@@ -169,6 +170,10 @@ int ba_writer_drain(ba_store_writer_t *w);
 /* Writes in-flight groups and LIVE blocks so that rows added at least age_ns
  * ago are in the journals (ba_store_writer_flush). */
 int ba_writer_live_flush(ba_store_writer_t *w, uint64_t age_ns);
+/* ba_attr_values of the address bytes, ports, protocol, flags and IP
+ * version for n records in one pass; out[a]: attribute a's values (the
+ * others are not used). For tests too. */
+void ba_writer_attr_values_fused(const ba_record_t *r, size_t n, uint32_t *const *out);
 /* CLOCK_MONOTONIC in ns (live ages). */
 uint64_t ba_writer_mono_ns(void);
 /* A worker thread's body; arg: a wstart_t from ba_malloc, freed by it. */

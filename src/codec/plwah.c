@@ -142,6 +142,90 @@ static int plwah_count(const void *words, size_t n, uint64_t *out) {
 BA_GROUP_KERNELS(plwah, plwah_dec_next, plwah_put, OPK_PL)
 BA_BITSET_PATHS(plwah, plwah_dec_next, plwah_put)
 
+/* ops->put_groups of PLWAH: the tokens groups_put (kernel.h) would give
+ * plwah_put, with the encoder state and the word vector in registers and
+ * one room check per entry (at most three words: a fill the gap ends, the
+ * gap's fill, the literal)
+ * instead of a token, a call and a check per word. The online index's
+ * bitmaps close millions of chunks per segment; this was ~50 instructions
+ * a chunk through the token path, most of the index's appends. Same words
+ * (test_online's append_groups test compares with row-level appends). */
+static int plwah_put_groups_fast(ba_wordvec_t *v, ba_enc_state_t *st, const uint32_t *gaps, const uint64_t *lits,
+                                 size_t n, uint64_t all) {
+  uint64_t s0 = st->s[0], s1 = st->s[1]; /* open fill: value + 1 (0 none), groups */
+  uint32_t *w = v->w;
+  size_t k = v->n, cap = v->cap;
+  (void)all; /* PL_LITMASK: G = 31 */
+#define PG_SYNC() (v->n = k, st->s[0] = s0, st->s[1] = s1)
+#define PG_LOAD() (w = v->w, k = v->n, cap = v->cap, s0 = st->s[0], s1 = st->s[1])
+  /* The open fill as words with position p; a count past PL_MAXCNT in
+   * plwah_flush (rare: gaps of 2^25 groups). */
+#define PG_FLUSH(p)                                                                     \
+  do {                                                                                  \
+    if (BA_LIKELY(s1 <= PL_MAXCNT)) {                                                   \
+      w[k++] = PL_FILL | (s0 == 2 ? PL_VAL : 0) | ((uint32_t)(p) << PL_POS_SHIFT) | (uint32_t)s1; \
+      s0 = 0;                                                                           \
+    } else {                                                                            \
+      PG_SYNC();                                                                        \
+      BA_FORWARD(plwah_flush(v, st, (p)));                                              \
+      PG_LOAD();                                                                        \
+      BA_FORWARD(ba_wordvec_reserve(v, 3, 4));                                          \
+      PG_LOAD();                                                                        \
+    }                                                                                   \
+  } while (0)
+  for (size_t i = 0; i < n; i++) {
+    if (BA_UNLIKELY(cap - k < 3)) { /* a fill ended by the gap, the gap's fill, the literal */
+      v->n = k;
+      BA_FORWARD(ba_wordvec_reserve(v, 3, 4));
+      w = v->w;
+      cap = v->cap;
+    }
+    uint32_t gap = gaps[i], lit = (uint32_t)lits[i] & PL_LITMASK;
+    /* The sparse case (most entries of address bytes and rare values): no
+     * open fill, zero groups, then one set row: one 0-fill word carrying
+     * its position, what the general path below writes for it. */
+    if (s0 == 0 && gap - 1u < PL_MAXCNT && lit && !(lit & (lit - 1))) {
+      w[k++] = PL_FILL | (ba_clz32(lit) << PL_POS_SHIFT) | gap;
+      continue;
+    }
+    if (gap) { /* FILL0 of gap groups */
+      if (s0 == 1) {
+        s1 += gap;
+      } else {
+        if (s0) PG_FLUSH(0);
+        s0 = 1;
+        s1 = gap;
+      }
+    }
+    if (BA_LIKELY(lit != 0 && lit != PL_LITMASK)) { /* a literal: piggybacked on the open fill if it can */
+      if (s0) {
+        uint32_t x = s0 == 1 ? lit : ~lit & PL_LITMASK, p = 0;
+        if (!(x & (x - 1))) p = ba_clz32(x); /* exactly one 1 (a 0-fill) / one 0 (a 1-fill) */
+        PG_FLUSH(p);
+        if (p) continue;
+      }
+      w[k++] = lit;
+      continue;
+    }
+    uint64_t kind1 = lit ? 2 : 1; /* a homogeneous group: a fill of one */
+    if (s0 == kind1) {
+      s1++;
+    } else {
+      if (s0) PG_FLUSH(0);
+      s0 = kind1;
+      s1 = 1;
+    }
+  }
+  PG_SYNC();
+#undef PG_FLUSH
+#undef PG_LOAD
+#undef PG_SYNC
+  return 0;
+}
+/* The token path (BA_BITSET_PATHS) stays defined; put_groups is the above. */
+static int (*const plwah_put_groups_tokens)(ba_wordvec_t *, ba_enc_state_t *, const uint32_t *, const uint64_t *,
+                                            size_t, uint64_t) __attribute__((unused)) = plwah_put_groups;
+
 const ba_codec_ops_t ba_plwah_ops = {
   .id = BA_CODEC_PLWAH,
   .name = "plwah",
@@ -156,5 +240,5 @@ const ba_codec_ops_t ba_plwah_ops = {
   .kernels = plwah_kernels,
   .bitset_or = plwah_bitset_or,
   .bitset_put = plwah_bitset_put,
-  .put_groups = plwah_put_groups,
+  .put_groups = plwah_put_groups_fast,
 };

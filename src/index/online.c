@@ -19,6 +19,7 @@
 #include "common/common.h"
 #include "index/index.h"
 #include "index/online_dense.h"
+#include "index/online_small.h"
 
 /* Chunks buffered per value before they are appended to its bitmap: the
  * bitmap (its struct and word tail, two cache misses at high cardinality) is
@@ -52,7 +53,8 @@ struct ba_idx_online {
   unsigned G;
   uint32_t domain;
   unsigned vbits; /* bits of the largest value (domain - 1), >= 1 */
-  ba_idx_dense_t *dn; /* domain <= BA_IDX_DENSE_MAX: that builder does the work */
+  ba_idx_small_t *sm; /* domain <= BA_IDX_SMALL_MAX: that builder does the work */
+  ba_idx_dense_t *dn; /* else domain <= BA_IDX_DENSE_MAX: that one */
   uint32_t *map;  /* value -> slot index + 1; 0 = absent */
   slot_t *slots;
   size_t nslots, cap; /* values seen; allocated slots */
@@ -88,9 +90,11 @@ int ba_idx_online_create(ba_codec_t codec, uint32_t domain, ba_idx_online_t **ou
   BA_RETURN_IF(G == 0, BA_ERR_INVALID);
   ba_idx_online_t *b = ba_calloc(1, sizeof *b);
   BA_RETURN_IF(!b, BA_ERR_NOMEM);
-  int rc = domain <= BA_IDX_DENSE_MAX ? ba_idx_dense_create(codec, domain, &b->dn) : BA_OK;
+  int rc = domain <= BA_IDX_SMALL_MAX   ? ba_idx_small_create(codec, domain, &b->sm)
+           : domain <= BA_IDX_DENSE_MAX ? ba_idx_dense_create(codec, domain, &b->dn)
+                                        : BA_OK;
   /* calloc: pages of values never seen are never touched */
-  if (rc == BA_OK && !b->dn && !(b->map = ba_calloc(domain, sizeof *b->map))) rc = BA_ERR_NOMEM;
+  if (rc == BA_OK && !b->dn && !b->sm && !(b->map = ba_calloc(domain, sizeof *b->map))) rc = BA_ERR_NOMEM;
   if (rc < 0) {
     ba_free(b);
     return rc;
@@ -110,6 +114,7 @@ int ba_idx_online_create(ba_codec_t codec, uint32_t domain, ba_idx_online_t **ou
 
 void ba_idx_online_free(ba_idx_online_t *b) {
   if (!b) return;
+  ba_idx_small_free(b->sm);
   ba_idx_dense_free(b->dn);
   for (size_t i = 0; i < b->nslots; i++) ba_bitmap_free(b->slots[i].bm);
   ba_free(b->seen);
@@ -121,7 +126,9 @@ void ba_idx_online_free(ba_idx_online_t *b) {
 }
 
 uint64_t ba_idx_online_rows(const ba_idx_online_t *b) { return b->rows; }
-size_t ba_idx_online_values(const ba_idx_online_t *b) { return b->dn ? ba_idx_dense_values(b->dn) : b->nslots; }
+size_t ba_idx_online_values(const ba_idx_online_t *b) {
+  return b->sm ? ba_idx_small_values(b->sm) : b->dn ? ba_idx_dense_values(b->dn) : b->nslots;
+}
 
 /* Appends the buffered chunks to the bitmap. */
 static int flush_buf(slot_t *s) {
@@ -308,6 +315,14 @@ static int drain(ba_idx_online_t *b) {
 static int add_rows(ba_idx_online_t *b, const uint32_t *vals, size_t n) {
   BA_RETURN_IF(b->err, b->err);
   int rc = BA_OK;
+  if (b->sm) {
+    if ((rc = ba_idx_small_add(b->sm, vals, n, b->rows)) < 0) {
+      b->err = rc;
+      return rc;
+    }
+    b->rows += n;
+    return BA_OK;
+  }
   if (b->dn) {
     rc = vals ? ba_idx_dense_add(b->dn, vals, n, b->rows) : ba_idx_dense_add_absent(b->dn, n, b->rows);
     if (rc < 0) {
@@ -357,8 +372,8 @@ int ba_idx_online_finish(ba_idx_online_t *b, ba_idx_attr_t *out) {
   BA_RETURN_IF(!b || !out, BA_ERR_INVALID);
   BA_RETURN_IF(b->err, b->err);
   memset(out, 0, sizeof *out);
-  int rc = b->dn ? ba_idx_dense_finish(b->dn, b->rows, out) : drain(b);
-  if (rc == BA_OK && b->dn) {
+  int rc = b->sm ? ba_idx_small_finish(b->sm, b->rows, out) : b->dn ? ba_idx_dense_finish(b->dn, b->rows, out) : drain(b);
+  if (rc == BA_OK && (b->dn || b->sm)) {
     b->err = BA_ERR_INVALID; /* spent */
     return BA_OK;
   }

@@ -304,7 +304,8 @@ int nf_out_flush(ba_flow_decoder_t *d) {
 ba_record_t *nf_out_next(ba_flow_decoder_t *d) {
   if (d->nout == NF_BATCH) nf_out_flush(d);
   ba_record_t *r = &d->out[d->nout];
-  memset(r, 0, sizeof(*r));
+  static const ba_record_t zero;
+  *r = zero; /* vector moves where memset was a call */
   return r;
 }
 

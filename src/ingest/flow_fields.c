@@ -145,10 +145,6 @@ uint8_t nf_option_op(int version, int scope, uint16_t type, uint16_t len) {
   }
 }
 
-void nf_state_init(nf_rec_state_t *s) {
-  memset(s, 0, sizeof(*s));
-  s->first_up = s->last_up = s->start_dus = s->end_dus = s->sysinit_ms = s->duration_ms = s->event_ms = -1;
-}
 
 static inline uint64_t ntp_to_ns(const uint8_t *p) {
   uint64_t sec = ba_load_be32(p), frac = ba_load_be32(p + 4);
@@ -269,6 +265,26 @@ void nf_plain_field(uint8_t op, unsigned len, uint16_t *roff, uint8_t *rw) {
   }
 }
 #undef PLAIN
+
+uint8_t nf_plan_kind(uint8_t op, unsigned len, uint8_t rw) {
+  if (rw) {
+    if (rw == len) return rw == 1 ? NF_PK_1_1 : rw == 2 ? NF_PK_2_2 : rw == 4 ? NF_PK_4_4 : NF_PK_8_8;
+    if (rw == 4 && len == 2) return NF_PK_4_2;
+    if (rw == 8 && len == 4) return NF_PK_8_4;
+    return NF_PK_PLAIN;
+  }
+  switch (op) {
+  case OP_SRC4: return len == 4 ? NF_PK_SRC4 : NF_PK_APPLY;
+  case OP_DST4: return len == 4 ? NF_PK_DST4 : NF_PK_APPLY;
+  case OP_BYTES: return len == 4 ? NF_PK_BYTES4 : len == 8 ? NF_PK_BYTES8 : NF_PK_APPLY;
+  case OP_PKTS: return len == 4 ? NF_PK_PKTS4 : len == 8 ? NF_PK_PKTS8 : NF_PK_APPLY;
+  case OP_FIRST_UP: return len == 4 ? NF_PK_FIRST_UP4 : NF_PK_APPLY;
+  case OP_LAST_UP: return len == 4 ? NF_PK_LAST_UP4 : NF_PK_APPLY;
+  case OP_FLAGS:
+  case OP_REV_FLAGS: return len == 1 ? NF_PK_FLAGS1 : len == 2 ? NF_PK_FLAGS2 : NF_PK_APPLY;
+  default: return NF_PK_APPLY;
+  }
+}
 
 void nf_apply(ba_record_t *r, nf_rec_state_t *s, uint8_t op, const uint8_t *p, unsigned len) {
   uint64_t v = len <= 8 ? nf_be_uint(p, len) : 0;
@@ -468,6 +484,17 @@ static void up_times(const nf_hdr_t *h, const nf_rec_state_t *s, uint64_t *first
   if (!*last && s->last_up >= 0 && l > 0) *last = (uint64_t)l * NS_PER_MS;
 }
 
+/* ba_addr_is_v4 with two loads (a per-record cost of nf_rec_finish). */
+static inline int addr_is_v4(const uint8_t a[16]) {
+  static const uint8_t mapped[4] = {0, 0, 0xff, 0xff};
+  uint64_t lo;
+  uint32_t mid, want;
+  memcpy(&lo, a, 8);
+  memcpy(&mid, a + 8, 4);
+  memcpy(&want, mapped, 4); /* host order either way */
+  return lo == 0 && mid == want;
+}
+
 int nf_rec_finish(ba_flow_decoder_t *d, const nf_hdr_t *h, ba_record_t *r, nf_rec_state_t *s) {
   rec_frame(r, s);
   rec_counters(d, h, r, s);
@@ -500,10 +527,10 @@ int nf_rec_finish(ba_flow_decoder_t *d, const nf_hdr_t *h, ba_record_t *r, nf_re
     if (!r->engine_id) r->engine_id = (uint8_t)h->domain;
   }
   if (s->have_addr) {
-    r->ipver = s->src6 || s->dst6 || !ba_addr_is_v4(r->src) || !ba_addr_is_v4(r->dst) ? 6 : 4;
+    r->ipver = s->src6 || s->dst6 || !addr_is_v4(r->src) || !addr_is_v4(r->dst) ? 6 : 4;
     if (r->ipver == 6) { /* an IPv4 partner of an IPv6 address was a zero placeholder */
-      if (ba_addr_is_v4(r->src) && !ba_addr_get_v4(r->src)) memset(r->src, 0, 16);
-      if (ba_addr_is_v4(r->dst) && !ba_addr_get_v4(r->dst)) memset(r->dst, 0, 16);
+      if (addr_is_v4(r->src) && !ba_addr_get_v4(r->src)) memset(r->src, 0, 16);
+      if (addr_is_v4(r->dst) && !ba_addr_get_v4(r->dst)) memset(r->dst, 0, 16);
     }
   }
   if (!r->ipver) { /* no address elements: 0.0.0.0 */

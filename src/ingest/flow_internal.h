@@ -54,7 +54,21 @@ typedef struct nf_plan {
   uint8_t op;
   uint8_t rw;    /* a plain store (nf_plain_field): the record field's bytes (1, 2, 4, 8); 0: nf_apply */
   uint16_t roff; /* its offset in ba_record_t */
+  uint8_t kind;  /* what nf_apply_plan does: NF_PK_* (nf_plan_kind) */
 } nf_plan_t;
+
+/* Plan entry kinds: one dispatch per field for the common widths and the
+ * common non-plain elements of fixed-length templates, each doing exactly
+ * what nf_apply_plan's general path (rw and len, or nf_apply) does. */
+enum {
+  NF_PK_APPLY = 0, /* nf_apply */
+  NF_PK_PLAIN,     /* rw bytes from nf_be_uint of len bytes */
+  NF_PK_1_1, NF_PK_2_2, NF_PK_4_4, NF_PK_8_8, NF_PK_4_2, NF_PK_8_4, /* rw_len, a plain store */
+  NF_PK_SRC4, NF_PK_DST4,            /* 4-byte IPv4 addresses */
+  NF_PK_BYTES4, NF_PK_BYTES8, NF_PK_PKTS4, NF_PK_PKTS8,
+  NF_PK_FIRST_UP4, NF_PK_LAST_UP4,
+  NF_PK_FLAGS1, NF_PK_FLAGS2 /* OP_FLAGS, OP_REV_FLAGS: ORed in */
+};
 
 typedef struct nf_tmpl {
   struct nf_tmpl *next;
@@ -184,13 +198,21 @@ void nf_pend_drop_all(ba_flow_decoder_t *d);
 /* flow_fields.c */
 uint8_t nf_element_op(int version, uint32_t pen, uint16_t type, uint16_t len);
 uint8_t nf_option_op(int version, int scope, uint16_t type, uint16_t len);
-void nf_state_init(nf_rec_state_t *s);
+/* A record's state before its fields: all zero, the times absent (-1). A
+ * copy of a constant (vector moves), not a call with a memset. */
+static inline void nf_state_init(nf_rec_state_t *s) {
+  static const nf_rec_state_t init = {.first_up = -1, .last_up = -1, .start_dus = -1, .end_dus = -1,
+                                      .sysinit_ms = -1, .duration_ms = -1, .event_ms = -1};
+  *s = init;
+}
 void nf_apply(ba_record_t *r, nf_rec_state_t *s, uint8_t op, const uint8_t *p, unsigned len);
 /* Whether op with a field of len bytes only stores the field's value,
  * truncated, into one record field (what nf_apply does for it): its offset
  * and width in *roff and *rw (else *rw = 0). Compiled into template plans,
  * so fixed-length records set such fields without nf_apply's dispatch. */
 void nf_plain_field(uint8_t op, unsigned len, uint16_t *roff, uint8_t *rw);
+/* The NF_PK_* kind of a plan entry of op and len, rw from nf_plain_field. */
+uint8_t nf_plan_kind(uint8_t op, unsigned len, uint8_t rw);
 /* Finishes a record: counters, sampling, ICMP, times, exporter identity;
  * returns 0 to keep it, -1 when it was dropped (counted). */
 int nf_rec_finish(ba_flow_decoder_t *d, const nf_hdr_t *h, ba_record_t *r, nf_rec_state_t *s);
@@ -219,8 +241,9 @@ static inline uint64_t nf_be_uint(const uint8_t *p, unsigned len) {
   return v;
 }
 
-/* Applies one compiled plan entry to r (the record bytes at rp). */
-static inline void nf_apply_plan(ba_record_t *r, nf_rec_state_t *s, const nf_plan_t *pl, const uint8_t *rp) {
+/* Applies one compiled plan entry to r (the record bytes at rp): the
+ * general path, what every kind stands for. */
+static inline void nf_apply_plan_general(ba_record_t *r, nf_rec_state_t *s, const nf_plan_t *pl, const uint8_t *rp) {
   const uint8_t *p = rp + pl->off;
   uint8_t *f = (uint8_t *)r + pl->roff;
   switch (pl->rw) {
@@ -229,6 +252,31 @@ static inline void nf_apply_plan(ba_record_t *r, nf_rec_state_t *s, const nf_pla
   case 4: { uint32_t x = (uint32_t)nf_be_uint(p, pl->len); memcpy(f, &x, 4); break; }
   case 8: { uint64_t x = nf_be_uint(p, pl->len); memcpy(f, &x, 8); break; }
   default: nf_apply(r, s, pl->op, p, pl->len); break;
+  }
+}
+
+/* nf_apply_plan_general by the entry's kind: one dispatch per field. */
+static inline void nf_apply_plan(ba_record_t *r, nf_rec_state_t *s, const nf_plan_t *pl, const uint8_t *rp) {
+  const uint8_t *p = rp + pl->off;
+  uint8_t *f = (uint8_t *)r + pl->roff;
+  switch (pl->kind) {
+  case NF_PK_1_1: *f = p[0]; break;
+  case NF_PK_2_2: { uint16_t x = ba_load_be16(p); memcpy(f, &x, 2); break; }
+  case NF_PK_4_4: { uint32_t x = ba_load_be32(p); memcpy(f, &x, 4); break; }
+  case NF_PK_8_8: { uint64_t x = ba_load_be64(p); memcpy(f, &x, 8); break; }
+  case NF_PK_4_2: { uint32_t x = ba_load_be16(p); memcpy(f, &x, 4); break; }
+  case NF_PK_8_4: { uint64_t x = ba_load_be32(p); memcpy(f, &x, 8); break; }
+  case NF_PK_SRC4: { uint32_t v = ba_load_be32(p); if (v || !s->src6) ba_addr_set_v4(r->src, v); s->have_addr = 1; break; }
+  case NF_PK_DST4: { uint32_t v = ba_load_be32(p); if (v || !s->dst6) ba_addr_set_v4(r->dst, v); s->have_addr = 1; break; }
+  case NF_PK_BYTES4: r->bytes = ba_load_be32(p); s->have_bytes = 1; break;
+  case NF_PK_BYTES8: r->bytes = ba_load_be64(p); s->have_bytes = 1; break;
+  case NF_PK_PKTS4: r->packets = ba_load_be32(p); s->have_pkts = 1; break;
+  case NF_PK_PKTS8: r->packets = ba_load_be64(p); s->have_pkts = 1; break;
+  case NF_PK_FIRST_UP4: s->first_up = (int64_t)ba_load_be32(p); break;
+  case NF_PK_LAST_UP4: s->last_up = (int64_t)ba_load_be32(p); break;
+  case NF_PK_FLAGS1: r->tcp_flags |= p[0]; break;
+  case NF_PK_FLAGS2: r->tcp_flags |= p[1]; break; /* (uint8_t) of the 16-bit value */
+  default: nf_apply_plan_general(r, s, pl, rp); break;
   }
 }
 

@@ -182,7 +182,9 @@ void nf_data_set(ba_flow_decoder_t *d, const nf_hdr_t *h, nf_tmpl_t *t, const ui
     nf_rec_state_t s;
     nf_state_init(&s);
     if (!t->varlen) {
-      for (uint16_t i = 0; i < t->nplan; i++) nf_apply_plan(r, &s, &t->plan[i], rp);
+      /* bounds in locals: the plan's byte stores may alias *t */
+      const nf_plan_t *pl = t->plan, *pe = pl + t->nplan;
+      for (; pl < pe; pl++) nf_apply_plan(r, &s, pl, rp);
       rl = t->min_len;
     } else {
       rl = walk_record(d, h, t, r, &s, rp, len - off, &bad, 0);

@@ -122,6 +122,7 @@ int nf_tmpl_store(ba_flow_decoder_t *d, const nf_hdr_t *h, uint16_t id, int opti
         nf_plan_t *pl = &plan[k++];
         *pl = (nf_plan_t){.off = off, .len = fields[i].len, .op = fields[i].op};
         nf_plain_field(pl->op, pl->len, &pl->roff, &pl->rw);
+        pl->kind = nf_plan_kind(pl->op, pl->len, pl->rw);
       }
       off += fields[i].len;
     }

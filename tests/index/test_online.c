@@ -293,7 +293,7 @@ static void test_append_groups(void **state) {
   (void)state;
   ba_rng_t rng;
   ba_rng_seed(&rng, 16);
-  for (int it = 0; it < 600; it++) {
+  for (int it = 0; it < 1200; it++) {
     ba_codec_t codec = (ba_codec_t)(BA_CODEC_MIN + it % 6);
     unsigned G = ba_codec_word_bits(codec) - 1;
     ba_bitmap_t *a, *b;
@@ -311,9 +311,16 @@ static void test_append_groups(void **state) {
     const uint64_t all = G == 63 ? ~0ull >> 1 : (1ull << G) - 1;
     for (size_t i = 0; i < n; i++) {
       gaps[i] = ba_rng_below(&rng, 3) ? 0 : (uint32_t)ba_rng_below(&rng, 5000);
+      /* now and then a gap past PLWAH's fill count (2^25 - 1 groups) */
+      if (it % 50 == 7 && i == 0) gaps[i] = (1u << 25) + (uint32_t)ba_rng_below(&rng, 3) - 1;
       uint64_t r = ba_rng_next(&rng);
-      int k = (int)ba_rng_below(&rng, 4);
-      lits[i] = k == 0 ? 0 : k == 1 ? all | (r << G) : k == 2 ? 1ull << ba_rng_below(&rng, G) : r; /* bits above G too */
+      int k = (int)ba_rng_below(&rng, 5);
+      /* zero, all ones, one 1, one 0 (piggybacked on 0- and 1-fills), random; bits above G too */
+      lits[i] = k == 0   ? 0
+                : k == 1 ? all | (r << G)
+                : k == 2 ? 1ull << ba_rng_below(&rng, G)
+                : k == 3 ? all ^ (1ull << ba_rng_below(&rng, G))
+                         : r;
       assert_int_equal(ba_bitmap_append_run(a, 0, (uint64_t)gaps[i] * G), BA_OK);
       assert_int_equal(ba_bitmap_append_bits(a, lits[i] & all, G), BA_OK);
     }
