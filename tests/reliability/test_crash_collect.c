@@ -245,15 +245,14 @@ static void test_kill9_collect(void **state) {
       sent_in(info.start_ns, info.end_ns, &ref);
       int complete = is_complete(st, info.name, done, ndone);
       if (!complete) {
-        /* Only unflushed blocks may be lost: loopback keeps the sending order
+        /* Only unflushed rows may be lost: loopback keeps the sending order
          * and the collector stores in arrival order, so what recovery kept is
-         * the first whole blocks of what was sent for the slice. */
+         * the first flows sent for the slice: whole blocks, then the rows of
+         * the LIVE blocks written after the last one (--live-every, default
+         * 1 s; recover.c keeps them), so not always whole blocks. */
         if (seg.n > ref.n || memcmp(seg.h, ref.h, seg.n * sizeof *seg.h) != 0)
           fail_msg("iteration %d: recovered segment %s (%zu flows) is not the first %zu flows sent for its slice",
                    it, info.name, seg.n, seg.n);
-        if (seg.n % info.block_rows != 0)
-          fail_msg("iteration %d: recovered segment %s holds %zu flows, not whole blocks of %u", it, info.name,
-                   seg.n, info.block_rows);
         lost_total += ref.n - seg.n;
         if (ref.n - seg.n > lost_max) lost_max = ref.n - seg.n;
       }
