@@ -70,20 +70,6 @@ static inline void ob_u64z(ob_t *o, uint64_t v, size_t w) {
   ob_put(o, p, l);
 }
 
-/* IPv4 dotted quad of a 16-byte address's last four bytes; returns the length. */
-static inline size_t fmt_v4(const uint8_t a[16], char out[16]) {
-  size_t k = 0;
-  for (int i = 12; i < 16; i++) {
-    unsigned v = a[i];
-    if (v >= 100) out[k++] = (char)('0' + v / 100);
-    if (v >= 10) out[k++] = (char)('0' + v / 10 % 10);
-    out[k++] = (char)('0' + v % 10);
-    if (i < 15) out[k++] = '.';
-  }
-  out[k] = 0;
-  return k;
-}
-
 /* ---------- unchecked writers: the caller made room for a whole record ----------
  * (csv: FMT_FAST_ROOM bytes); each returns the end of what it wrote. */
 extern const char fmt_d2[200]; /* "00" "01" ... "99" */
@@ -142,6 +128,13 @@ static inline char *pv4(char *p, const uint8_t a[16]) {
   p = pu8(p, a[14]);
   *p++ = '.';
   return pu8(p, a[15]);
+}
+
+/* The same, NUL-terminated in out; returns the length. */
+static inline size_t fmt_v4(const uint8_t a[16], char out[16]) {
+  char *e = pv4(out, a);
+  *e = 0;
+  return (size_t)(e - out);
 }
 
 #endif
