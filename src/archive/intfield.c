@@ -505,8 +505,6 @@ static void range_pass(const uint64_t *v, size_t n, unsigned w, uint64_t *a, uin
 #endif
 #undef RANGE_WIDTHS
 
-/* The smallest of FOR, DELTA, DICT and PDICT, bit-packed or in byte planes.
- * v: the n values (clobbered). Returns the field's bytes. */
 /* The greatest common divisor of every |v[i] - v0| (0 while all are
  * equal); once it is 1 no later row changes it. */
 static uint64_t common_scale(const uint64_t *v, size_t n, uint64_t v0) {
@@ -520,6 +518,30 @@ static uint64_t common_scale(const uint64_t *v, size_t n, uint64_t v0) {
     }
   }
   return g;
+}
+
+/* dict_pass's loop; direct and with_s are constants at each call, so each
+ * call is its own loop without their tests (the direct one: the slot from
+ * the value, no hash, no probe). */
+static inline __attribute__((always_inline)) int dict_rows(const dmap_t *dm, const uint64_t *v, size_t n,
+                                                           uint64_t *key, uint8_t *used, uint32_t *cnt,
+                                                           uint64_t *dict, size_t *nd, uint16_t *s, int direct,
+                                                           int with_s) {
+  for (size_t i = 0; i < n; i++) {
+    size_t h = direct ? dmap_slot(dm, v[i]) : dict_hash(v[i]);
+    while (!direct && used[h] && key[h] != v[i]) h = (h + 1) & (DICT_SLOTS - 1);
+    if (with_s) s[i] = (uint16_t)h;
+    if (used[h]) {
+      cnt[h]++;
+      continue;
+    }
+    cnt[h] = 1;
+    if (*nd == DICT_MAX) return 0;
+    used[h] = 1;
+    key[h] = v[i];
+    dict[(*nd)++] = v[i];
+  }
+  return 1;
 }
 
 /* The distinct values, up to DICT_MAX: the table (key, used, cnt: the rows
@@ -536,37 +558,10 @@ static int dict_pass(enc_scratch_t *x, const dmap_t *dm, const uint64_t *v, size
     x->hs = q;
   }
   *hs = s;
-  if (dm->direct && s) { /* the slot from the value: no hash, no probe */
-    for (size_t i = 0; i < n; i++) {
-      size_t h = dmap_slot(dm, v[i]);
-      s[i] = (uint16_t)h;
-      if (used[h]) {
-        cnt[h]++;
-        continue;
-      }
-      cnt[h] = 1;
-      if (*nd == DICT_MAX) return 0;
-      used[h] = 1;
-      key[h] = v[i];
-      dict[(*nd)++] = v[i];
-    }
-    return 1;
-  }
-  for (size_t i = 0; i < n; i++) {
-    size_t h = dm->direct ? dmap_slot(dm, v[i]) : dict_hash(v[i]);
-    while (!dm->direct && used[h] && key[h] != v[i]) h = (h + 1) & (DICT_SLOTS - 1);
-    if (s) s[i] = (uint16_t)h;
-    if (used[h]) {
-      cnt[h]++;
-      continue;
-    }
-    cnt[h] = 1;
-    if (*nd == DICT_MAX) return 0;
-    used[h] = 1;
-    key[h] = v[i];
-    dict[(*nd)++] = v[i];
-  }
-  return 1;
+  if (dm->direct) return s ? dict_rows(dm, v, n, key, used, cnt, dict, nd, s, 1, 1)
+                           : dict_rows(dm, v, n, key, used, cnt, dict, nd, s, 1, 0);
+  return s ? dict_rows(dm, v, n, key, used, cnt, dict, nd, s, 0, 1)
+           : dict_rows(dm, v, n, key, used, cnt, dict, nd, s, 0, 0);
 }
 
 /* A DICT field's sorted dictionary at p (w bytes per entry); each v[i]
@@ -906,7 +901,8 @@ static int decode2_int(const uint8_t *in, size_t len, size_t n, unsigned w, int 
   return BA_OK;
 }
 
-
+/* The smallest of FOR, DELTA, DICT and PDICT, bit-packed or in byte planes.
+ * v: the n values (clobbered). Returns the field's bytes. */
 size_t ba_if_encode(ba_col_scratch_t *x, uint64_t *v, size_t n, unsigned w, int allow_planes, uint8_t *out) {
   return encode2_int(x, v, n, w, allow_planes, out);
 }
