@@ -145,12 +145,8 @@ int ba_cmd_reindex(int argc, char **argv) {
     if (c == 's') dir = optarg;
     else if (c == 'c') codec_name = optarg;
     else if (c == 't') {
-      char *end;
-      long v = strtol(optarg, &end, 10);
-      if (*end || v < 1 || v > 64) {
-        ba_cli_err("reindex", "--threads '%s': expected 1..64", optarg);
-        return 2;
-      }
+      uint64_t v;
+      if (ba_cli_opt_u64("reindex", "threads", optarg, 1, 64, &v)) return 2;
       threads = (int)v;
     } else if (c == 'd') device = optarg;
     else if (c == 'u') upgrade = 1;
@@ -159,12 +155,9 @@ int ba_cmd_reindex(int argc, char **argv) {
     else if (c == 'I') idle = 1;
     else if (c == 'q') quiet = 1;
     else if (c == 'm') {
-      char *end;
-      mem_mb = strtol(optarg, &end, 10);
-      if (*end || mem_mb < 1 || mem_mb > (1L << 20)) {
-        ba_cli_err("reindex", "--memory '%s': expected 1..1048576 (MB)", optarg);
-        return 2;
-      }
+      uint64_t v;
+      if (ba_cli_opt_u64("reindex", "memory", optarg, 1, 1u << 20, &v)) return 2;
+      mem_mb = (long)v;
     }
     else if (c == 'h') {
       usage(stdout);

@@ -30,13 +30,9 @@ int ba_cli_cluster_opt(int opt, const char *arg, ba_cli_cluster_t *c) {
     c->on = 1;
     return 0;
   }
-  char *end;
-  long v = strtol(arg, &end, 10);
-  if (end == arg || *end || v < 1 || v > (1L << 20)) {
-    ba_cli_err("collect", "--cluster-memory '%s': expected 1..1048576 (MB)", arg);
-    return 2;
-  }
-  c->mem_mb = v;
+  uint64_t v;
+  if (ba_cli_opt_u64("collect", "cluster-memory", arg, 1, 1u << 20, &v)) return 2;
+  c->mem_mb = (long)v;
   return 0;
 }
 
