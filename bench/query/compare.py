@@ -323,7 +323,8 @@ class Bench:
                                        capture_output=True, text=True).stdout)
         s = {"dataset": ds["name"], "flows": ds["flows"], "bitarc_file": st["bytes_file"],
              "bitarc_archive": st["bytes_archive"], "bitarc_index": st["bytes_index"],
-             "bitarc_per_record": st["bytes_per_record"], "nfdump_lz4": qb_data.dir_bytes(col.nf_lz4),
+             "bitarc_per_record": st["bytes_per_record"], "bitarc_columns": st.get("archive_bytes_per_record", {}),
+             "nfdump_lz4": qb_data.dir_bytes(col.nf_lz4),
              "nfdump_raw": qb_data.dir_bytes(col.nf_raw)}
         if self.ch:
             s["clickhouse"] = self.ch.sizes(ds["table"])

@@ -189,6 +189,16 @@ class Targets(unittest.TestCase):
         self.assertEqual(qb_report._ratio_cells(2.0, 1.0, 3.0), ["2.0x", ">= 3x: **missed**"])
         self.assertEqual(qb_report._ratio_cells(0.5, 1.0, None), ["0.50x", "-"])
 
+    def test_same_fields_store_line(self):
+        s = {"dataset": "d", "flows": 10, "bitarc_file": 300, "bitarc_archive": 240, "bitarc_index": 60,
+             "bitarc_per_record": {"archive": 24.0, "index": 6.0}, "nfdump_lz4": 470, "nfdump_raw": 1100,
+             "bitarc_columns": {"first": 2.0, "misc": 2.0, "exporter": 0.5, "vlan": 0.0},
+             "clickhouse": {"on_disk": 290, "compressed": 289, "columns": {"first_ms": 20}}}
+        out = "\n".join(qb_report.store_table([s], True))
+        self.assertIn("| 1.03x |", out)  # 30.0 / 29.0, all bytes
+        self.assertIn("bitarc 27.5 B/flow = 0.95x ClickHouse's 29.0", out)  # 30.0 - 2.0 - 0.5
+        self.assertIn("left out: misc 2.00, exporter 0.50)", out)
+
 
 if __name__ == "__main__":
     unittest.main()
