@@ -174,6 +174,16 @@ int ba_store_segment(ba_store_t *s, size_t i, ba_segment_t **out);
 /* File name of segment i, also for one that failed to open (NULL if i is out
  * of range). */
 const char *ba_store_segment_name(const ba_store_t *s, size_t i);
+/* 1 if name is a segment file name as a store writer makes them,
+ * "seg-YYYYMMDDTHHMMSSZ[-N].bitarc" (N from 1 to 1,000,000, no leading
+ * zero), with its slice start and N (0 when there is none); either pointer
+ * may be NULL. 0 if it is not one (journals, temp files, anything else):
+ * the one test of what counts as a segment, for readers, retention and
+ * tools. */
+int ba_segment_name_parse(const char *name, uint64_t *start_ns, unsigned *seq);
+/* The store's order of segment names, as strcmp: slice start, then seg-X,
+ * seg-X-1, ..., seg-X-9, seg-X-10 (names that do not parse first). */
+int ba_segment_name_cmp(const char *a, const char *b);
 int ba_segment_info(const ba_segment_t *seg, ba_segment_info_t *out);
 
 /* The bitmap of rows whose attribute equals value; an all-zero bitmap of

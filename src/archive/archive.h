@@ -241,7 +241,8 @@ int ba_seg_finish(ba_seg_finish_t *f);
 int ba_zone_write(const ba_group_ent_t *groups, uint32_t ngroups, uint64_t off,
                   int (*put)(void *ctx, const void *p, size_t n), void *ctx, uint64_t *zdir_off);
 
-/* Segment file name for a slice: "seg-YYYYMMDDTHHMMSSZ[-N].bitarc". */
+/* Segment file name for a slice: "seg-YYYYMMDDTHHMMSSZ[-N].bitarc" (N =
+ * seq, left out when 0). */
 int ba_seg_name(uint64_t start_ns, unsigned seq, char *out, size_t cap);
 
 /* Calls fn(ctx, dfd, name) for each entry of the directory dirfd, or of its

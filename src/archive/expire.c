@@ -42,31 +42,6 @@ static int eerr(char *err, size_t cap, int code, const char *fmt, ...) {
 
 void ba_expire_opts_init(ba_expire_opts_t *o) { memset(o, 0, sizeof *o); }
 
-/* seg-YYYYMMDDTHHMMSSZ[-N].bitarc (ba_seg_name) -> slice start and sequence. */
-static int parse_seg_name(const char *n, uint64_t *start_ns, unsigned *seq) {
-  unsigned y, mo, d, h, mi, s;
-  int used = 0;
-  if (strncmp(n, "seg-", 4) || !ba_name_ends_with(n, ".bitarc")) return 0;
-  if (sscanf(n + 4, "%4u%2u%2uT%2u%2u%2uZ%n", &y, &mo, &d, &h, &mi, &s, &used) != 6 || used != 16) return 0;
-  const char *rest = n + 4 + used;
-  *seq = 0;
-  if (*rest == '-') {
-    char *end;
-    unsigned long q = strtoul(rest + 1, &end, 10);
-    if (end == rest + 1 || q == 0 || q > 1000000 || strcmp(end, ".bitarc")) return 0;
-    *seq = (unsigned)q;
-  } else if (strcmp(rest, ".bitarc")) {
-    return 0;
-  }
-  if (y < 1970 || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || s > 60) return 0;
-  struct tm tm = {.tm_year = (int)y - 1900, .tm_mon = (int)mo - 1, .tm_mday = (int)d,
-                  .tm_hour = (int)h, .tm_min = (int)mi, .tm_sec = (int)s};
-  time_t t = timegm(&tm);
-  if (t < 0) return 0;
-  *start_ns = (uint64_t)t * 1000000000ull;
-  return 1;
-}
-
 /* The slice end from the segment header; the start when it cannot be read
  * (a damaged segment then ages by its start). */
 static uint64_t header_end(int dirfd, const char *name, uint64_t start_ns) {
@@ -103,7 +78,7 @@ static int list_one(void *ctx, int dfd, const char *name) {
   uint64_t start;
   unsigned seq;
   int journal = ba_name_ends_with(name, ".bitarc.open");
-  int seg = !journal && parse_seg_name(name, &start, &seq);
+  int seg = !journal && ba_segment_name_parse(name, &start, &seq);
   if (!journal && !seg) return BA_OK;
   /* Vanished since readdir (a writer renamed its journal): skip it. */
   if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) return BA_OK;

@@ -46,18 +46,6 @@ int ba_compress_from_name(const char *name, ba_compress_t *out) {
   return BA_ERR_INVALID;
 }
 
-int ba_seg_name(uint64_t start_ns, unsigned seq, char *out, size_t cap) {
-  time_t t = (time_t)(start_ns / 1000000000ull);
-  struct tm tm;
-  BA_RETURN_IF(!gmtime_r(&t, &tm), BA_ERR_INVALID);
-  char suffix[16] = "";
-  if (seq) snprintf(suffix, sizeof suffix, "-%u", seq);
-  int n = snprintf(out, cap, "seg-%04d%02d%02dT%02d%02d%02dZ%s.bitarc", tm.tm_year + 1900,
-                   tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, suffix);
-  BA_RETURN_IF(n < 0 || (size_t)n >= cap, BA_ERR_OVERFLOW);
-  return BA_OK;
-}
-
 /* ---------- block header ---------- */
 void ba_blk_hdr_encode(const ba_blk_hdr_t *h, uint8_t out[BA_BLK_HDR_BYTES]) {
   memcpy(out, BA_BLK_MAGIC, 4);

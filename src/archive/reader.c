@@ -139,23 +139,14 @@ static int seg_cmp(const void *a, const void *b) {
   const ba_segment_t *x = *(ba_segment_t *const *)a, *y = *(ba_segment_t *const *)b;
   uint64_t sx = x->open_rc == BA_OK ? x->h.start_ns : 0, sy = y->open_rc == BA_OK ? y->h.start_ns : 0;
   if (sx != sy) return sx < sy ? -1 : 1;
-  /* seg-X.bitarc, seg-X-1.bitarc, seg-X-2.bitarc, ..., seg-X-10.bitarc */
-  size_t lx = strlen(x->name), ly = strlen(y->name);
-  if (lx != ly) return lx < ly ? -1 : 1;
-  return strcmp(x->name, y->name);
-}
-
-static int is_segment_name(const char *n) {
-  size_t len = strlen(n);
-  return len > 11 && !strncmp(n, "seg-", 4) && !strcmp(n + len - 7, ".bitarc") &&
-         !strchr(n, '/');
+  return ba_segment_name_cmp(x->name, y->name);
 }
 
 /* One directory entry: a segment the handle does not have yet is opened. */
 static int refresh_one(void *ctx, int dfd, const char *name) {
   ba_store_t *s = ctx;
   (void)dfd;
-  if (!is_segment_name(name)) return BA_OK;
+  if (!ba_segment_name_parse(name, NULL, NULL)) return BA_OK;
   for (size_t i = 0; i < s->n; i++)
     if (!strcmp(s->segs[i]->name, name)) return BA_OK;
   ba_segment_t *g = ba_calloc(1, sizeof *g);

@@ -62,7 +62,7 @@ typedef struct scratch_seg {
 static int find_seg(void *ctx, int dfd, const char *name) {
   scratch_seg_t *f = ctx;
   (void)dfd;
-  if (strncmp(name, "seg-", 4) || !ba_name_ends_with(name, ".bitarc")) return BA_OK;
+  if (!ba_segment_name_parse(name, NULL, NULL)) return BA_OK;
   f->found++;
   snprintf(f->name, f->cap, "%s", name);
   return BA_OK;

@@ -38,15 +38,6 @@ int ba_cli_cluster_opt(int opt, const char *arg, ba_cli_cluster_t *c) {
 
 static int str_cmp(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
-/* The store reader's order: slice start (the name's first 20 bytes), then
- * seg-X, seg-X-1, ..., seg-X-10. */
-static int store_order(const char *a, const char *b) {
-  int k = strncmp(a, b, 20);
-  if (k) return k;
-  size_t la = strlen(a), lb = strlen(b);
-  return la != lb ? (la < lb ? -1 : 1) : strcmp(a, b);
-}
-
 static void names_free(char **v, size_t n) {
   for (size_t i = 0; i < n; i++) free(v[i]);
   free(v);
@@ -62,8 +53,7 @@ static int list_segments(const char *store, char ***out, size_t *nout) {
   struct dirent *e;
   int rc = 0;
   while (rc == 0 && (e = readdir(d)) != NULL) {
-    size_t len = strlen(e->d_name);
-    if (len <= 11 || strncmp(e->d_name, "seg-", 4) || strcmp(e->d_name + len - 7, ".bitarc")) continue;
+    if (!ba_segment_name_parse(e->d_name, NULL, NULL)) continue;
     if (n == cap) {
       char **p = realloc(v, (cap = cap ? 2 * cap : 64) * sizeof *v);
       if (!p) {
@@ -182,7 +172,7 @@ void ba_cli_cluster_tick(ba_cli_cluster_t *c, const char *store, uint64_t now_ns
   size_t first = n;
   for (size_t i = 0; i < n; i++)
     if (!(c->nknown && bsearch(&v[i], c->known, c->nknown, sizeof *c->known, str_cmp)) &&
-        (first == n || store_order(v[i], v[first]) < 0))
+        (first == n || ba_segment_name_cmp(v[i], v[first]) < 0))
       first = i;
   if (first < n && c->pid <= 0 && spawn(c, store, v[first]) != 0) {
     c->failed++;

@@ -50,26 +50,10 @@ void ba_query_live_stats(const ba_query_t *q, uint64_t *files, uint64_t *rows) {
   if (rows) *rows = q ? q->live_rows : 0;
 }
 
-/* Slice start of "seg-YYYYMMDDTHHMMSSZ[-N].bitarc"; 0 if it does not parse. */
-static uint64_t name_start(const char *n) {
-  struct tm tm;
-  memset(&tm, 0, sizeof tm);
-  char z = 0;
-  if (sscanf(n, "seg-%4d%2d%2dT%2d%2d%2d%c", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour, &tm.tm_min,
-             &tm.tm_sec, &z) != 7 || z != 'Z')
-    return 0;
-  tm.tm_year -= 1900;
-  tm.tm_mon -= 1;
-  time_t t = timegm(&tm);
-  return t < 0 ? 0 : (uint64_t)t * 1000000000ull;
-}
-
-/* The store reader's order: start, then seg-X, seg-X-1, ..., seg-X-10. */
+/* The store reader's order (header start, then name): start, then the names' order. */
 static int key_cmp(uint64_t sa, const char *a, uint64_t sb, const char *b) {
   if (sa != sb) return sa < sb ? -1 : 1;
-  size_t la = strlen(a), lb = strlen(b);
-  if (la != lb) return la < lb ? -1 : 1;
-  return strcmp(a, b);
+  return ba_segment_name_cmp(a, b);
 }
 
 static int item_cmp(const void *x, const void *y) {
@@ -94,7 +78,8 @@ static int add_item(live_t *lv, const char *name, size_t len, int journal) {
   litem_t *t = &lv->it[lv->n++];
   memcpy(t->name, name, len);
   t->name[len] = 0;
-  t->start = name_start(t->name);
+  t->start = 0; /* 0 if the name does not parse */
+  ba_segment_name_parse(t->name, &t->start, NULL);
   t->journal = journal;
   return BA_OK;
 }
@@ -113,7 +98,7 @@ static int list_one(void *ctx, int dfd, const char *n) {
   (void)dfd;
   if (strncmp(n, "seg-", 4) != 0) return BA_OK;
   if (p->pass == 0 && ba_name_ends_with(n, ".bitarc.open")) return add_item(p->lv, n, strlen(n) - 5, 1);
-  if (p->pass == 1 && ba_name_ends_with(n, ".bitarc") &&
+  if (p->pass == 1 && ba_segment_name_parse(n, NULL, NULL) &&
       !bsearch(&n, p->known, p->nknown, sizeof *p->known, str_cmp))
     return add_item(p->lv, n, strlen(n), 0);
   return BA_OK;
