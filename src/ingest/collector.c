@@ -65,6 +65,7 @@ typedef struct rx {
   _Atomic uint64_t stop_drained, stop_dropped; /* datagrams read after the stop; of those dropped */
   _Atomic uint64_t stop_ns;                    /* how long this thread drained at stop */
   _Atomic int done;                            /* the thread has drained and ends */
+  _Atomic uint64_t lap_start, lap_dead;        /* the last restart at 0: where, and the tail it skipped */
   ba_rx_exporters_t exp;
   uint8_t *rxbuf;
 } rx_t;
@@ -95,6 +96,14 @@ void ba_collector_opts_init(ba_collector_opts_t *o) {
 }
 
 /* ---------- receive side ---------- */
+
+/* Bytes queued between rd and wr, without the tail a restart at offset 0
+ * skipped while the poller has not passed it yet. */
+static uint64_t ring_fill(const rx_t *r, uint64_t wr, uint64_t rd) {
+  uint64_t at = atomic_load_explicit(&r->lap_start, memory_order_acquire);
+  uint64_t dead = atomic_load_explicit(&r->lap_dead, memory_order_relaxed), f = wr - rd;
+  return rd < at && at <= wr && f >= dead ? f - dead : f;
+}
 
 /* Appends one datagram at *wr (rd: the consumer's position as last seen).
  * Returns 0, or -1 when the queue has no room for it. */
@@ -153,16 +162,23 @@ static void rx_queue(rx_t *r, struct mmsghdr *msgs, const struct sockaddr_storag
                      int stopping) {
   uint64_t wr = atomic_load_explicit(&r->wr, memory_order_relaxed);
   uint64_t rd = atomic_load_explicit(&r->rd, memory_order_acquire);
-  /* An empty queue past RING_RESET (or its middle, if smaller) restarts at
+  /* Past RING_RESET (or the middle, if smaller) a short queue restarts at
    * offset 0, so the memory touched (the RSS) is about RING_RESET plus the
    * largest backlog, not the whole bound: touching fresh pages costs a
    * page fault and the kernel zeroing them (a sixth of the collector's CPU
-   * in a 10 s burst with the restart at the middle). After a restart the
-   * room is the part before the mark (at least RING_RESET) until the poller
-   * passes the mark, which is the first thing it reads. */
-  if (wr == rd && wr % r->cap >= BA_MIN(r->cap / 2, (uint64_t)RING_RESET)) {
-    ba_store_le32(r->ring + wr % r->cap, WRAP_MARK);
-    wr += r->cap - wr % r->cap;
+   * in a 10 s burst with the restart at the middle; with the restart only
+   * when the queue was empty, which a poller draining in bursts rarely
+   * leaves it, the whole 256 MiB was touched in the first seconds, 0.5 s of
+   * the receive thread's CPU). After a restart the room is the part before
+   * the mark (at least 7/8 of RING_RESET) until the poller passes the mark,
+   * which it reaches after the short backlog. The skipped tail is not
+   * queued data: ring_fill leaves it out. */
+  uint64_t reset = BA_MIN(r->cap / 2, (uint64_t)RING_RESET), pos = wr % r->cap;
+  if (pos >= reset && wr - rd <= reset / 8) {
+    ba_store_le32(r->ring + pos, WRAP_MARK);
+    atomic_store_explicit(&r->lap_dead, r->cap - pos, memory_order_relaxed);
+    wr += r->cap - pos;
+    atomic_store_explicit(&r->lap_start, wr, memory_order_release);
   }
   uint64_t bytes = 0, drop = 0, drop_bytes = 0;
   for (int i = 0; i < n; i++) {
@@ -197,7 +213,7 @@ static void rx_queue(rx_t *r, struct mmsghdr *msgs, const struct sockaddr_storag
     ba_rx_add(&r->dropped, drop);
     ba_rx_add(&r->dropped_bytes, drop_bytes);
   }
-  uint64_t fill = wr - rd;
+  uint64_t fill = ring_fill(r, wr, rd);
   if (fill > atomic_load_explicit(&r->peak, memory_order_relaxed))
     atomic_store_explicit(&r->peak, fill, memory_order_relaxed);
   /* Wake a sleeping poller only for a worthwhile amount; it also wakes by
@@ -526,8 +542,8 @@ static int drain(ba_collector_t *c, rx_t *r, ba_record_sink_fn fn, void *ctx) {
 static uint64_t queued(const ba_collector_t *c) {
   uint64_t s = 0;
   for (size_t i = 0; i < c->nrx; i++)
-    s += atomic_load_explicit(&c->rx[i]->wr, memory_order_acquire) -
-         atomic_load_explicit(&c->rx[i]->rd, memory_order_relaxed);
+    s += ring_fill(c->rx[i], atomic_load_explicit(&c->rx[i]->wr, memory_order_acquire),
+                   atomic_load_explicit(&c->rx[i]->rd, memory_order_relaxed));
   return s;
 }
 
@@ -644,7 +660,7 @@ size_t ba_collector_sockets(ba_collector_t *c, ba_collector_socket_t *out, size_
     o->received = ld(&r->received);
     o->received_bytes = ld(&r->received_bytes);
     o->queue_dropped = ld(&r->dropped);
-    o->queue_bytes = atomic_load(&r->wr) - atomic_load(&r->rd);
+    o->queue_bytes = ring_fill(r, atomic_load(&r->wr), atomic_load(&r->rd));
     o->queue_capacity = r->cap;
     o->queue_peak = ld(&r->peak);
     if (r->tcp) {

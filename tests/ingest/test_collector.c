@@ -159,6 +159,57 @@ static void test_queue_full_per_exporter(void **state) {
   ba_collector_free(c);
 }
 
+/* A small queue wraps many times while the poller keeps a backlog: past its
+ * middle the receiver restarts at offset 0 with datagrams still queued
+ * (skipping the tail) or with none. Every datagram is decoded once, whole,
+ * nothing is dropped, and the queue fill reported never counts the skipped
+ * tail (it stays within the largest backlog: two batches). */
+static void test_queue_restarts_with_backlog(void **state) {
+  (void)state;
+  enum { BATCH_MAX = 10, TOTAL = 2048 }; /* batches of 4..10 datagrams: restarts at varying offsets */
+  ba_collector_opts_t o;
+  ba_collector_opts_init(&o);
+  o.listen = "127.0.0.1:0";
+  o.queue_bytes = 256u << 10;
+  ba_collector_t *c = NULL;
+  char err[256];
+  assert_int_equal(ba_collector_start(&o, &c, err, sizeof(err)), 0);
+  const char *addr = ba_collector_address(c);
+  int fd = sender("127.0.0.1");
+  uint8_t d[DGRAM_LEN];
+  sink_t *s = calloc(1, sizeof(*s));
+  assert_non_null(s);
+  unsigned seq = 0;
+  uint64_t peak_seen = 0;
+  for (unsigned round = 0; seq < TOTAL; round++) {
+    unsigned batches = 1 + round % 2; /* polled with one or two batches queued */
+    for (unsigned b = 0; b < batches && seq < TOTAL; b++) {
+      unsigned batch = 4 + (round * 3 + b) % (BATCH_MAX - 3);
+      for (unsigned k = 0; k < batch && seq < TOTAL; k++) send_to(fd, addr, d, v5_datagram(1, seq++, d));
+      wait_received(c, seq);
+    }
+    ba_collector_stats_t st;
+    ba_collector_get_stats(c, &st);
+    if (st.queue_bytes > peak_seen) peak_seen = st.queue_bytes;
+    assert_int_equal(ba_collector_poll(c, 0, count_sink, s), 0);
+  }
+  assert_int_equal(ba_collector_stop(c, count_sink, s), 0);
+  ba_collector_stats_t st;
+  ba_collector_get_stats(c, &st);
+  assert_int_equal(st.kernel_drops, 0);
+  assert_int_equal(st.queue_dropped, 0);
+  assert_int_equal(st.counts.datagrams, TOTAL);
+  assert_int_equal(s->n, (uint64_t)TOTAL * RECS);
+  for (unsigned i = 0; i < TOTAL; i++) assert_int_equal(s->seen[1][i], RECS);
+  uint64_t two_batches = 2 * BATCH_MAX * (uint64_t)(DGRAM_LEN + 64);
+  if (st.queue_peak > two_batches || peak_seen > two_batches)
+    fail_msg("queue fill %llu / peak %llu: more than two batches (%llu)", (unsigned long long)peak_seen,
+             (unsigned long long)st.queue_peak, (unsigned long long)two_batches);
+  free(s);
+  close(fd);
+  ba_collector_free(c);
+}
+
 /* Two addresses with two SO_REUSEPORT sockets each: every socket is bound,
  * the sockets of one address share its port, and every datagram sent to
  * either address is decoded once. */
@@ -241,6 +292,7 @@ static void test_bad_options(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_queue_full_per_exporter),
+    cmocka_unit_test(test_queue_restarts_with_backlog),
     cmocka_unit_test(test_several_listens),
     cmocka_unit_test(test_bad_options),
   };
