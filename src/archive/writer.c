@@ -498,6 +498,7 @@ int ba_store_writer_open(const char *dir, const ba_store_opts_t *opts, ba_store_
       goto fail;
     }
     w->started++;
+    ba_thread_name(w->tid[i], "bitarc-write%d", i + 1);
   }
   if ((rc = ba_writer_finish_init(w)) < 0) goto fail;
   *out = w;

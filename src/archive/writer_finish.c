@@ -103,6 +103,7 @@ int ba_writer_finish_init(ba_store_writer_t *w) {
   if (w->nw == 0) return BA_OK; /* threads <= 1: finished in the caller */
   if (pthread_create(&w->fin_tid, NULL, finisher_main, w) != 0) return BA_ERR_NOMEM;
   w->fin_started = 1;
+  ba_thread_name(w->fin_tid, "bitarc-finish");
   return BA_OK;
 }
 

@@ -3,6 +3,7 @@
 #ifndef BA_COMMON_H
 #define BA_COMMON_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -73,6 +74,9 @@ void ba_set_alloc_hooks(const ba_alloc_hooks_t *hooks);
 
 /* Grows *buf (elements of `elem` bytes) to hold at least `need` elements. */
 int ba_grow(void **buf, size_t *cap, size_t need, size_t elem);
+
+/* thread.c: names thread t (printf-style, cut to 15 bytes), best effort. */
+void ba_thread_name(pthread_t t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Monotonic clock in nanoseconds (for progress and benchmarks). */
 uint64_t ba_now_ns(void);

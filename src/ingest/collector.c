@@ -466,6 +466,7 @@ static int start_threads(ba_collector_t *c, char *err, size_t errlen) {
       rc = BA_ERR_NOMEM;
     } else {
       c->rx[i]->started = 1;
+      ba_thread_name(c->rx[i]->th, "bitarc-rx%zu", i + 1);
     }
   }
   pthread_sigmask(SIG_SETMASK, &old, NULL);
