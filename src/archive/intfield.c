@@ -359,10 +359,11 @@ static size_t encode2_int(enc_scratch_t *x, uint64_t *v, size_t n, unsigned w, i
       uint64_t pc = ba_if_pdict_choose(x, ins, nd, cnt, key, n, w, b_for, &pb, &pk);
       if (pc < cost_best) {
         uint64_t pd[256];
-        uint32_t tab[DICT_SLOTS] = {0}; /* slot -> dictionary index + 1 */
+        uint32_t tab[DICT_SLOTS]; /* slot -> dictionary index + 1, 0: an exception (slots of ins only) */
         ba_if_pdict_dict(x, pk, pd);
+        for (size_t d = 0; d < nd; d++) tab[ins[d]] = 0;
         for (size_t d = 0; d < pk; d++) tab[dmap_find(&dm, key, pd[d])] = (uint32_t)d + 1;
-        return ba_if_pdict_write(v, n, w, pb, pd, pk, hs, tab, out);
+        return ba_if_pdict_write(v, n, w, pb, pd, pk, hs, tab, ins, nd, key, out);
       }
     } else {
       uint64_t pc = ba_if_pdict_plan(x, v, n, w, b_for, &pb, &pk);

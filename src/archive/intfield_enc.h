@@ -130,7 +130,8 @@ uint64_t ba_if_pdict_plan(enc_scratch_t *x, const uint64_t *v, size_t n, unsigne
                           unsigned *b_out, size_t *k_out);
 void ba_if_pdict_dict(const enc_scratch_t *x, size_t k, uint64_t *dict);
 size_t ba_if_pdict_write(uint64_t *v, size_t n, unsigned w, unsigned b, const uint64_t *dict, size_t k,
-                         const uint16_t *rs, const uint32_t *tab, uint8_t *out);
+                         const uint16_t *rs, uint32_t *tab, const uint16_t *ins, size_t nd, const uint64_t *key,
+                         uint8_t *out);
 size_t ba_if_pdict_write_plan(enc_scratch_t *x, uint64_t *v, size_t n, unsigned w, unsigned b, size_t k,
                               uint8_t *out);
 uint64_t ba_if_pdict_estimate(const uint64_t *key, const uint8_t *used, const uint32_t *cnt, size_t nd,

@@ -92,13 +92,10 @@ static void sort_cand(uint64_t (*a)[2], size_t n) {
   if (src != a) memcpy(a, src, n * sizeof *a);
 }
 
-/* The PDICT width b (1..8) and dictionary size that minimise n*b +
- * dictionary + exceptions (estimated at exc_bits each), from the nc
- * candidates in x->cand, which it sorts by frequency. Returns the cost in
- * bits (UINT64_MAX: not worth trying). */
-static uint64_t pdict_best(enc_scratch_t *x, size_t nc, size_t n, unsigned w, unsigned exc_bits, unsigned *b_out,
-                           size_t *k_out) {
-  if (!nc) return UINT64_MAX;
+/* pdict_best by a sort of every candidate (more than SORT_MAX of them: more
+ * than 255 values seen over 255 times, row groups of 65,280 rows or more). */
+static uint64_t pdict_best_sorted(enc_scratch_t *x, size_t nc, size_t n, unsigned w, unsigned exc_bits,
+                                  unsigned *b_out, size_t *k_out) {
   sort_cand(x->cand, nc);
   uint64_t best = UINT64_MAX, covered = 0;
   size_t k = 0;
@@ -110,6 +107,76 @@ static uint64_t pdict_best(enc_scratch_t *x, size_t nc, size_t n, unsigned w, un
       best = cost;
       *b_out = b;
       *k_out = kb;
+    }
+  }
+  return best;
+}
+
+/* The PDICT width b (1..8) and dictionary size k that minimise n*b +
+ * dictionary + exceptions (estimated at exc_bits each), from the nc
+ * candidates in x->cand: the k most frequent (count descending, then value
+ * ascending) end up in x->cand[0..k), in no order. The costs need only the
+ * counts in descending order, taken from a histogram (counts of
+ * PD_BIG_COUNT or more, at most n / PD_BIG_COUNT of them, sorted), not a
+ * sort of every candidate; the order of values matters only among those
+ * of the k-th count, sorted then. Returns the cost in bits (UINT64_MAX: not
+ * worth trying). */
+#define PD_BIG_COUNT 256u
+static uint64_t pdict_best(enc_scratch_t *x, size_t nc, size_t n, unsigned w, unsigned exc_bits, unsigned *b_out,
+                           size_t *k_out) {
+  if (!nc) return UINT64_MAX;
+  if (nc > SORT_MAX) return pdict_best_sorted(x, nc, n, w, exc_bits, b_out, k_out);
+  uint64_t big[SORT_MAX]; /* counts >= PD_BIG_COUNT, as UINT64_MAX - count (ascending: count descending) */
+  uint16_t hist[PD_BIG_COUNT] = {0};
+  size_t nbig = 0;
+  for (size_t c = 0; c < nc; c++) {
+    uint64_t k = x->cand[c][0];
+    if (k < PD_BIG_COUNT) hist[k]++;
+    else big[nbig++] = UINT64_MAX - k;
+  }
+  ba_if_sort_u64(big, nbig);
+  uint64_t best = UINT64_MAX, covered = 0, kth = 0, best_kth = 0;
+  size_t k = 0, bi = 0;
+  unsigned hc = PD_BIG_COUNT - 1; /* the histogram walked down from here */
+  uint32_t hleft = hist[hc];
+  for (unsigned b = 1; b <= 8; b++) {
+    size_t kb = BA_MIN(((size_t)1 << b) - 1, nc);
+    for (; k < kb; k++) { /* the next count in descending order */
+      if (bi < nbig) {
+        kth = UINT64_MAX - big[bi++];
+      } else {
+        while (!hleft) hleft = hist[--hc];
+        hleft--;
+        kth = hc;
+      }
+      covered += kth;
+    }
+    uint64_t cost = (uint64_t)n * b + 8ull * w * kb + (n - covered) * exc_bits;
+    if (cost < best) {
+      best = cost;
+      best_kth = kth;
+      *b_out = b;
+      *k_out = kb;
+    }
+  }
+  size_t kb = *k_out;
+  if (kb < nc) { /* the kb most frequent to the front: counts above the kb-th's, then the smallest values of its count */
+    uint64_t tie[SORT_MAX];
+    size_t above = 0, nt = 0;
+    for (size_t c = 0; c < nc; c++) {
+      uint64_t cc = x->cand[c][0], cv = x->cand[c][1];
+      if (cc > best_kth) {
+        x->cand[above][0] = cc;
+        x->cand[above][1] = cv;
+        above++;
+      } else if (cc == best_kth) {
+        tie[nt++] = cv;
+      }
+    }
+    ba_if_sort_u64(tie, nt);
+    for (size_t c = above; c < kb; c++) {
+      x->cand[c][0] = best_kth;
+      x->cand[c][1] = tie[c - above];
     }
   }
   return best;
@@ -190,11 +257,41 @@ void ba_if_pdict_dict(const enc_scratch_t *x, size_t k, uint64_t *dict) {
   ba_if_sort_u64(dict, k); /* k <= 255 */
 }
 
-/* Writes a PDICT field of dictionary dict[0..k) at out; row i's index + 1
- * is (uint8_t)tab[rs[i]] (0: an exception). Returns its bytes. v is
- * clobbered (the exceptions gathered at its front). */
+/* pdict_write's rows: each row's code (tab[rs[i]]: its b bits, bit 8 set
+ * for an exception) packed, 64 / b rows a step put by one bitw_put; without
+ * a branch on "exception" (as random as the values): the exceptions' values
+ * move to the front of v (ne <= i: v[i] is read first). Returns how many. */
+static inline __attribute__((always_inline)) size_t pd_rows(uint64_t *v, size_t n, const unsigned b,
+                                                            const uint16_t *rs, const uint32_t *tab, bitw_t *bw) {
+  const unsigned g = 64 / b;
+  size_t i = 0, ne = 0;
+  for (; i + g <= n; i += g) {
+    uint64_t acc = 0;
+    for (unsigned j = 0; j < g; j++) {
+      uint32_t c = tab[rs[i + j]]; /* the row's slot from the counting pass, which saw every row */
+      acc |= (uint64_t)(c & 0xffu) << (j * b);
+      v[ne] = v[i + j];
+      ne += c >> 8;
+    }
+    bitw_put(bw, acc, g * b);
+  }
+  for (; i < n; i++) {
+    uint32_t c = tab[rs[i]];
+    bitw_put(bw, c & 0xffu, b);
+    v[ne] = v[i];
+    ne += c >> 8;
+  }
+  return ne;
+}
+
+/* Writes a PDICT field of dictionary dict[0..k) at out. Every row's slot
+ * rs[i] is one of ins[0..nd), the slots of the field's distinct values
+ * (key[ins[d]]); tab[ins[d]] is that value's dictionary index + 1, 0 for an
+ * exception (tab is rewritten). Returns its bytes. v is clobbered (the
+ * exceptions gathered at its front). */
 size_t ba_if_pdict_write(uint64_t *v, size_t n, unsigned w, unsigned b, const uint64_t *dict, size_t k,
-                          const uint16_t *rs, const uint32_t *tab, uint8_t *out) {
+                         const uint16_t *rs, uint32_t *tab, const uint16_t *ins, size_t nd, const uint64_t *key,
+                         uint8_t *out) {
   uint8_t *p = out;
   memset(p, 0, BA_COL2_FIELD_HDR); /* emin, the exceptions and their width: after the rows */
   p[0] = XF_PDICT;
@@ -203,34 +300,31 @@ size_t ba_if_pdict_write(uint64_t *v, size_t n, unsigned w, unsigned b, const ui
   p += BA_COL2_FIELD_HDR;
   for (size_t d = 0; d < k; d++)
     for (unsigned q = 0; q < w; q++) *p++ = (uint8_t)(dict[d] >> (8 * q));
-  /* One table look-up per row, its index packed at once: dictionary index
-   * ix - 1, or the escape (all b bits set) for an exception (ix = 0):
-   * (ix - 1) & esc either way, as ix - 1 < esc. */
-  const uint64_t esc = ((uint64_t)1 << b) - 1;
-  bitw_t bw = {p, 0, 0};
-  uint64_t emin = UINT64_MAX, emax = 0, ne = 0;
-  /* Without a branch on "exception" (as random as the values): the
-   * exceptions' values move to the front of v (ne <= i: v[i] is read
-   * first), their range kept with masks. */
-  /* 64 / b rows (b <= 8) a step, their indexes put by one bitw_put */
-  const unsigned g = 64 / b;
-  size_t i = 0;
-  for (;;) {
-    unsigned m = i + g <= n ? g : (unsigned)(n - i);
-    if (!m) break;
-    uint64_t acc = 0;
-    for (unsigned j = 0; j < m; j++, i++) {
-      uint64_t vi = v[i];
-      uint64_t ix = (uint8_t)tab[rs[i]]; /* the row's slot from the counting pass, which saw every row */
-      uint64_t e = ix == 0, em = 0 - e;
-      acc |= ((ix - 1) & esc) << (j * b);
-      uint64_t lo = vi | ~em, hi = vi & em;
-      emin = lo < emin ? lo : emin;
-      emax = hi > emax ? hi : emax;
-      v[ne] = vi;
-      ne += e;
+  /* Each distinct value's code, once: its dictionary index, or the escape
+   * (all b bits set) with bit 8 set for an exception; the exceptions' range
+   * from the distinct values, not the rows (the same: each occurs in a row). */
+  const uint32_t esc = (UINT32_C(1) << b) - 1;
+  uint64_t emin = UINT64_MAX, emax = 0;
+  for (size_t d = 0; d < nd; d++) {
+    uint32_t ix = tab[ins[d]];
+    tab[ins[d]] = ix ? ix - 1 : esc | 0x100u;
+    if (!ix) {
+      uint64_t x = key[ins[d]];
+      emin = x < emin ? x : emin;
+      emax = x > emax ? x : emax;
     }
-    bitw_put(&bw, acc, m * b);
+  }
+  bitw_t bw = {p, 0, 0};
+  size_t ne;
+  switch (b) { /* b a constant in each: the steps unrolled */
+    case 1: ne = pd_rows(v, n, 1, rs, tab, &bw); break;
+    case 2: ne = pd_rows(v, n, 2, rs, tab, &bw); break;
+    case 3: ne = pd_rows(v, n, 3, rs, tab, &bw); break;
+    case 4: ne = pd_rows(v, n, 4, rs, tab, &bw); break;
+    case 5: ne = pd_rows(v, n, 5, rs, tab, &bw); break;
+    case 6: ne = pd_rows(v, n, 6, rs, tab, &bw); break;
+    case 7: ne = pd_rows(v, n, 7, rs, tab, &bw); break;
+    default: ne = pd_rows(v, n, 8, rs, tab, &bw); break;
   }
   if (!ne) emin = emax = 0;
   unsigned eb = bitlen(emax - emin);
@@ -250,7 +344,7 @@ size_t ba_if_pdict_write_plan(enc_scratch_t *x, uint64_t *v, size_t n, unsigned 
   /* pcnt now: index + 1 of dictionary values, 0 for the others. */
   for (size_t d = 0; d < x->pnd; d++) x->pcnt[x->ins[d]] = 0;
   for (size_t d = 0; d < k; d++) x->pcnt[pd_find(x, dict[d])] = (uint32_t)d + 1;
-  return ba_if_pdict_write(v, n, w, b, dict, k, x->ps, x->pcnt, out);
+  return ba_if_pdict_write(v, n, w, b, dict, k, x->ps, x->pcnt, x->ins, x->pnd, x->pkey, out);
 }
 
 /* PDICT cost in bits from the counts of the nd (<= DICT_MAX) distinct
