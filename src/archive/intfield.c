@@ -218,6 +218,20 @@ typedef struct widths {
   uint64_t best_cost;
 } widths_t;
 
+/* The largest rise (*up) and fall (*down) from one row to the next of
+ * v[0..n) (0 if none). */
+static void diff_extremes(const uint64_t *v, size_t n, uint64_t *up, uint64_t *down) {
+  uint64_t u = 0, d = 0;
+  for (size_t i = 1; i < n; i++) {
+    uint64_t a = v[i], b = v[i - 1];
+    uint64_t r = a > b ? a - b : 0, f = b > a ? b - a : 0;
+    u = r > u ? r : u;
+    d = f > d ? f : d;
+  }
+  *up = u;
+  *down = d;
+}
+
 /* Sizes in bits: packed = n * width. Byte planes: LZO has no entropy coder,
  * so a plane costs a byte a row unless it is mostly zero, where each nonzero
  * byte costs about three (a literal between two matches): skewed values, a
@@ -245,13 +259,20 @@ static void choose_method(const uint64_t *v, size_t n, unsigned w, int allow_pla
       maxk = mx - mn;
       maxz = z0 | zmax; /* only its bit length is used */
     }
-  } else {
-    for (size_t i = 0; i < n; i++) {
-      uint64_t k = exdiv_div(esc, v[i] - mn), z = zz((k - prev) & m, w, m);
-      maxk = k > maxk ? k : maxk;
-      maxz = z > maxz ? z : maxz;
-      prev = k;
-    }
+  } else if (n) {
+    /* 3.0, a common scale sc >= 2 (times at a coarser resolution): every
+     * difference of scaled values (v[i] - v[j]) / sc lies inside w bytes'
+     * signed range, so no zigzag wraps and DELTA's largest is that of the
+     * largest rise or fall divided by sc (exactly: both multiples of it), or
+     * row 0's (from 0): 2 * (v0 - mn) / sc. No division or zigzag per row
+     * (test_intfield_ref checks the widths against every row's). */
+    uint64_t up = 0, down = 0;
+    diff_extremes(v, n, &up, &down);
+    maxk = exdiv_div(esc, mx - mn);
+    maxz = 2 * exdiv_div(esc, v0 - mn);
+    uint64_t zu = 2 * exdiv_div(esc, up), zd = down ? 2 * exdiv_div(esc, down) - 1 : 0;
+    maxz = zu > maxz ? zu : maxz;
+    maxz = zd > maxz ? zd : maxz;
   }
   o->b_for = bitlen(maxk);
   o->b_delta = bitlen(maxz);

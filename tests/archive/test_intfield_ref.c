@@ -1,5 +1,5 @@
-/* PDICT fields (doc/format.md §7.1) written by ba_if_encode, checked against
- * a naive reference: on skewed fields (a few frequent values, many tied
+/* Integer fields written by ba_if_encode (doc/format.md §7.1) checked
+ * against naive references. PDICT: on skewed fields (a few frequent values, many tied
  * counts, counts of 256 and more, exceptions or none), wherever the encoder
  * chose PDICT its width and dictionary are the cheapest by the cost the
  * encoder estimates (n*b + dictionary + exceptions at the frame-of-reference
@@ -172,7 +172,93 @@ static void test_pdict_reference(void **state) {
   assert_true(g_big >= 10);
 }
 
+/* Zigzag of the w-byte two's-complement difference d (masked). */
+static uint64_t zz_ref(uint64_t d, unsigned w) {
+  int64_t s = (int64_t)(d << (64 - 8 * w)) >> (64 - 8 * w);
+  uint64_t m = w >= 8 ? UINT64_MAX : ((uint64_t)1 << (8 * w)) - 1;
+  return (((uint64_t)s << 1) ^ (uint64_t)(s >> 63)) & m;
+}
+
+/* Fields at a common scale above 1 (times at millisecond resolution in
+ * nanoseconds, multiples of 3, ...): ascending, random, and spans near and
+ * past half the width's range (where zigzags wrap). Wherever FOR or DELTA
+ * was chosen, its base, scale and width are the naive ones (widths from
+ * every row's value and zigzag difference) and it was the cheaper of the
+ * two (FOR first on a tie). */
+static unsigned g_for, g_delta, g_wide;
+static void test_scaled_widths(void **state) {
+  (void)state;
+  ba_col_scratch_t *x = NULL;
+  assert_int_equal(ba_col_scratch_create(&x), BA_OK);
+  ba_rng_t rng;
+  ba_rng_seed(&rng, 1128);
+  static const unsigned widths[] = {1, 2, 4, 8};
+  size_t nmax = 4000;
+  uint64_t *v = malloc(nmax * sizeof *v), *enc = malloc(nmax * sizeof *v), *dec = malloc(nmax * sizeof *v);
+  uint8_t *out = malloc(BA_COL2_FIELD_HDR + 16 * nmax);
+  for (int rep = 0; rep < 3000; rep++) {
+    unsigned w = widths[rep % 4];
+    uint64_t m = w >= 8 ? UINT64_MAX : ((uint64_t)1 << (8 * w)) - 1;
+    size_t n = 2 + (size_t)ba_rng_below(&rng, rep % 3 ? 300 : nmax - 2);
+    static const uint64_t scales[] = {2, 3, 1000, 1000000, 7, 64};
+    uint64_t sc = scales[ba_rng_below(&rng, 6)];
+    if (sc > m / 4) sc = 2 + ba_rng_below(&rng, 3);
+    uint64_t span; /* the values' span in multiples of sc */
+    switch (rep % 4) {
+      case 0: span = (m >> 1) / sc; break;             /* just inside the signed range */
+      case 1: span = (m >> 1) / sc + 1 + ba_rng_below(&rng, 3); break; /* just past it */
+      case 2: span = m / sc; break;                    /* the whole range */
+      default: span = 1 + ba_rng_below(&rng, 5000); break;
+    }
+    if (span > m / sc) span = m / sc;
+    uint64_t base = ba_rng_below(&rng, m / sc - span + 1) * sc;
+    int asc = rep % 5 < 2;
+    for (size_t i = 0; i < n; i++) v[i] = base + (ba_rng_next(&rng) % (span + 1)) * sc;
+    if (asc) qsort(v, n, sizeof *v, cmp_u64);
+    v[ba_rng_below(&rng, n)] = base; /* the span's ends present */
+    v[ba_rng_below(&rng, n)] = base + span * sc;
+    memcpy(enc, v, n * sizeof *v);
+    size_t len = ba_if_encode(x, enc, n, w, 0, out), used = 0;
+    assert_int_equal(ba_if_decode(out, len, n, w, 0, dec, &used), BA_OK);
+    assert_memory_equal(dec, v, n * sizeof *v);
+    if (out[0] > 1) continue; /* DICT or PDICT */
+    uint64_t mn = UINT64_MAX, mx = 0, g = 0;
+    for (size_t i = 0; i < n; i++) {
+      mn = v[i] < mn ? v[i] : mn;
+      mx = v[i] > mx ? v[i] : mx;
+      g = gcd(g, v[i] > v[0] ? v[i] - v[0] : v[0] - v[i]);
+    }
+    if (mn == mx) continue;
+    uint64_t maxz = 0, prev = 0;
+    for (size_t i = 0; i < n; i++) {
+      uint64_t k = (v[i] - mn) / g, z = zz_ref((k - prev) & m, w);
+      maxz = z > maxz ? z : maxz;
+      prev = k;
+    }
+    unsigned b_for = bitlen((mx - mn) / g), b_delta = bitlen(maxz);
+    assert_true(ba_load_le64(out + 8) == mn);
+    assert_true(ba_load_le64(out + 16) == g);
+    if (out[0] == 0) {
+      g_for++;
+      assert_int_equal(out[1], b_for);
+      assert_true(b_for <= b_delta);
+    } else {
+      g_delta++;
+      assert_int_equal(out[1], b_delta);
+      assert_true(b_delta < b_for);
+    }
+    if (mx - mn > (m >> 1)) g_wide++;
+  }
+  free(v);
+  free(enc);
+  free(dec);
+  free(out);
+  ba_col_scratch_free(x);
+  print_message("scaled fields: FOR %u, DELTA %u, spanning more than half the range %u\n", g_for, g_delta, g_wide);
+  assert_true(g_for >= 100 && g_delta >= 100 && g_wide >= 100);
+}
+
 int main(void) {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(test_pdict_reference)};
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_pdict_reference), cmocka_unit_test(test_scaled_widths)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
