@@ -96,9 +96,55 @@ static inline __attribute__((always_inline)) void range_body(const uint64_t *v, 
     default: range_body(v, n, w, a, b, c); break; \
   }
 
-static void range_base(const uint64_t *v, size_t n, unsigned w, uint64_t *a, uint64_t *b, uint64_t *c) {
-  RANGE_WIDTHS(v, n, w, a, b, c)
+/* Whether some |v[i] - v0| of v[0..n) is not a multiple of the scale e:
+ * the rows between two changes of common_scale's divisor, branch-free so
+ * that it vectorises (each lane's multiply and compare, the flags ORed). */
+static inline __attribute__((always_inline)) uint64_t scale_bad_body(const uint64_t *v, size_t n, uint64_t v0,
+                                                                     const exdiv_t *e) {
+  const uint64_t low = (((uint64_t)1) << e->sh) - 1, inv = e->inv, lim = e->lim;
+  const unsigned sh = e->sh;
+  uint64_t bad = 0;
+  for (size_t i = 0; i < n; i++) {
+    uint64_t d = v[i] >= v0 ? v[i] - v0 : v0 - v[i];
+    bad |= (d & low) | (uint64_t)((d >> sh) * inv > lim);
+  }
+  return bad;
 }
+
+/* The largest rise (*up) and fall (*down) from one row to the next of
+ * v[0..n) (0 if none). */
+static inline __attribute__((always_inline)) void diff_body(const uint64_t *v, size_t n, uint64_t *up,
+                                                            uint64_t *down) {
+  uint64_t u = 0, d = 0;
+  for (size_t i = 1; i < n; i++) {
+    uint64_t a = v[i], b = v[i - 1];
+    uint64_t r = a > b ? a - b : 0, f = b > a ? b - a : 0;
+    u = r > u ? r : u;
+    d = f > d ? f : d;
+  }
+  *up = u;
+  *down = d;
+}
+
+/* The passes above, one copy per instruction set (chosen once). */
+typedef struct kern {
+  void (*range)(const uint64_t *, size_t, unsigned, uint64_t *, uint64_t *, uint64_t *);
+  uint64_t (*scale_bad)(const uint64_t *, size_t, uint64_t, const exdiv_t *);
+  void (*diff)(const uint64_t *, size_t, uint64_t *, uint64_t *);
+} kern_t;
+
+#define KERN_COPY(sfx, ATTR)                                                                              \
+  ATTR static void range_##sfx(const uint64_t *v, size_t n, unsigned w, uint64_t *a, uint64_t *b, uint64_t *c) { \
+    RANGE_WIDTHS(v, n, w, a, b, c)                                                                          \
+  }                                                                                                         \
+  ATTR static uint64_t scale_bad_##sfx(const uint64_t *v, size_t n, uint64_t v0, const exdiv_t *e) {        \
+    return scale_bad_body(v, n, v0, e);                                                                     \
+  }                                                                                                         \
+  ATTR static void diff_##sfx(const uint64_t *v, size_t n, uint64_t *up, uint64_t *down) {                  \
+    diff_body(v, n, up, down);                                                                              \
+  }
+KERN_COPY(base, )
+static const kern_t g_kern_base = {range_base, scale_bad_base, diff_base};
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #if defined(__clang__)
@@ -106,42 +152,54 @@ static void range_base(const uint64_t *v, size_t n, unsigned w, uint64_t *a, uin
 #else
 #define VEC_OPT , optimize("O3") /* GCC 12 does not vectorise these reductions at -O2 */
 #endif
-__attribute__((target("avx2") VEC_OPT)) static void range_avx2(const uint64_t *v, size_t n, unsigned w, uint64_t *a,
-                                                              uint64_t *b, uint64_t *c) {
-  RANGE_WIDTHS(v, n, w, a, b, c)
-}
-__attribute__((target("avx512f,avx512vl") VEC_OPT)) static void range_avx512(const uint64_t *v, size_t n, unsigned w,
-                                                                            uint64_t *a, uint64_t *b, uint64_t *c) {
-  RANGE_WIDTHS(v, n, w, a, b, c)
-}
+KERN_COPY(avx2, __attribute__((target("avx2") VEC_OPT)))
+KERN_COPY(avx512, __attribute__((target("avx512f,avx512vl,avx512dq") VEC_OPT)))
 #undef VEC_OPT
-typedef void (*range_fn)(const uint64_t *, size_t, unsigned, uint64_t *, uint64_t *, uint64_t *);
-static pthread_once_t g_range_once = PTHREAD_ONCE_INIT;
-static range_fn g_range = range_base;
-static void range_init(void) {
+static const kern_t g_kern_avx2 = {range_avx2, scale_bad_avx2, diff_avx2};
+static const kern_t g_kern_avx512 = {range_avx512, scale_bad_avx512, diff_avx512};
+static pthread_once_t g_kern_once = PTHREAD_ONCE_INIT;
+static const kern_t *g_kern = &g_kern_base;
+static void kern_init(void) {
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl")) g_range = range_avx512;
-  else if (__builtin_cpu_supports("avx2")) g_range = range_avx2;
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
+    g_kern = &g_kern_avx512;
+  else if (__builtin_cpu_supports("avx2"))
+    g_kern = &g_kern_avx2;
 }
-static void range_pass(const uint64_t *v, size_t n, unsigned w, uint64_t *a, uint64_t *b, uint64_t *c) {
-  pthread_once(&g_range_once, range_init);
-  g_range(v, n, w, a, b, c);
+static const kern_t *kern(void) {
+  pthread_once(&g_kern_once, kern_init);
+  return g_kern;
 }
 #else
-#define range_pass range_base
+static const kern_t *kern(void) { return &g_kern_base; }
 #endif
+#undef KERN_COPY
 #undef RANGE_WIDTHS
 
 /* The greatest common divisor of every |v[i] - v0| (0 while all are
- * equal); once it is 1 no later row changes it. */
+ * equal); once it is 1 no later row changes it. While it stays above 1
+ * (times at a coarser resolution), SCALE_RUN rows at a time are checked by
+ * the vectorised kernel, row by row only where one changes it. */
+#define SCALE_RUN 256
 static uint64_t common_scale(const uint64_t *v, size_t n, uint64_t v0) {
   uint64_t g = 0;
   exdiv_t eg = exdiv_make(1);
-  for (size_t i = 1; i < n && g != 1; i++) {
-    uint64_t d = v[i] >= v0 ? v[i] - v0 : v0 - v[i];
-    if (g == 0 || !exdiv_divides(&eg, d)) { /* (d = 0 divides; no test for it: unpredictable) */
-      g = gcd64(g, d);
-      if (g) eg = exdiv_make(g);
+  size_t i = 1;
+  while (i < n && g != 1) {
+    size_t end = i + 1; /* row by row: the first rows (most fields reach 1 there), and while all are equal */
+    if (i >= 16 && g) {
+      end = BA_MIN(n, i + SCALE_RUN);
+      if (!kern()->scale_bad(v + i, end - i, v0, &eg)) {
+        i = end;
+        continue;
+      }
+    }
+    for (; i < end && g != 1; i++) {
+      uint64_t d = v[i] >= v0 ? v[i] - v0 : v0 - v[i];
+      if (g == 0 || !exdiv_divides(&eg, d)) { /* (d = 0 divides; no test for it: unpredictable) */
+        g = gcd64(g, d);
+        if (g) eg = exdiv_make(g);
+      }
     }
   }
   return g;
@@ -218,20 +276,6 @@ typedef struct widths {
   uint64_t best_cost;
 } widths_t;
 
-/* The largest rise (*up) and fall (*down) from one row to the next of
- * v[0..n) (0 if none). */
-static void diff_extremes(const uint64_t *v, size_t n, uint64_t *up, uint64_t *down) {
-  uint64_t u = 0, d = 0;
-  for (size_t i = 1; i < n; i++) {
-    uint64_t a = v[i], b = v[i - 1];
-    uint64_t r = a > b ? a - b : 0, f = b > a ? b - a : 0;
-    u = r > u ? r : u;
-    d = f > d ? f : d;
-  }
-  *up = u;
-  *down = d;
-}
-
 /* Sizes in bits: packed = n * width. Byte planes: LZO has no entropy coder,
  * so a plane costs a byte a row unless it is mostly zero, where each nonzero
  * byte costs about three (a literal between two matches): skewed values, a
@@ -267,7 +311,7 @@ static void choose_method(const uint64_t *v, size_t n, unsigned w, int allow_pla
      * row 0's (from 0): 2 * (v0 - mn) / sc. No division or zigzag per row
      * (test_intfield_ref checks the widths against every row's). */
     uint64_t up = 0, down = 0;
-    diff_extremes(v, n, &up, &down);
+    kern()->diff(v, n, &up, &down);
     maxk = exdiv_div(esc, mx - mn);
     maxz = 2 * exdiv_div(esc, v0 - mn);
     uint64_t zu = 2 * exdiv_div(esc, up), zd = down ? 2 * exdiv_div(esc, down) - 1 : 0;
@@ -328,7 +372,7 @@ static size_t encode2_int(enc_scratch_t *x, uint64_t *v, size_t n, unsigned w, i
   /* zmax: the largest zigzag row-to-row difference from row 1 on, which is
    * DELTA's width at scale 1 whatever the minimum (it cancels). */
   uint64_t zmax = 0; /* here the OR of those differences: the same bit length */
-  range_pass(v, n, w, &mn, &mx, &zmax);
+  kern()->range(v, n, w, &mn, &mx, &zmax);
   if (n && mn == mx) {
     /* One value in every row (IPv4-mapped words, engine ids, ...): FOR at
      * width 0, the value as the base and scale 1, no bits. What the general

@@ -184,8 +184,9 @@ static uint64_t zz_ref(uint64_t d, unsigned w) {
  * past half the width's range (where zigzags wrap). Wherever FOR or DELTA
  * was chosen, its base, scale and width are the naive ones (widths from
  * every row's value and zigzag difference) and it was the cheaper of the
- * two (FOR first on a tie). */
-static unsigned g_for, g_delta, g_wide;
+ * two (FOR first on a tie); some fields get a finer scale from a row past
+ * the first 16 (where the scale is checked many rows at a time). */
+static unsigned g_for, g_delta, g_wide, g_late;
 static void test_scaled_widths(void **state) {
   (void)state;
   ba_col_scratch_t *x = NULL;
@@ -217,6 +218,10 @@ static void test_scaled_widths(void **state) {
     if (asc) qsort(v, n, sizeof *v, cmp_u64);
     v[ba_rng_below(&rng, n)] = base; /* the span's ends present */
     v[ba_rng_below(&rng, n)] = base + span * sc;
+    if (rep % 6 == 5 && n > 40) { /* a finer scale from one late row on */
+      v[16 + ba_rng_below(&rng, n - 16)] = base + sc / 2;
+      g_late++;
+    }
     memcpy(enc, v, n * sizeof *v);
     size_t len = ba_if_encode(x, enc, n, w, 0, out), used = 0;
     assert_int_equal(ba_if_decode(out, len, n, w, 0, dec, &used), BA_OK);
@@ -254,8 +259,9 @@ static void test_scaled_widths(void **state) {
   free(dec);
   free(out);
   ba_col_scratch_free(x);
-  print_message("scaled fields: FOR %u, DELTA %u, spanning more than half the range %u\n", g_for, g_delta, g_wide);
-  assert_true(g_for >= 100 && g_delta >= 100 && g_wide >= 100);
+  print_message("scaled fields: FOR %u, DELTA %u, spanning more than half the range %u, a late finer scale %u\n",
+                g_for, g_delta, g_wide, g_late);
+  assert_true(g_for >= 100 && g_delta >= 100 && g_wide >= 100 && g_late >= 100);
 }
 
 int main(void) {
