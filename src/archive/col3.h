@@ -41,6 +41,12 @@ uint32_t ba_col3_const_fields(int col, const ba_record_t *any, const ba_record_t
 int ba_col3_encode_fields_const(int col, uint64_t *fv, uint32_t cmask, const uint64_t *cval, size_t n,
                                 const uint8_t *frames, size_t frame_bytes, uint8_t *out, size_t *len,
                                 ba_col_scratch_t *x);
+/* ba_col3_encode_fields_const that also gives each field k's smallest and
+ * largest value in fmin[k], fmax[k] (0 and 0 for no rows), from the
+ * encoder's own pass (a constant field: its value; an absent column: 0). */
+int ba_col3_encode_fields_range(int col, uint64_t *fv, uint32_t cmask, const uint64_t *cval, size_t n,
+                                const uint8_t *frames, size_t frame_bytes, uint8_t *out, size_t *len,
+                                ba_col_scratch_t *x, uint64_t *fmin, uint64_t *fmax);
 /* 0 when every field of column col is zero in every row of a block, told
  * from `any`, the bytewise OR of its rows (then ba_col3_encode would give
  * *len = 0 and need not run); 1 when it may have a nonzero field. */

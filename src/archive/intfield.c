@@ -373,6 +373,8 @@ static size_t encode2_int(enc_scratch_t *x, uint64_t *v, size_t n, unsigned w, i
    * DELTA's width at scale 1 whatever the minimum (it cancels). */
   uint64_t zmax = 0; /* here the OR of those differences: the same bit length */
   kern()->range(v, n, w, &mn, &mx, &zmax);
+  x->mn = n ? mn : 0;
+  x->mx = mx;
   if (n && mn == mx) {
     /* One value in every row (IPv4-mapped words, engine ids, ...): FOR at
      * width 0, the value as the base and scale 1, no bits. What the general
@@ -468,6 +470,11 @@ size_t ba_if_encode(ba_col_scratch_t *x, uint64_t *v, size_t n, unsigned w, int 
   return encode2_int(x, v, n, w, allow_planes, out);
 }
 
+
+void ba_if_range(const ba_col_scratch_t *x, uint64_t *mn, uint64_t *mx) {
+  *mn = x->mn;
+  *mx = x->mx;
+}
 
 int ba_if_scratch_values(ba_col_scratch_t *x, size_t n, uint64_t **v) {
   if (x->vcap < n + 1) {

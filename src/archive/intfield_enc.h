@@ -34,6 +34,7 @@ struct ba_col_scratch {
   uint16_t rep[PD_MAX];        /* slots whose count reached 2, in that order */
   size_t pnd;                  /* how many (ins[0..pnd)), from the last pdict_plan */
   uint64_t cand[PD_MAX][2];    /* (count, value) of values seen twice or more */
+  uint64_t mn, mx;             /* the last field's smallest and largest value (ba_if_range) */
 };
 typedef ba_col_scratch_t enc_scratch_t;
 
