@@ -201,22 +201,21 @@ static void gather_field(const f3_t *f, const ba_record_t *r, size_t n, uint64_t
   }
 }
 
-/* Rows per gathering step: their records (about 50 KB) stay in cache while
- * every field of every column asked for is taken from them. */
-#define GATHER_ROWS 128
+void ba_col3_gather_rows(const int *cols, size_t ncols, const uint32_t *skip, const ba_record_t *r, size_t n,
+                         size_t i0, size_t k, uint64_t *fv) {
+  uint64_t *dst = fv;
+  for (size_t c = 0; c < ncols; c++) {
+    size_t nf = nfields(cols[c]);
+    uint32_t sk = skip ? skip[c] : 0;
+    for (size_t f = 0; f < nf; f++, dst += n)
+      if (!(sk >> f & 1)) gather_field(&g_f3[cols[c]][f], r + i0, k, dst + i0);
+  }
+}
 
 void ba_col3_gather_skip(const int *cols, size_t ncols, const uint32_t *skip, const ba_record_t *r, size_t n,
                          uint64_t *fv) {
-  for (size_t i0 = 0; i0 < n; i0 += GATHER_ROWS) {
-    size_t k = BA_MIN((size_t)GATHER_ROWS, n - i0);
-    uint64_t *dst = fv;
-    for (size_t c = 0; c < ncols; c++) {
-      size_t nf = nfields(cols[c]);
-      uint32_t sk = skip ? skip[c] : 0;
-      for (size_t f = 0; f < nf; f++, dst += n)
-        if (!(sk >> f & 1)) gather_field(&g_f3[cols[c]][f], r + i0, k, dst + i0);
-    }
-  }
+  for (size_t i0 = 0; i0 < n; i0 += BA_COL3_GATHER_ROWS)
+    ba_col3_gather_rows(cols, ncols, skip, r, n, i0, BA_MIN((size_t)BA_COL3_GATHER_ROWS, n - i0), fv);
 }
 
 void ba_col3_gather(const int *cols, size_t ncols, const ba_record_t *r, size_t n, uint64_t *fv) {
