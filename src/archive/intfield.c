@@ -116,9 +116,9 @@ static inline __attribute__((always_inline)) uint64_t scale_bad_body(const uint6
 static inline __attribute__((always_inline)) void diff_body(const uint64_t *v, size_t n, uint64_t *up,
                                                             uint64_t *down) {
   uint64_t u = 0, d = 0;
-  for (size_t i = 1; i < n; i++) {
-    uint64_t a = v[i], b = v[i - 1];
-    uint64_t r = a > b ? a - b : 0, f = b > a ? b - a : 0;
+  for (size_t i = 1; i < n; i++) { /* masks, not branches: vectorised */
+    uint64_t a = v[i], b = v[i - 1], m = 0 - (uint64_t)(a > b);
+    uint64_t r = (a - b) & m, f = (b - a) & ~m; /* (a == b: both 0) */
     u = r > u ? r : u;
     d = f > d ? f : d;
   }
