@@ -352,17 +352,36 @@ size_t ba_if_pdict_write_plan(enc_scratch_t *x, uint64_t *v, size_t n, unsigned 
 uint64_t ba_if_pdict_estimate(const uint64_t *key, const uint8_t *used, const uint32_t *cnt, size_t nd, size_t n,
                                unsigned w, unsigned exc_bits) {
   (void)key;
-  uint64_t c[DICT_MAX]; /* counts, descending: sorted as UINT32_MAX - count ascending */
-  size_t k = 0;
+  /* The counts in descending order, as pdict_best takes them: a histogram of
+   * those below PD_BIG_COUNT, the larger ones (at most n / PD_BIG_COUNT)
+   * sorted. */
+  uint64_t big[DICT_MAX]; /* UINT64_MAX - count: ascending is count descending */
+  uint16_t hist[PD_BIG_COUNT] = {0};
+  size_t k = 0, nbig = 0;
   for (size_t h = 0; h < DICT_SLOTS && k < nd; h++)
-    if (used[h]) c[k++] = UINT32_MAX - cnt[h];
-  ba_if_sort_u64(c, k);
-  for (size_t i = 0; i < k; i++) c[i] = UINT32_MAX - c[i];
+    if (used[h]) {
+      k++;
+      if (cnt[h] < PD_BIG_COUNT) hist[cnt[h]]++;
+      else big[nbig++] = UINT64_MAX - cnt[h];
+    }
+  ba_if_sort_u64(big, nbig);
   uint64_t best = UINT64_MAX, covered = 0;
-  size_t j = 0;
+  size_t j = 0, bi = 0;
+  unsigned hc = PD_BIG_COUNT - 1;
+  uint32_t hleft = hist[hc];
   for (unsigned b = 1; b <= 8; b++) {
     size_t kb = BA_MIN(((size_t)1 << b) - 1, k);
-    for (; j < kb; j++) covered += c[j] >= 2 ? c[j] : 0;
+    for (; j < kb; j++) { /* the next count in descending order */
+      uint64_t c;
+      if (bi < nbig) {
+        c = UINT64_MAX - big[bi++];
+      } else {
+        while (!hleft) hleft = hist[--hc];
+        hleft--;
+        c = hc;
+      }
+      covered += c >= 2 ? c : 0;
+    }
     uint64_t cost = (uint64_t)n * b + 8ull * w * kb + (n - covered) * exc_bits;
     if (cost < best) best = cost;
   }

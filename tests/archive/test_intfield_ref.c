@@ -47,10 +47,17 @@ static uint64_t load_le(const uint8_t *p, unsigned w) {
   return x;
 }
 
+/* Zigzag of the w-byte two's-complement difference d (masked). */
+static uint64_t zz_ref(uint64_t d, unsigned w) {
+  int64_t s = (int64_t)(d << (64 - 8 * w)) >> (64 - 8 * w);
+  uint64_t m = w >= 8 ? UINT64_MAX : ((uint64_t)1 << (8 * w)) - 1;
+  return (((uint64_t)s << 1) ^ (uint64_t)(s >> 63)) & m;
+}
+
 /* Coverage: PDICT fields checked; of them with a dictionary smaller than the
  * candidates and tied counts at its edge; with exceptions; with a count of
  * 256 or more in the dictionary. */
-static unsigned g_pdict, g_tie_cut, g_exc, g_big;
+static unsigned g_pdict, g_tie_cut, g_exc, g_big, g_small;
 
 /* Checks one field v[0..n) of w bytes against the reference. */
 static void check_field(ba_col_scratch_t *x, const uint64_t *v, size_t n, unsigned w) {
@@ -62,6 +69,55 @@ static void check_field(ba_col_scratch_t *x, const uint64_t *v, size_t n, unsign
   assert_int_equal(ba_if_decode(out, len, n, w, 0, dec, &used), BA_OK);
   assert_int_equal(used, len);
   assert_memory_equal(dec, v, n * sizeof *v);
+  { /* At most 255 distinct values (counted by the dictionary pass), the
+     * repeated ones all PDICT candidates: PDICT is chosen exactly when its
+     * cost (exceptions at the frame-of-reference width) and the encoder's
+     * first estimate of it (from the dictionary pass's counts, singletons
+     * in the dictionary's size) are below FOR's, DELTA's and DICT's. */
+    memcpy(s, v, n * sizeof *v);
+    qsort(s, n, sizeof *s, cmp_u64);
+    size_t nd = 0, nrep = 0;
+    for (size_t i = 0; i < n; i++) {
+      if (nd && d[nd - 1].v == s[i]) d[nd - 1].c++;
+      else d[nd++] = (vc_t){s[i], 1};
+    }
+    uint64_t sc = 0, m = w >= 8 ? UINT64_MAX : ((uint64_t)1 << (8 * w)) - 1, maxz = 0, prev = 0;
+    for (size_t i = 1; i < n; i++) sc = gcd(sc, v[i] > v[0] ? v[i] - v[0] : v[0] - v[i]);
+    sc = sc ? sc : 1;
+    for (size_t i = 0; i < n; i++) {
+      uint64_t k = (v[i] - s[0]) / sc, z = zz_ref((k - prev) & m, w);
+      maxz = z > maxz ? z : maxz;
+      prev = k;
+    }
+    unsigned b_for = bitlen((s[n - 1] - s[0]) / sc);
+    qsort(d, nd, sizeof *d, cmp_freq);
+    while (nrep < nd && d[nrep].c >= 2) nrep++;
+    if (nd > 2 && nd < 256 && b_for >= 2) {
+      uint64_t best = UINT64_MAX, covered = 0;
+      size_t k = 0;
+      for (unsigned b = 1; b <= 8; b++) {
+        size_t kb = BA_MIN(((size_t)1 << b) - 1, nrep);
+        for (; k < kb; k++) covered += d[k].c;
+        uint64_t cost = (uint64_t)n * b + 8ull * w * kb + (n - covered) * b_for;
+        best = cost < best ? cost : best;
+      }
+      /* the encoder's first estimate: a dictionary of the most frequent of
+       * all nd values (those seen once cover no row) */
+      uint64_t est = UINT64_MAX;
+      covered = 0;
+      k = 0;
+      for (unsigned b = 1; b <= 8; b++) {
+        size_t kb = BA_MIN(((size_t)1 << b) - 1, nd);
+        for (; k < kb; k++) covered += d[k].c >= 2 ? d[k].c : 0;
+        uint64_t cost = (uint64_t)n * b + 8ull * w * kb + (n - covered) * b_for;
+        est = cost < est ? cost : est;
+      }
+      uint64_t other = BA_MIN((uint64_t)n * b_for, (uint64_t)n * bitlen(maxz));
+      other = BA_MIN(other, (uint64_t)n * bitlen(nd - 1) + 8ull * w * nd);
+      assert_int_equal(out[0] == 3, nrep && est < other && best < other);
+      g_small++;
+    }
+  }
   if (out[0] == 3) { /* PDICT */
     g_pdict++;
     /* distinct values and counts */
@@ -164,19 +220,14 @@ static void test_pdict_reference(void **state) {
   }
   free(v);
   ba_col_scratch_free(x);
-  print_message("PDICT fields %u (dictionary cut inside tied counts %u, with exceptions %u, a count >= 256 %u)\n",
-                g_pdict, g_tie_cut, g_exc, g_big);
+  print_message("PDICT fields %u (dictionary cut inside tied counts %u, with exceptions %u, a count >= 256 %u); "
+                "choice checked on %u fields of 3..255 distinct values\n",
+                g_pdict, g_tie_cut, g_exc, g_big, g_small);
   assert_true(g_pdict >= 100);
   assert_true(g_tie_cut >= 10);
   assert_true(g_exc >= 50);
   assert_true(g_big >= 10);
-}
-
-/* Zigzag of the w-byte two's-complement difference d (masked). */
-static uint64_t zz_ref(uint64_t d, unsigned w) {
-  int64_t s = (int64_t)(d << (64 - 8 * w)) >> (64 - 8 * w);
-  uint64_t m = w >= 8 ? UINT64_MAX : ((uint64_t)1 << (8 * w)) - 1;
-  return (((uint64_t)s << 1) ^ (uint64_t)(s >> 63)) & m;
+  assert_true(g_small >= 100);
 }
 
 /* Fields at a common scale above 1 (times at millisecond resolution in
