@@ -191,6 +191,13 @@ typedef struct ba_zone {
 } ba_zone_t;
 /* The zone of recs[0..n) (n >= 1). */
 void ba_zone_compute(const ba_record_t *recs, size_t n, ba_zone_t *z);
+/* Of ba_zone_compute, only LAST and DURATION (from two fields of each
+ * record); the store writer takes the others from its column encoder's
+ * first pass (ba_col3_encode_fields_range), field by field: a zone field
+ * other than these is field *k of 3.0 column *col (ba_zone_col_field: 0;
+ * -1 for LAST and DURATION). */
+void ba_zone_times(const ba_record_t *recs, size_t n, ba_zone_t *z);
+int ba_zone_col_field(ba_zfield_t f, int *col, int *k);
 
 /* One TABLE entry. */
 typedef struct ba_group_ent {

@@ -201,22 +201,21 @@ static void gather_field(const f3_t *f, const ba_record_t *r, size_t n, uint64_t
   }
 }
 
-/* Rows per gathering step: their records (about 50 KB) stay in cache while
- * every field of every column asked for is taken from them. */
-#define GATHER_ROWS 128
+void ba_col3_gather_rows(const int *cols, size_t ncols, const uint32_t *skip, const ba_record_t *r, size_t n,
+                         size_t i0, size_t k, uint64_t *fv) {
+  uint64_t *dst = fv;
+  for (size_t c = 0; c < ncols; c++) {
+    size_t nf = nfields(cols[c]);
+    uint32_t sk = skip ? skip[c] : 0;
+    for (size_t f = 0; f < nf; f++, dst += n)
+      if (!(sk >> f & 1)) gather_field(&g_f3[cols[c]][f], r + i0, k, dst + i0);
+  }
+}
 
 void ba_col3_gather_skip(const int *cols, size_t ncols, const uint32_t *skip, const ba_record_t *r, size_t n,
                          uint64_t *fv) {
-  for (size_t i0 = 0; i0 < n; i0 += GATHER_ROWS) {
-    size_t k = BA_MIN((size_t)GATHER_ROWS, n - i0);
-    uint64_t *dst = fv;
-    for (size_t c = 0; c < ncols; c++) {
-      size_t nf = nfields(cols[c]);
-      uint32_t sk = skip ? skip[c] : 0;
-      for (size_t f = 0; f < nf; f++, dst += n)
-        if (!(sk >> f & 1)) gather_field(&g_f3[cols[c]][f], r + i0, k, dst + i0);
-    }
-  }
+  for (size_t i0 = 0; i0 < n; i0 += BA_COL3_GATHER_ROWS)
+    ba_col3_gather_rows(cols, ncols, skip, r, n, i0, BA_MIN((size_t)BA_COL3_GATHER_ROWS, n - i0), fv);
 }
 
 void ba_col3_gather(const int *cols, size_t ncols, const ba_record_t *r, size_t n, uint64_t *fv) {
@@ -245,9 +244,18 @@ int ba_col3_encode_fields(int col, uint64_t *fv, size_t n, const uint8_t *frames
 int ba_col3_encode_fields_const(int col, uint64_t *fv, uint32_t cmask, const uint64_t *cval, size_t n,
                                 const uint8_t *frames, size_t frame_bytes, uint8_t *out, size_t *len,
                                 ba_col_scratch_t *x) {
+  return ba_col3_encode_fields_range(col, fv, cmask, cval, n, frames, frame_bytes, out, len, x, NULL, NULL);
+}
+
+int ba_col3_encode_fields_range(int col, uint64_t *fv, uint32_t cmask, const uint64_t *cval, size_t n,
+                                const uint8_t *frames, size_t frame_bytes, uint8_t *out, size_t *len,
+                                ba_col_scratch_t *x, uint64_t *fmin, uint64_t *fmax) {
   BA_RETURN_IF(col < 0 || col >= BA_NCOLS3 || !len || !x || (cmask && !cval), BA_ERR_INVALID);
+  BA_RETURN_IF(!fmin != !fmax, BA_ERR_INVALID);
   size_t nf = nfields(col);
   if (n == 0) cmask = 0; /* (no value to hold) */
+  if (fmin)
+    for (size_t k = 0; k < nf; k++) fmin[k] = fmax[k] = 0; /* absent, or no rows */
   /* Absent: every field zero in every row (META is always written). */
   int present = col == BA_COLID_META;
   for (size_t k = 0; k < nf && !present; k++) {
@@ -277,9 +285,11 @@ int ba_col3_encode_fields_const(int col, uint64_t *fv, uint32_t cmask, const uin
       ba_store_le64(p + 8, cval[k]);
       ba_store_le64(p + 16, 1);
       p += BA_COL2_FIELD_HDR;
+      if (fmin) fmin[k] = fmax[k] = cval[k];
       continue;
     }
     p += ba_if_encode(x, fv + k * n, n, g_f3[col][k].width, 0, p);
+    if (fmin) ba_if_range(x, &fmin[k], &fmax[k]);
   }
   if (col == BA_COLID_FRAME && frame_bytes) {
     memcpy(p, frames, frame_bytes);

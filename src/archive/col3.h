@@ -27,6 +27,12 @@ void ba_col3_gather(const int *cols, size_t ncols, const ba_record_t *r, size_t 
  * cols[c]; skip NULL: none), whose n values in fv are left as they were. */
 void ba_col3_gather_skip(const int *cols, size_t ncols, const uint32_t *skip, const ba_record_t *r, size_t n,
                          uint64_t *fv);
+/* Rows per gathering step: their records (about 50 KB) stay in cache while
+ * every field of every column asked for is taken from them. */
+#define BA_COL3_GATHER_ROWS 128
+/* One step of ba_col3_gather_skip: rows [i0, i0 + k) of r[0..n). */
+void ba_col3_gather_rows(const int *cols, size_t ncols, const uint32_t *skip, const ba_record_t *r, size_t n,
+                         size_t i0, size_t k, uint64_t *fv);
 /* ba_col3_encode from the column's gathered fields fv (clobbered). */
 int ba_col3_encode_fields(int col, uint64_t *fv, size_t n, const uint8_t *frames, size_t frame_bytes,
                           uint8_t *out, size_t *len, ba_col_scratch_t *x);
@@ -41,6 +47,12 @@ uint32_t ba_col3_const_fields(int col, const ba_record_t *any, const ba_record_t
 int ba_col3_encode_fields_const(int col, uint64_t *fv, uint32_t cmask, const uint64_t *cval, size_t n,
                                 const uint8_t *frames, size_t frame_bytes, uint8_t *out, size_t *len,
                                 ba_col_scratch_t *x);
+/* ba_col3_encode_fields_const that also gives each field k's smallest and
+ * largest value in fmin[k], fmax[k] (0 and 0 for no rows), from the
+ * encoder's own pass (a constant field: its value; an absent column: 0). */
+int ba_col3_encode_fields_range(int col, uint64_t *fv, uint32_t cmask, const uint64_t *cval, size_t n,
+                                const uint8_t *frames, size_t frame_bytes, uint8_t *out, size_t *len,
+                                ba_col_scratch_t *x, uint64_t *fmin, uint64_t *fmax);
 /* 0 when every field of column col is zero in every row of a block, told
  * from `any`, the bytewise OR of its rows (then ba_col3_encode would give
  * *len = 0 and need not run); 1 when it may have a nonzero field. */

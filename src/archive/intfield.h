@@ -16,6 +16,9 @@ size_t ba_if_encode(ba_col_scratch_t *x, uint64_t *v, size_t n, unsigned w, int 
  * Byte planes are accepted only if allow_planes. */
 int ba_if_decode(const uint8_t *in, size_t len, size_t n, unsigned w, int allow_planes, uint64_t *v,
                  size_t *used);
+/* The smallest and largest value of the field ba_if_encode last wrote with
+ * x (0 and 0 for no rows): its first pass's, shared with the zone maps. */
+void ba_if_range(const ba_col_scratch_t *x, uint64_t *mn, uint64_t *mx);
 /* The scratch's value buffer, grown to n + 1 values. */
 int ba_if_scratch_values(ba_col_scratch_t *x, size_t n, uint64_t **v);
 

@@ -1,4 +1,4 @@
-/* Private to the integer-field coder (intfield.c) and its single-value
+/* Private to the integer-field coder (intfield*.c) and its single-value
  * reader (intfield_get.c): the transform ids and bit helpers both use. */
 #ifndef BA_ARCHIVE_INTFIELD_INT_H
 #define BA_ARCHIVE_INTFIELD_INT_H

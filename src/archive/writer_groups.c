@@ -87,9 +87,10 @@ static int reserve(uint8_t **buf, size_t *cap, size_t need) {
 }
 
 /* Column c's block of group j (header + payload) from its gathered fields fv
- * (clobbered); out_len 0 when the column is absent. */
+ * (clobbered); out_len 0 when the column is absent. fmin, fmax: each field's
+ * smallest and largest value. */
 static int column_block(ba_store_writer_t *w, job_t *j, int c, uint64_t *fv, uint32_t cmask, const uint64_t *cval,
-                        tctx_t *tc) {
+                        tctx_t *tc, uint64_t *fmin, uint64_t *fmax) {
   ba_compress_t cz = w->o.compress;
   size_t raw = ba_col_raw_max(BA_SEG_MAJOR, c, j->n, j->nframes);
   BA_RETURN_IF(raw > UINT32_MAX / 2, BA_ERR_OVERFLOW);
@@ -102,7 +103,8 @@ static int column_block(ba_store_writer_t *w, job_t *j, int c, uint64_t *fv, uin
     BA_FORWARD(reserve(&tc->raw, &tc->raw_cap, raw));
     dst = tc->raw;
   }
-  BA_FORWARD(ba_col3_encode_fields_const(c, fv, cmask, cval, j->n, j->frames, j->nframes, dst, &raw, tc->cs));
+  BA_FORWARD(
+      ba_col3_encode_fields_range(c, fv, cmask, cval, j->n, j->frames, j->nframes, dst, &raw, tc->cs, fmin, fmax));
   j->out_len[c] = 0;
   if (raw == 0) return BA_OK; /* absent: every field zero (doc/format.md §7.1) */
   size_t clen = raw;
@@ -127,21 +129,45 @@ static int column_block(ba_store_writer_t *w, job_t *j, int c, uint64_t *fv, uin
   return BA_OK;
 }
 
+/* The zone fields taken from a column's encoding (ba_zone_col_field): zone
+ * field f is field g_zk[f] of column g_zcol[f] (-1: from the records). */
+static pthread_once_t g_zmap_once = PTHREAD_ONCE_INIT;
+static int g_zcol[BA_ZF_COUNT], g_zk[BA_ZF_COUNT];
+static void zmap_init(void) {
+  for (int f = 0; f < BA_ZF_COUNT; f++)
+    if (ba_zone_col_field((ba_zfield_t)f, &g_zcol[f], &g_zk[f]) < 0) g_zcol[f] = -1;
+}
+
+/* The zone fields of column c from its fields' ranges (NULL: absent, 0). */
+static void zone_from_column(ba_zone_t *z, int c, const uint64_t *fmin, const uint64_t *fmax) {
+  for (int f = 0; f < BA_ZF_COUNT; f++)
+    if (g_zcol[f] == c) {
+      z->min[f] = fmin ? fmin[g_zk[f]] : 0;
+      z->max[f] = fmax ? fmax[g_zk[f]] : 0;
+    }
+}
+
 /* The work on one row group for worker `wi` of `nw` (nw = 1: everything):
  * its attributes' bitmaps, then its columns, whose fields are gathered from
  * the records in one pass (not one strided pass per field). Fields of one
  * value in every row (told by any and all: IPv4-mapped address words,
  * exporter, engine ids, ...; about half of a NetFlow group's fields) are
- * neither gathered nor scanned. */
+ * neither gathered nor scanned. The group's zone fields held by its columns
+ * come from their encoding's ranges (each worker writes those of its
+ * columns). */
 #define COL3_MAXF 16
 static int job_columns(ba_store_writer_t *w, job_t *j, int wi, int nw, tctx_t *tc) {
+  pthread_once(&g_zmap_once, zmap_init);
   int cols[BA_NCOLS3] = {0};
   uint32_t cmask[BA_NCOLS3] = {0};
   uint64_t cval[BA_NCOLS3][COL3_MAXF];
   size_t nc = 0, nfv = 0;
   for (int c = wi; c < BA_NCOLS3; c += nw) {
     j->out_len[c] = 0;
-    if (!ba_col3_maybe_present(c, &j->any)) continue; /* absent, known without a scan */
+    if (!ba_col3_maybe_present(c, &j->any)) { /* absent, known without a scan */
+      zone_from_column(&j->zone, c, NULL, NULL);
+      continue;
+    }
     BA_RETURN_IF(ba_col3_nfields(c) > COL3_MAXF, BA_ERR_INVALID);
     cmask[nc] = ba_col3_const_fields(c, &j->any, &j->all, cval[nc]);
     cols[nc++] = c;
@@ -153,10 +179,27 @@ static int job_columns(ba_store_writer_t *w, job_t *j, int wi, int nw, tctx_t *t
     tc->fv = p;
     BA_FORWARD(rc);
   }
-  ba_col3_gather_skip(cols, nc, cmask, j->recs, j->n, tc->fv);
+  /* Gathered BA_COL3_GATHER_ROWS rows at a time; worker 0 takes the zone's LAST and
+   * DURATION from the same rows while they are in cache (a pass of its own
+   * over the group's records, 4000 x 344 bytes, missed the cache). */
+  ba_zone_t zt;
+  for (size_t i0 = 0; i0 < j->n; i0 += BA_COL3_GATHER_ROWS) {
+    size_t k = BA_MIN((size_t)BA_COL3_GATHER_ROWS, j->n - i0);
+    ba_col3_gather_rows(cols, nc, cmask, j->recs, j->n, i0, k, tc->fv);
+    if (wi != 0) continue;
+    ba_zone_times(j->recs + i0, k, &zt);
+    for (int f = BA_ZF_LAST; f <= BA_ZF_DURATION; f++) {
+      if (i0 == 0 || zt.min[f] < j->zone.min[f]) j->zone.min[f] = zt.min[f];
+      if (i0 == 0 || zt.max[f] > j->zone.max[f]) j->zone.max[f] = zt.max[f];
+    }
+  }
+  if (wi == 0 && j->n == 0) ba_zone_times(j->recs, 0, &j->zone);
   uint64_t *fv = tc->fv;
-  for (size_t q = 0; q < nc; fv += ba_col3_nfields(cols[q]) * j->n, q++)
-    BA_FORWARD(column_block(w, j, cols[q], fv, cmask[q], cval[q], tc));
+  for (size_t q = 0; q < nc; fv += ba_col3_nfields(cols[q]) * j->n, q++) {
+    uint64_t fmin[COL3_MAXF], fmax[COL3_MAXF];
+    BA_FORWARD(column_block(w, j, cols[q], fv, cmask[q], cval[q], tc, fmin, fmax));
+    zone_from_column(&j->zone, cols[q], fmin, fmax);
+  }
   return BA_OK;
 }
 
@@ -168,7 +211,6 @@ static int job_work(ba_store_writer_t *w, job_t *j, int wi, int nw, tctx_t *tc) 
     if (j->absent >> a & 1) BA_FORWARD(ba_idx_online_add_absent(sl->idx[a], j->n));
     else BA_FORWARD(ba_idx_online_add(sl->idx[a], j->vals + (size_t)a * w->o.block_rows, j->n));
   }
-  if (wi == 0) ba_zone_compute(j->recs, j->n, &j->zone); /* zone map (zone.c) */
   return job_columns(w, j, wi, nw, tc);
 }
 

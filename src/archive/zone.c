@@ -5,10 +5,12 @@
  * them, whose offset goes into the footer (0: no zone maps). The reader
  * reads the directory and a field's block when a query first asks for that
  * field (ba_segment_zone); verify checks them all. */
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "archive/archive.h"
+#include "archive/col3.h"
 #include "archive/reader_int.h"
 #include "common/common.h"
 
@@ -46,6 +48,38 @@ void ba_zone_compute(const ba_record_t *r, size_t n, ba_zone_t *z) {
     for (int f = 0; f < BA_ZF_COUNT; f++) mn[f] = 0;
   memcpy(z->min, mn, sizeof mn);
   memcpy(z->max, mx, sizeof mx);
+}
+
+void ba_zone_times(const ba_record_t *r, size_t n, ba_zone_t *z) {
+  uint64_t lmn = UINT64_MAX, lmx = 0, dmn = UINT64_MAX, dmx = 0;
+  for (size_t i = 0; i < n; i++) {
+    uint64_t f = r[i].first_ns, l = r[i].last_ns, d = l > f ? l - f : 0;
+    lmn = l < lmn ? l : lmn;
+    lmx = l > lmx ? l : lmx;
+    dmn = d < dmn ? d : dmn;
+    dmx = d > dmx ? d : dmx;
+  }
+  if (n == 0) lmn = dmn = 0;
+  z->min[BA_ZF_LAST] = lmn;
+  z->max[BA_ZF_LAST] = lmx;
+  z->min[BA_ZF_DURATION] = dmn;
+  z->max[BA_ZF_DURATION] = dmx;
+}
+
+int ba_zone_col_field(ba_zfield_t f, int *col, int *k) {
+  size_t off;
+  switch (f) {
+    case BA_ZF_FIRST: off = offsetof(ba_record_t, first_ns); break;
+    case BA_ZF_PACKETS: off = offsetof(ba_record_t, packets); break;
+    case BA_ZF_BYTES: off = offsetof(ba_record_t, bytes); break;
+    case BA_ZF_OUT_BYTES: off = offsetof(ba_record_t, out_bytes); break;
+    case BA_ZF_SRC_PORT: off = offsetof(ba_record_t, src_port); break;
+    case BA_ZF_DST_PORT: off = offsetof(ba_record_t, dst_port); break;
+    case BA_ZF_PROTO: off = offsetof(ba_record_t, proto); break;
+    default: return -1; /* LAST, DURATION: ba_zone_times */
+  }
+  unsigned w;
+  return ba_col3_field_at(off, col, k, &w);
 }
 
 /* ---------- writing ---------- */
