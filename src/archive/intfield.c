@@ -170,8 +170,26 @@ static const kern_t *kern(void) {
   pthread_once(&g_kern_once, kern_init);
   return g_kern;
 }
+int ba_if_set_kernels(int level) {
+  pthread_once(&g_kern_once, kern_init);
+  if (level >= 2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+      __builtin_cpu_supports("avx512dq")) {
+    g_kern = &g_kern_avx512;
+    return 2;
+  }
+  if (level >= 1 && __builtin_cpu_supports("avx2")) {
+    g_kern = &g_kern_avx2;
+    return 1;
+  }
+  g_kern = &g_kern_base;
+  return 0;
+}
 #else
 static const kern_t *kern(void) { return &g_kern_base; }
+int ba_if_set_kernels(int level) {
+  (void)level;
+  return 0;
+}
 #endif
 #undef KERN_COPY
 #undef RANGE_WIDTHS

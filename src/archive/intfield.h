@@ -19,6 +19,10 @@ int ba_if_decode(const uint8_t *in, size_t len, size_t n, unsigned w, int allow_
 /* The smallest and largest value of the field ba_if_encode last wrote with
  * x (0 and 0 for no rows): its first pass's, shared with the zone maps. */
 void ba_if_range(const ba_col_scratch_t *x, uint64_t *mn, uint64_t *mx);
+/* Tests: the encoder's range, scale and rise/fall kernels of level 0
+ * (portable C), 1 (AVX2) or 2 (AVX-512), or the best the CPU has below the
+ * level asked; returns the level set. Not thread-safe (before any encoding). */
+int ba_if_set_kernels(int level);
 /* The scratch's value buffer, grown to n + 1 values. */
 int ba_if_scratch_values(ba_col_scratch_t *x, size_t n, uint64_t **v);
 

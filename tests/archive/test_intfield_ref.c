@@ -5,7 +5,8 @@
  * encoder estimates (n*b + dictionary + exceptions at the frame-of-reference
  * width), the dictionary the most frequent values (count descending, then
  * value ascending) among those seen twice or more, and the exceptions' count,
- * base and width those of the values left out; every field decodes back. */
+ * base and width those of the values left out; every field decodes back.
+ * All of it once per encoder kernel the CPU has (portable C, AVX2, AVX-512). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -317,5 +318,12 @@ static void test_scaled_widths(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_pdict_reference), cmocka_unit_test(test_scaled_widths)};
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  int failed = 0;
+  for (int level = 2; level >= 0; level--) { /* every kernel this CPU has, the portable C one included */
+    int got = ba_if_set_kernels(level);
+    if (got != level) continue;
+    print_message("encoder kernels of level %d (0 portable, 1 AVX2, 2 AVX-512)\n", got);
+    failed += cmocka_run_group_tests(tests, NULL, NULL);
+  }
+  return failed;
 }
