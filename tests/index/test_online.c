@@ -340,6 +340,75 @@ static void test_append_groups(void **state) {
   assert_int_equal(ba_bitmap_append_groups(NULL, NULL, NULL, 0), BA_ERR_INVALID);
 }
 
+/* The small-domain builder (domains up to 256: chunk by chunk, PLWAH words
+ * encoded as chunks close) against the reference on the shapes its
+ * encoding cases come from: every row one value (full chunks: 1-fills), one
+ * row per chunk (0-fills carrying a position), two rows per chunk after a
+ * gap (a 0-fill and a literal), a value in every row but one of a chunk (a
+ * 1-fill carrying a 0), the domain's first and last values only, runs with
+ * stretches of rows without a value longer than a chunk, added as values or
+ * as absent rows; row counts on, just before and just after chunk
+ * boundaries, pieces of 0 to 100 rows or of a row group. */
+static void test_small_chunks(void **state) {
+  (void)state;
+  static const uint32_t doms[] = {1, 2, 255, 256};
+  ba_rng_t rng;
+  ba_rng_seed(&rng, 21);
+  size_t cap = 20000;
+  uint32_t *v = malloc(cap * sizeof *v);
+  assert_non_null(v);
+  for (int codec = BA_CODEC_MIN; codec <= BA_CODEC_MAX; codec++) {
+    const size_t G = ba_codec_word_bits((ba_codec_t)codec) - 1;
+    for (size_t d = 0; d < sizeof doms / sizeof doms[0]; d++)
+      for (int shape = 0; shape < 8; shape++) {
+        const uint32_t dom = doms[d], hi = dom - 1;
+        size_t n = (size_t)ba_rng_below(&rng, cap / G - 2) * G + 1;
+        n = n - 1 + (size_t)ba_rng_below(&rng, 3); /* on a boundary, one row before, one after */
+        if (n > cap) n = cap;
+        if (n == 0) n = 1;
+        uint32_t cur = 0;
+        for (size_t i = 0; i < n; i++) {
+          size_t o = i % G, g = i / G;
+          switch (shape) {
+          case 0: v[i] = hi; break;                                              /* all the same */
+          case 1: v[i] = o == g % G ? hi : BA_IDX_NONE; break;                   /* one row per chunk */
+          case 2: v[i] = (o == 3 || o == 7) && g % 5 == 0 ? 0 : BA_IDX_NONE; break; /* two rows, gaps */
+          case 3: v[i] = o == g % G && dom > 1 ? 0 : hi; break;                  /* all but one row */
+          case 4: v[i] = ba_rng_below(&rng, 2) ? 0 : hi; break;                  /* the domain's edges */
+          case 5:                                                                /* runs and holes */
+            if (ba_rng_below(&rng, 100) == 0) cur = ba_rng_below(&rng, 4) ? (uint32_t)ba_rng_below(&rng, dom) : BA_IDX_NONE;
+            v[i] = cur;
+            break;
+          case 6: v[i] = (uint32_t)ba_rng_zipf(&rng, dom, 1.3); break;            /* skewed */
+          default: v[i] = (g / 7) % 2 ? BA_IDX_NONE : (uint32_t)ba_rng_below(&rng, dom); /* uniform, absent stretches */
+          }
+        }
+        char w[64];
+        snprintf(w, sizeof w, "small chunks, shape %d", shape);
+        check((ba_codec_t)codec, dom, v, n, shape % 2 ? 100 : 4000, &rng, w);
+        /* the same rows, stretches without a value added as absent rows */
+        ba_idx_online_t *b;
+        assert_int_equal(ba_idx_online_create((ba_codec_t)codec, dom, &b), BA_OK);
+        for (size_t i = 0; i < n;) {
+          size_t j = i + 1;
+          while (j < n && (v[j] == BA_IDX_NONE) == (v[i] == BA_IDX_NONE) && j - i < 1000) j++;
+          if (v[i] == BA_IDX_NONE) assert_int_equal(ba_idx_online_add_absent(b, j - i), BA_OK);
+          else assert_int_equal(ba_idx_online_add(b, v + i, j - i), BA_OK);
+          i = j;
+        }
+        ba_idx_attr_t got, ref;
+        assert_int_equal(ba_idx_online_finish(b, &got), BA_OK);
+        ba_idx_online_free(b);
+        reference((ba_codec_t)codec, dom, v, n, &ref);
+        snprintf(w, sizeof w, "small chunks, absent rows, shape %d", shape);
+        same(&got, &ref, w);
+        ba_idx_attr_clear(&got);
+        ba_idx_attr_clear(&ref);
+      }
+  }
+  free(v);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_random),
@@ -349,6 +418,7 @@ int main(void) {
     cmocka_unit_test(test_real),
     cmocka_unit_test(test_bad_value),
     cmocka_unit_test(test_append_groups),
+    cmocka_unit_test(test_small_chunks),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
