@@ -47,8 +47,10 @@ typedef struct scold {
  * where buffer, append_groups and put_groups took ~60. Finish ends the
  * words as ba_bitmap_finish does and hands them to a bitmap. */
 typedef struct sdirect {
+  uint32_t *p;       /* where the next word goes */
+  uintptr_t lim;     /* put_direct writes while p < lim: room for 2 words and no open fill (else 0) */
   uint32_t *w;       /* the words (a ba_wordvec_t's, from ba_malloc) */
-  size_t n, cap;
+  size_t cap;
   uint64_t done;     /* chunks the words describe (the open fill included); 0: no chunk closed */
   uint64_t fill, fn; /* PLWAH encoder state s[0] (open fill value + 1, 0 none), s[1] (its groups) */
 } sdirect_t;
@@ -151,7 +153,7 @@ static __attribute__((noinline)) int put_slow(ba_idx_small_t *s, sdirect_t *e, u
   ba_enc_state_t st = {{0}};
   st.s[0] = e->fill;
   st.s[1] = e->fn;
-  ba_wordvec_t vec = {e->w, e->n, e->cap, 0};
+  ba_wordvec_t vec = {e->w, e->w ? (size_t)(e->p - e->w) : 0, e->cap, 0};
   int rc = BA_OK;
   if (gap > UINT32_MAX) { /* as ba_bitmap_append_run: one FILL0 token */
     ba_tok_t t = {gap, 0, BA_TOK_FILL0};
@@ -162,10 +164,11 @@ static __attribute__((noinline)) int put_slow(ba_idx_small_t *s, sdirect_t *e, u
   if (rc == BA_OK) rc = s->ops->put_groups(&vec, &st, &g32, &x, 1, PL_LITMASK);
   if (rc == BA_OK && vec.cap - vec.n < 2) rc = ba_wordvec_reserve(&vec, 2, 4); /* room for put_direct's next */
   e->w = vec.w;
-  e->n = vec.n;
+  e->p = e->w + vec.n;
   e->cap = vec.cap;
   e->fill = st.s[0];
   e->fn = st.s[1];
+  e->lim = rc == BA_OK && !e->fill ? (uintptr_t)(e->w + e->cap - 1) : 0;
   return rc;
 }
 
@@ -173,18 +176,19 @@ static __attribute__((noinline)) int put_slow(ba_idx_small_t *s, sdirect_t *e, u
  * the encoder has no open fill: the words put_groups writes then. */
 static inline int put_direct(ba_idx_small_t *s, sdirect_t *e, uint64_t gap, uint64_t x) {
   uint32_t l = (uint32_t)x;
-  if (BA_LIKELY(e->fill == 0 && gap <= PL_MAXCNT && l != PL_LITMASK && e->cap - e->n >= 2)) {
-    uint32_t *w = e->w + e->n;
+  /* gap <= PL_MAXCNT and l not all ones (l + 1 = 2^31) in one test */
+  if (BA_LIKELY((gap | (uint64_t)((l + 1) >> 31) << 25) <= PL_MAXCNT && (uintptr_t)e->p < e->lim)) {
+    uint32_t *w = e->p;
     if (gap == 0) { /* a literal */
       w[0] = l;
-      e->n++;
+      e->p = w + 1;
     } else if (!(l & (l - 1))) { /* one row: the 0-fill carries its position */
       w[0] = PL_FILL | ba_clz32(l) << PL_POS_SHIFT | (uint32_t)gap;
-      e->n++;
+      e->p = w + 1;
     } else { /* the 0-fill, then the literal */
       w[0] = PL_FILL | (uint32_t)gap;
       w[1] = l;
-      e->n += 2;
+      e->p = w + 2;
     }
     return BA_OK;
   }
@@ -302,7 +306,7 @@ static int finish_direct(ba_idx_small_t *s, uint64_t rows, ba_idx_attr_t *out) {
     ba_enc_state_t st = {{0}};
     st.s[0] = e->fill;
     st.s[1] = e->fn;
-    ba_wordvec_t vec = {e->w, e->n, e->cap, 0};
+    ba_wordvec_t vec = {e->w, e->w ? (size_t)(e->p - e->w) : 0, e->cap, 0};
     ba_tok_t t = {groups - e->done, 0, BA_TOK_FILL0};
     if ((rc = s->ops->put(&vec, &st, &t)) == BA_OK) rc = s->ops->end(&vec, &st);
     memset(e, 0, sizeof *e);
