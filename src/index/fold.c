@@ -20,7 +20,8 @@ int ba_idx_fold(ba_idx_attr_t *exact, ba_idx_attr_t *bins, uint64_t min_rows, ba
   uint64_t last_bin = UINT64_MAX; /* values ascend, so bins do */
   for (size_t i = 0; i < exact->n && rc == BA_OK; i++) {
     uint64_t cnt = 0;
-    rc = ba_bitmap_count(exact->bms[i], &cnt);
+    if (exact->counts) cnt = exact->counts[i]; /* the builder's (online_dense.c) */
+    else rc = ba_bitmap_count(exact->bms[i], &cnt);
     if (rc == BA_OK && cnt < min_rows) {
       rare[i] = 1;
       nrare++;
@@ -59,6 +60,7 @@ int ba_idx_fold(ba_idx_attr_t *exact, ba_idx_attr_t *bins, uint64_t min_rows, ba
       continue;
     }
     exact->values[w] = exact->values[i];
+    if (exact->counts) exact->counts[w] = exact->counts[i];
     exact->bms[w++] = exact->bms[i];
   }
   exact->n = w;

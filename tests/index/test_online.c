@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "bitarc/bitmap.h"
+#include "common/common.h"
 #include "index/index.h"
 #include "testsupport.h"
 
@@ -409,6 +410,44 @@ static void test_small_chunks(void **state) {
   free(v);
 }
 
+/* ba_idx_fold with the row counts the builder hands over (online_dense.c)
+ * = the same fold counting every bitmap (counts NULL); the counts equal
+ * ba_bitmap_count's. Ports of skewed and uniform rows, several thresholds. */
+static uint32_t bin_of_port(uint32_t v) { return v < 1024 ? 0 : 1 + (v >> 12); }
+static void test_fold_counts(void **state) {
+  (void)state;
+  ba_rng_t rng;
+  ba_rng_seed(&rng, 22);
+  size_t cap = 200000;
+  uint32_t *v = malloc(cap * sizeof *v);
+  assert_non_null(v);
+  for (int it = 0; it < 6; it++) {
+    size_t n = (size_t)ba_rng_below(&rng, cap) + 1;
+    fill(&rng, it % 2, 65536, v, n);
+    ba_idx_attr_t a, b, abins = {0}, bbins = {0};
+    online(BA_CODEC_PLWAH, 65536, v, n, 4000, &rng, &a);
+    online(BA_CODEC_PLWAH, 65536, v, n, 4000, &rng, &b);
+    assert_non_null(a.counts);
+    for (size_t k = 0; k < a.n; k++) { /* the counts are the bitmaps' */
+      uint64_t c = 0;
+      assert_int_equal(ba_bitmap_count(a.bms[k], &c), BA_OK);
+      assert_int_equal(c, a.counts[k]);
+    }
+    ba_free(b.counts); /* b: the fold counts */
+    b.counts = NULL;
+    uint64_t min_rows = it < 2 ? 2 : n >> (4 + it);
+    assert_int_equal(ba_idx_fold(&a, &abins, min_rows, bin_of_port, BA_CODEC_PLWAH), BA_OK);
+    assert_int_equal(ba_idx_fold(&b, &bbins, min_rows, bin_of_port, BA_CODEC_PLWAH), BA_OK);
+    same(&a, &b, "fold with counts, exact");
+    same(&abins, &bbins, "fold with counts, bins");
+    ba_idx_attr_clear(&a);
+    ba_idx_attr_clear(&b);
+    ba_idx_attr_clear(&abins);
+    ba_idx_attr_clear(&bbins);
+  }
+  free(v);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_random),
@@ -419,6 +458,7 @@ int main(void) {
     cmocka_unit_test(test_bad_value),
     cmocka_unit_test(test_append_groups),
     cmocka_unit_test(test_small_chunks),
+    cmocka_unit_test(test_fold_counts),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
