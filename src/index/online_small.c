@@ -248,7 +248,19 @@ __attribute__((always_inline)) static inline int add_t(ba_idx_small_t *s, const 
     uint64_t bit = 1ull << (G - 1 - o);
     size_t nl = s->nlist;
     const uint32_t *p = vals + i;
-    for (size_t k = 0; k < m; k++, bit >>= 1) {
+    size_t k = 0;
+    if (m == G) { /* a whole chunk of one value (IP version, protocol, an address's first bytes): one OR */
+      uint32_t v0 = p[0], diff = 0;
+      for (size_t j = 1; j < G; j++) diff |= p[j] ^ v0; /* vectorised, no branch */
+      if (diff == 0 && v0 < dom) {
+        uint64_t x = lit[v0];
+        list[nl] = v0;
+        nl += x == 0;
+        lit[v0] = x | ((bit << 1) - 1); /* rows 0..G-1: bits G-1..0 */
+        k = m;
+      }
+    }
+    for (; k < m; k++, bit >>= 1) {
       uint32_t v = p[k];
       if (BA_LIKELY(v < dom)) {
         uint64_t x = lit[v];
