@@ -192,6 +192,10 @@ static inline int put_direct(ba_idx_small_t *s, sdirect_t *e, uint64_t gap, uint
     }
     return BA_OK;
   }
+  if (gap == 0 && l == PL_LITMASK && e->fill == 2) { /* a full chunk after full ones: the open 1-fill grows */
+    e->fn++;
+    return BA_OK;
+  }
   return put_slow(s, e, gap, x);
 }
 
