@@ -412,7 +412,9 @@ static void test_small_chunks(void **state) {
 
 /* ba_idx_fold with the row counts the builder hands over (online_dense.c)
  * = the same fold counting every bitmap (counts NULL); the counts equal
- * ba_bitmap_count's. Ports of skewed and uniform rows, several thresholds. */
+ * ba_bitmap_count's; the bins (PLWAH: ORed group by group in fold.c) equal
+ * ba_bitmap_or_many of each bin's rare bitmaps. Ports of skewed and uniform
+ * rows, several thresholds, row counts on and off a group boundary. */
 static uint32_t bin_of_port(uint32_t v) { return v < 1024 ? 0 : 1 + (v >> 12); }
 static void test_fold_counts(void **state) {
   (void)state;
@@ -423,7 +425,8 @@ static void test_fold_counts(void **state) {
   assert_non_null(v);
   for (int it = 0; it < 6; it++) {
     size_t n = (size_t)ba_rng_below(&rng, cap) + 1;
-    fill(&rng, it % 2, 65536, v, n);
+    if (it % 2) n = (n + 30) / 31 * 31; /* a whole last group */
+    fill(&rng, it % 3, 65536, v, n);    /* uniform, skewed, runs (full groups of a rare value) */
     ba_idx_attr_t a, b, abins = {0}, bbins = {0};
     online(BA_CODEC_PLWAH, 65536, v, n, 4000, &rng, &a);
     online(BA_CODEC_PLWAH, 65536, v, n, 4000, &rng, &b);
@@ -436,10 +439,29 @@ static void test_fold_counts(void **state) {
     ba_free(b.counts); /* b: the fold counts */
     b.counts = NULL;
     uint64_t min_rows = it < 2 ? 2 : n >> (4 + it);
+    /* reference bins: ba_bitmap_or_many of each bin's rare bitmaps */
+    ba_idx_attr_t rbins = {0};
+    rbins.values = malloc(17 * sizeof *rbins.values);
+    rbins.bms = malloc(17 * sizeof *rbins.bms);
+    const ba_bitmap_t **ops = malloc((b.n + 1) * sizeof *ops);
+    for (uint32_t bin = 0; bin < 17; bin++) {
+      size_t k = 0;
+      for (size_t j = 0; j < b.n; j++) {
+        uint64_t c = 0;
+        assert_int_equal(ba_bitmap_count(b.bms[j], &c), BA_OK);
+        if (c < min_rows && bin_of_port(b.values[j]) == bin) ops[k++] = b.bms[j];
+      }
+      if (k == 0) continue;
+      assert_int_equal(ba_bitmap_or_many(ops, k, BA_CODEC_PLWAH, &rbins.bms[rbins.n]), BA_OK);
+      rbins.values[rbins.n++] = bin;
+    }
+    free(ops);
     assert_int_equal(ba_idx_fold(&a, &abins, min_rows, bin_of_port, BA_CODEC_PLWAH), BA_OK);
     assert_int_equal(ba_idx_fold(&b, &bbins, min_rows, bin_of_port, BA_CODEC_PLWAH), BA_OK);
     same(&a, &b, "fold with counts, exact");
     same(&abins, &bbins, "fold with counts, bins");
+    same(&abins, &rbins, "fold, bins against ba_bitmap_or_many");
+    ba_idx_attr_clear(&rbins);
     ba_idx_attr_clear(&a);
     ba_idx_attr_clear(&b);
     ba_idx_attr_clear(&abins);
