@@ -28,6 +28,7 @@ typedef struct ba_idx_attr {
   uint32_t *values;
   ba_bitmap_t **bms;
   struct ba_bmpool *pool; /* where bms were made (codec/bmpool.h), or NULL: freed after them */
+  uint64_t *counts;       /* set rows of bms[i], or NULL: not known (ba_idx_fold counts them) */
 } ba_idx_attr_t;
 void ba_idx_attr_clear(ba_idx_attr_t *a);
 /* Rows per chunk for a codec: its group size (31 or 63). */

@@ -75,6 +75,7 @@ void ba_idx_attr_clear(ba_idx_attr_t *a) {
   for (size_t i = 0; i < a->n; i++) ba_bitmap_free(a->bms[i]);
   ba_free(a->bms);
   ba_free(a->values);
+  ba_free(a->counts);
   ba_bmpool_free(a->pool);
   memset(a, 0, sizeof *a);
 }

@@ -5,8 +5,8 @@
  * A batch of up to 16 x domain rows (65,536 to 2^20) keeps its values and a
  * count per value; draining it is a counting sort (IMC'13 §3: stable, each
  * value's rows ascending) followed by one walk over the present values in
- * ascending order. A value's slot (32 bytes: its bitmap, the open chunk and
- * its literal, the chunks its bitmap describes) is read and written once per
+ * ascending order. A value's slot (40 bytes: its bitmap, the open chunk and
+ * its literal, the chunks its bitmap describes, its rows so far) is read and written once per
  * visit; the chunks its rows close are collected on the stack and appended to
  * its bitmap by one ba_bitmap_append_groups call, so the bitmap (a random
  * heap address: two or three cache misses) is touched once per visit. At
@@ -37,6 +37,7 @@ typedef struct dslot {
   uint64_t open;    /* chunk of `pending` */
   uint64_t pending; /* MSB-first literal: row offset o is bit G-1-o */
   uint64_t done;    /* chunks the bitmap describes (open >= done) */
+  uint64_t count;   /* rows of the value applied (finish hands them to ba_idx_fold) */
 } dslot_t;
 
 struct ba_idx_dense {
@@ -204,6 +205,7 @@ static int slot_new(ba_idx_dense_t *d, uint32_t v, uint64_t g) {
   s->open = g;
   s->pending = 0;
   s->done = 0;
+  s->count = 0;
   return BA_OK;
 }
 
@@ -256,6 +258,7 @@ __attribute__((always_inline)) static inline int visit_t(ba_idx_dense_t *d, dslo
   s->open = open;
   s->pending = pend;
   s->done = done;
+  s->count += n;
   return put_chunks(s->bm, gaps, lits, k);
 }
 
@@ -444,7 +447,8 @@ static int dense_finish(ba_idx_dense_t *d, uint64_t rows, ba_idx_attr_t *out) {
   int rc = BA_ERR_NOMEM;
   out->values = ba_malloc(n * sizeof *out->values);
   out->bms = ba_calloc(n, sizeof *out->bms);
-  if (!out->values || !out->bms) goto fail;
+  out->counts = ba_malloc(n * sizeof *out->counts);
+  if (!out->values || !out->bms || !out->counts) goto fail;
   if ((rc = grow_batch(d, n)) < 0) goto fail; /* n <= domain <= batch */
   sort_values(d->seen, d->rows, n);
   const unsigned G = d->G;
@@ -463,6 +467,7 @@ static int dense_finish(ba_idx_dense_t *d, uint64_t rows, ba_idx_attr_t *out) {
     }
     if ((rc = ba_bitmap_finish(s->bm, rows)) < 0) goto fail;
     out->values[k] = v;
+    out->counts[k] = s->count;
     out->bms[k++] = s->bm;
     s->bm = NULL;
   }

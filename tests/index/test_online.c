@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "bitarc/bitmap.h"
+#include "common/common.h"
 #include "index/index.h"
 #include "testsupport.h"
 
@@ -340,6 +341,135 @@ static void test_append_groups(void **state) {
   assert_int_equal(ba_bitmap_append_groups(NULL, NULL, NULL, 0), BA_ERR_INVALID);
 }
 
+/* The small-domain builder (domains up to 256: chunk by chunk, PLWAH words
+ * encoded as chunks close) against the reference on the shapes its
+ * encoding cases come from: every row one value (full chunks: 1-fills), one
+ * row per chunk (0-fills carrying a position), two rows per chunk after a
+ * gap (a 0-fill and a literal), a value in every row but one of a chunk (a
+ * 1-fill carrying a 0), the domain's first and last values only, runs with
+ * stretches of rows without a value longer than a chunk, added as values or
+ * as absent rows; row counts on, just before and just after chunk
+ * boundaries, pieces of 0 to 100 rows or of a row group. */
+static void test_small_chunks(void **state) {
+  (void)state;
+  static const uint32_t doms[] = {1, 2, 255, 256};
+  ba_rng_t rng;
+  ba_rng_seed(&rng, 21);
+  size_t cap = 20000;
+  uint32_t *v = malloc(cap * sizeof *v);
+  assert_non_null(v);
+  for (int codec = BA_CODEC_MIN; codec <= BA_CODEC_MAX; codec++) {
+    const size_t G = ba_codec_word_bits((ba_codec_t)codec) - 1;
+    for (size_t d = 0; d < sizeof doms / sizeof doms[0]; d++)
+      for (int shape = 0; shape < 8; shape++) {
+        const uint32_t dom = doms[d], hi = dom - 1;
+        size_t n = (size_t)ba_rng_below(&rng, cap / G - 2) * G + 1;
+        n = n - 1 + (size_t)ba_rng_below(&rng, 3); /* on a boundary, one row before, one after */
+        if (n > cap) n = cap;
+        if (n == 0) n = 1;
+        uint32_t cur = 0;
+        for (size_t i = 0; i < n; i++) {
+          size_t o = i % G, g = i / G;
+          switch (shape) {
+          case 0: v[i] = hi; break;                                              /* all the same */
+          case 1: v[i] = o == g % G ? hi : BA_IDX_NONE; break;                   /* one row per chunk */
+          case 2: v[i] = (o == 3 || o == 7) && g % 5 == 0 ? 0 : BA_IDX_NONE; break; /* two rows, gaps */
+          case 3: v[i] = o == g % G && dom > 1 ? 0 : hi; break;                  /* all but one row */
+          case 4: v[i] = ba_rng_below(&rng, 2) ? 0 : hi; break;                  /* the domain's edges */
+          case 5:                                                                /* runs and holes */
+            if (ba_rng_below(&rng, 100) == 0) cur = ba_rng_below(&rng, 4) ? (uint32_t)ba_rng_below(&rng, dom) : BA_IDX_NONE;
+            v[i] = cur;
+            break;
+          case 6: v[i] = (uint32_t)ba_rng_zipf(&rng, dom, 1.3); break;            /* skewed */
+          default: v[i] = (g / 7) % 2 ? BA_IDX_NONE : (uint32_t)ba_rng_below(&rng, dom); /* uniform, absent stretches */
+          }
+        }
+        char w[64];
+        snprintf(w, sizeof w, "small chunks, shape %d", shape);
+        check((ba_codec_t)codec, dom, v, n, shape % 2 ? 100 : 4000, &rng, w);
+        /* the same rows, stretches without a value added as absent rows */
+        ba_idx_online_t *b;
+        assert_int_equal(ba_idx_online_create((ba_codec_t)codec, dom, &b), BA_OK);
+        for (size_t i = 0; i < n;) {
+          size_t j = i + 1;
+          while (j < n && (v[j] == BA_IDX_NONE) == (v[i] == BA_IDX_NONE) && j - i < 1000) j++;
+          if (v[i] == BA_IDX_NONE) assert_int_equal(ba_idx_online_add_absent(b, j - i), BA_OK);
+          else assert_int_equal(ba_idx_online_add(b, v + i, j - i), BA_OK);
+          i = j;
+        }
+        ba_idx_attr_t got, ref;
+        assert_int_equal(ba_idx_online_finish(b, &got), BA_OK);
+        ba_idx_online_free(b);
+        reference((ba_codec_t)codec, dom, v, n, &ref);
+        snprintf(w, sizeof w, "small chunks, absent rows, shape %d", shape);
+        same(&got, &ref, w);
+        ba_idx_attr_clear(&got);
+        ba_idx_attr_clear(&ref);
+      }
+  }
+  free(v);
+}
+
+/* ba_idx_fold with the row counts the builder hands over (online_dense.c)
+ * = the same fold counting every bitmap (counts NULL); the counts equal
+ * ba_bitmap_count's; the bins (PLWAH: ORed group by group in fold.c) equal
+ * ba_bitmap_or_many of each bin's rare bitmaps. Ports of skewed and uniform
+ * rows, several thresholds, row counts on and off a group boundary. */
+static uint32_t bin_of_port(uint32_t v) { return v < 1024 ? 0 : 1 + (v >> 12); }
+static void test_fold_counts(void **state) {
+  (void)state;
+  ba_rng_t rng;
+  ba_rng_seed(&rng, 22);
+  size_t cap = 200000;
+  uint32_t *v = malloc(cap * sizeof *v);
+  assert_non_null(v);
+  for (int it = 0; it < 6; it++) {
+    size_t n = (size_t)ba_rng_below(&rng, cap) + 1;
+    if (it % 2) n = (n + 30) / 31 * 31; /* a whole last group */
+    fill(&rng, it % 3, 65536, v, n);    /* uniform, skewed, runs (full groups of a rare value) */
+    ba_idx_attr_t a, b, abins = {0}, bbins = {0};
+    online(BA_CODEC_PLWAH, 65536, v, n, 4000, &rng, &a);
+    online(BA_CODEC_PLWAH, 65536, v, n, 4000, &rng, &b);
+    assert_non_null(a.counts);
+    for (size_t k = 0; k < a.n; k++) { /* the counts are the bitmaps' */
+      uint64_t c = 0;
+      assert_int_equal(ba_bitmap_count(a.bms[k], &c), BA_OK);
+      assert_int_equal(c, a.counts[k]);
+    }
+    ba_free(b.counts); /* b: the fold counts */
+    b.counts = NULL;
+    uint64_t min_rows = it < 2 ? 2 : n >> (4 + it);
+    /* reference bins: ba_bitmap_or_many of each bin's rare bitmaps */
+    ba_idx_attr_t rbins = {0};
+    rbins.values = malloc(17 * sizeof *rbins.values);
+    rbins.bms = malloc(17 * sizeof *rbins.bms);
+    const ba_bitmap_t **ops = malloc((b.n + 1) * sizeof *ops);
+    for (uint32_t bin = 0; bin < 17; bin++) {
+      size_t k = 0;
+      for (size_t j = 0; j < b.n; j++) {
+        uint64_t c = 0;
+        assert_int_equal(ba_bitmap_count(b.bms[j], &c), BA_OK);
+        if (c < min_rows && bin_of_port(b.values[j]) == bin) ops[k++] = b.bms[j];
+      }
+      if (k == 0) continue;
+      assert_int_equal(ba_bitmap_or_many(ops, k, BA_CODEC_PLWAH, &rbins.bms[rbins.n]), BA_OK);
+      rbins.values[rbins.n++] = bin;
+    }
+    free(ops);
+    assert_int_equal(ba_idx_fold(&a, &abins, min_rows, bin_of_port, BA_CODEC_PLWAH), BA_OK);
+    assert_int_equal(ba_idx_fold(&b, &bbins, min_rows, bin_of_port, BA_CODEC_PLWAH), BA_OK);
+    same(&a, &b, "fold with counts, exact");
+    same(&abins, &bbins, "fold with counts, bins");
+    same(&abins, &rbins, "fold, bins against ba_bitmap_or_many");
+    ba_idx_attr_clear(&rbins);
+    ba_idx_attr_clear(&a);
+    ba_idx_attr_clear(&b);
+    ba_idx_attr_clear(&abins);
+    ba_idx_attr_clear(&bbins);
+  }
+  free(v);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_random),
@@ -349,6 +479,8 @@ int main(void) {
     cmocka_unit_test(test_real),
     cmocka_unit_test(test_bad_value),
     cmocka_unit_test(test_append_groups),
+    cmocka_unit_test(test_small_chunks),
+    cmocka_unit_test(test_fold_counts),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
