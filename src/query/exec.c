@@ -239,11 +239,10 @@ typedef struct par {
   int fetch_threads; /* of one segment's rows (fetch_rows) */
 } par_t;
 
-/* Most candidate rows read ahead for one segment; how many segments may
- * be held read ahead (bounds memory), and planned ahead of delivery. */
+/* Most candidate rows read ahead for one segment, and how many segments
+ * may be held read ahead or planned ahead of delivery (bounds memory). */
 #define PREFETCH_MAX_ROWS (1u << 18)
 #define PREFETCH_AHEAD 2
-#define PLAN_AHEAD 8
 
 /* 1 if the segment cannot hold rows of the window. */
 static int seg_pruned(const ba_segment_info_t *in, uint64_t ws, uint64_t we) {
@@ -319,7 +318,7 @@ static void *par_worker(void *arg) {
   for (;;) {
     pthread_mutex_lock(&p->mu);
     while (p->prefetch && !p->quit && p->next < p->nseg &&
-           (p->held >= PREFETCH_AHEAD || p->next > p->delivered + PLAN_AHEAD))
+           (p->held >= PREFETCH_AHEAD || p->next > p->delivered + PREFETCH_AHEAD))
       pthread_cond_wait(&p->cv, &p->mu);
     if (p->quit || p->next >= p->nseg) {
       pthread_mutex_unlock(&p->mu);
