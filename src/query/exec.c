@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "query/live.h"
 #include "query/plan_int.h"
@@ -151,11 +152,8 @@ static int deliver_segment(ba_query_t *q, segctx_t *c, runctx_t *run, segres_t *
    * aggregate's do not need it. */
   int timed = c->info.clustered && !o->count_only && !o->field_fn;
   if (res->have_rows) {
-    /* Read ahead by the worker: the same records in the same order. */
-    rc = 0;
-    if (timed) rc = deliver_time_order(run, res->recs, res->nrecs);
-    for (size_t i = 0; i < res->nrecs && rc == 0 && !timed; i += 4096)
-      rc = run_sink(run, res->recs + i, BA_MIN((size_t)4096, res->nrecs - i));
+    /* Read ahead: the same records in the same order. */
+    rc = timed ? tbuf_deliver(&res->tb, run) : tbuf_deliver_as_read(&res->tb, run);
     st->blocks_read += res->blocks;
     st->rows_damaged += res->damaged;
     segres_drop(res);
@@ -236,11 +234,13 @@ typedef struct par {
   uint32_t cols, qcols; /* columns delivered records need; the filter's (prefetch) */
   int prefetch;      /* the worker also reads candidate rows (not for counts or frames) */
   size_t delivered;  /* segments the caller's thread is done with */
+  int rows_ahead;    /* candidate rows are read ahead (prefetch, no limit) */
+  size_t held;       /* segments whose records are read ahead and not delivered yet */
   int fetch_threads; /* of one segment's rows (fetch_rows) */
 } par_t;
 
-/* Most candidate rows a worker reads ahead for one segment, and how many
- * segments it may run ahead of delivery while doing so (bounds memory). */
+/* Most candidate rows read ahead for one segment, and how many segments
+ * may be held read ahead or planned ahead of delivery (bounds memory). */
 #define PREFETCH_MAX_ROWS (1u << 18)
 #define PREFETCH_AHEAD 2
 
@@ -250,8 +250,10 @@ static int seg_pruned(const ba_segment_info_t *in, uint64_t ws, uint64_t we) {
 }
 
 /* Plans segment i of the caller's store on store st (the caller's or the
- * worker's handle). A pruned segment gets an empty plan. */
-static int par_plan(par_t *p, ba_store_t *st, size_t i, segctx_t *c, segres_t *res) {
+ * worker's handle); ahead: its candidate rows may be read into res too (not
+ * the segment the caller delivers next). A pruned segment gets an empty
+ * plan. */
+static int par_plan(par_t *p, ba_store_t *st, size_t i, int ahead, segctx_t *c, segres_t *res) {
   ba_segment_t *seg = NULL;
   if (st == p->ms) {
     BA_FORWARD(ba_store_segment(st, i, &seg));
@@ -282,22 +284,27 @@ static int par_plan(par_t *p, ba_store_t *st, size_t i, segctx_t *c, segres_t *r
     if (rc == 1) rc = 0;
     if (rc < 0) segres_drop(res); /* the caller's thread plans it again */
   }
-  /* A segment whose rows fetch_rows reads on two threads anyway is left to
-   * the caller's thread: buffering its records here costs more (first
-   * touches of a large buffer) than the overlap gains. */
-  int two = p->fetch_threads >= 2 && c->info.nblocks >= FETCH_PAR_MIN_GROUPS;
-  if (rc == 0 && st != p->ms && p->prefetch && !two && res->r.hi.kind == PB_BM && res->ncand > 0 &&
+  /* Candidates of a selective segment are read here, on one thread, while
+   * the caller's thread delivers (formats) earlier segments'. */
+  if (rc == 0 && ahead && p->rows_ahead && res->r.hi.kind == PB_BM && res->ncand > 0 &&
       res->ncand <= PREFETCH_MAX_ROWS && !(p->wo.count_only && (res->exact || res->nsure))) {
     /* Read the candidates here too (the caller's thread only delivers). */
     uint32_t cols = p->cols | (res->exact ? 0 : p->qcols | BA_COL_FIRST);
-    rc = fetch_rows(seg, res->r.hi.o->bm, cols, c->info.block_rows, buffer_sink, res, c->fetch_threads, &res->blocks,
-                    &res->damaged);
+    /* Held packed, as deliver_clustered holds them. */
+    rc = tbuf_reserve(&res->tb, res->ncand);
+    if (rc == 0)
+      rc = fetch_rows(seg, res->r.hi.o->bm, cols, c->info.block_rows, tbuf_sink, &res->tb, 1, &res->blocks,
+                      &res->damaged);
     if (rc == 0) res->have_rows = 1;
     else segres_drop(res);
   }
   ba_segment_release(seg);
   return rc;
 }
+
+static unsigned g_worker_pause_us; /* < 1 s */
+
+void query_set_par_worker_pause(unsigned us) { g_worker_pause_us = us; }
 
 static void *par_worker(void *arg) {
   par_t *p = arg;
@@ -310,7 +317,8 @@ static void *par_worker(void *arg) {
   c.fetch_threads = p->fetch_threads;
   for (;;) {
     pthread_mutex_lock(&p->mu);
-    while (p->prefetch && !p->quit && p->next < p->nseg && p->next > p->delivered + PREFETCH_AHEAD)
+    while (p->prefetch && !p->quit && p->next < p->nseg &&
+           (p->held >= PREFETCH_AHEAD || p->next > p->delivered + PREFETCH_AHEAD))
       pthread_cond_wait(&p->cv, &p->mu);
     if (p->quit || p->next >= p->nseg) {
       pthread_mutex_unlock(&p->mu);
@@ -319,9 +327,14 @@ static void *par_worker(void *arg) {
     size_t i = p->next++;
     p->slots[i].state = 1;
     pthread_mutex_unlock(&p->mu);
+    if (g_worker_pause_us) {
+      struct timespec ts = {0, (long)g_worker_pause_us * 1000};
+      nanosleep(&ts, NULL);
+    }
     segres_t res = {0};
-    int rc = open_rc < 0 ? open_rc : par_plan(p, st, i, &c, &res);
+    int rc = open_rc < 0 ? open_rc : par_plan(p, st, i, 1, &c, &res);
     pthread_mutex_lock(&p->mu);
+    if (rc == 0 && res.have_rows) p->held++;
     p->slots[i].rc = rc;
     p->slots[i].res = res;
     p->slots[i].state = 2;
@@ -333,28 +346,37 @@ static void *par_worker(void *arg) {
   return NULL;
 }
 
-/* Waits until segment i is planned, planning others (or i) meanwhile. */
+/* Waits until segment i is planned, planning others (or i) meanwhile: a
+ * later one also read ahead as the worker does, while fewer than
+ * PREFETCH_AHEAD are held read ahead. */
 static void par_wait(par_t *p, size_t i, segctx_t *c) {
   pthread_mutex_lock(&p->mu);
   p->delivered = i; /* segments before i are done: the worker may read ahead */
   pthread_cond_broadcast(&p->cv);
   while (p->slots[i].state != 2) {
-    if (p->next < p->nseg) {
+    if (p->next < p->nseg && !(p->prefetch && p->next != i && p->held >= PREFETCH_AHEAD)) {
       size_t j = p->next++;
       p->slots[j].state = 1;
       pthread_mutex_unlock(&p->mu);
       segres_t res = {0};
       ba_query_stats_t *keep = c->stats, scratch = {0};
       c->stats = &scratch; /* the plan's operations are counted at delivery (res.ops) */
-      int rc = par_plan(p, p->ms, j, c, &res);
+      int rc = par_plan(p, p->ms, j, j != i, c, &res);
       c->stats = keep;
       pthread_mutex_lock(&p->mu);
+      if (rc == 0 && res.have_rows) p->held++;
       p->slots[j].rc = rc;
       p->slots[j].res = res;
       p->slots[j].state = 2;
       continue;
     }
     pthread_cond_wait(&p->cv, &p->mu);
+  }
+  /* Segment i's records (if read ahead) are the caller's now: another
+   * segment may be read ahead while they are delivered. */
+  if (p->slots[i].rc == 0 && p->slots[i].res.have_rows) {
+    p->held--;
+    pthread_cond_broadcast(&p->cv);
   }
   pthread_mutex_unlock(&p->mu);
 }
@@ -413,6 +435,9 @@ static int par_start(par_t *par, pthread_t *worker, ba_store_t *s, size_t nseg, 
   par->cols = o->out_cols;
   par->qcols = qcols;
   par->prefetch = prefetch;
+  /* Not under a limit (-c N): whole segments read ahead would outlast it
+   * (par_stop waits for the worker). */
+  par->rows_ahead = prefetch && !(o->limit && !o->count_only);
   par->slots = ba_calloc(nseg, sizeof(pslot_t));
   if (!par->slots) return BA_ERR_NOMEM;
   pthread_mutex_init(&par->mu, NULL);

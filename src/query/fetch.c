@@ -159,14 +159,6 @@ int count_blocks(void *vctx, const uint64_t *rows, size_t n) {
   return 0;
 }
 
-int buffer_sink(void *ctx, const ba_record_t *recs, size_t n) {
-  segres_t *r = ctx;
-  if (r->nrecs + n > r->cap) BA_FORWARD(ba_grow((void **)&r->recs, &r->cap, r->nrecs + n, sizeof(ba_record_t)));
-  memcpy(r->recs + r->nrecs, recs, n * sizeof(ba_record_t));
-  r->nrecs += n;
-  return 0;
-}
-
 /* The rows of bm through f (records to a sink, or field vectors) on the
  * calling thread, batched and cut at block ends. */
 static int feed_one_thread(rowfeed_t *f, const ba_bitmap_t *bm, uint64_t *blocks, uint64_t *damaged) {

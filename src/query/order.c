@@ -173,40 +173,15 @@ int tbuf_sink(void *ctx, const ba_record_t *recs, size_t n) {
  * on the heap's reused pages (4,096, 1.4 MB, cost a page fault per 4 KB). */
 #define ORDER_BATCH 256
 
-typedef struct tkey {
-  uint64_t first, i;
-} tkey_t;
-_Static_assert(sizeof(tkey_t) == 2 * sizeof(uint64_t), "ba_radix_sort sorts tkey_t as two words");
-
-int deliver_time_order(runctx_t *run, const ba_record_t *recs, size_t n) {
-  if (n == 0) return 0;
-  tkey_t *k = ba_malloc(2 * n * sizeof *k);
-  ba_record_t *batch = ba_malloc(BA_MIN(n, (size_t)ORDER_BATCH) * sizeof *batch);
-  int rc = k && batch ? 0 : BA_ERR_NOMEM;
-  if (rc == 0) {
-    for (size_t i = 0; i < n; i++) k[i] = (tkey_t){recs[i].first_ns, i};
-    ba_radix_sort(&k[0].first, &k[n].first, n, 2, 0, 0, 64); /* by first, stable */
-  }
-  for (size_t i = 0; rc == 0 && i < n; i += ORDER_BATCH) {
-    size_t m = BA_MIN(n - i, (size_t)ORDER_BATCH);
-    for (size_t j = 0; j < m; j++) {
-      if (i + j + 8 < n) __builtin_prefetch(&recs[k[i + j + 8].i]); /* the gather misses the cache */
-      batch[j] = recs[k[i + j].i];
-    }
-    rc = run_sink(run, batch, m);
-  }
-  ba_free(k);
-  ba_free(batch);
-  return rc;
-}
-
-int tbuf_deliver(tbuf_t *b, runctx_t *run) {
+/* The records of b into run_sink, sorted by first time (stable) or as they
+ * were gathered; frees b. */
+static int tbuf_out(tbuf_t *b, runctx_t *run, int sorted) {
   size_t n = b->n;
   int rc = 0;
-  uint64_t *tmp = n ? ba_malloc(2 * n * sizeof *tmp) : NULL;
+  uint64_t *tmp = n && sorted ? ba_malloc(2 * n * sizeof *tmp) : NULL;
   ba_record_t *batch = n ? ba_malloc(BA_MIN(n, (size_t)ORDER_BATCH) * sizeof *batch) : NULL;
-  if (n && (!tmp || !batch)) rc = BA_ERR_NOMEM;
-  if (rc == 0 && n) ba_radix_sort(b->keys, tmp, n, 2, 0, 0, 64); /* by first, stable (offsets ascend) */
+  if (n && ((sorted && !tmp) || !batch)) rc = BA_ERR_NOMEM;
+  if (rc == 0 && n && sorted) ba_radix_sort(b->keys, tmp, n, 2, 0, 0, 64); /* by first, stable (offsets ascend) */
   ba_free(tmp);
   for (size_t i = 0; rc == 0 && i < n; i += ORDER_BATCH) {
     size_t m = BA_MIN(n - i, (size_t)ORDER_BATCH);
@@ -224,6 +199,10 @@ int tbuf_deliver(tbuf_t *b, runctx_t *run) {
   tbuf_free(b);
   return rc;
 }
+
+int tbuf_deliver(tbuf_t *b, runctx_t *run) { return tbuf_out(b, run, 1); }
+
+int tbuf_deliver_as_read(tbuf_t *b, runctx_t *run) { return tbuf_out(b, run, 0); }
 
 void tbuf_free(tbuf_t *b) {
   ba_free(b->keys);

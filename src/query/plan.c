@@ -600,9 +600,7 @@ int plan_node(segctx_t *c, const qnode_t *n, pres_t *out) {
 void segres_drop(segres_t *r) {
   pres_drop(r->r);
   r->r = (pres_t){pb_none(), pb_none()};
-  ba_free(r->recs);
-  r->recs = NULL;
-  r->nrecs = r->cap = 0;
+  tbuf_free(&r->tb);
 }
 
 /* Plans the segment in c (seg, info, codec set); explain text into ex. */

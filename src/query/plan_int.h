@@ -149,16 +149,27 @@ typedef struct tplan {
   binctx_t any, full;
 } tplan_t;
 
+/* order.c: records held packed until delivered (tbuf_sink, tbuf_deliver
+ * below). */
+typedef struct tbuf {
+  uint64_t *keys; /* per record: first_ns, offset of its packed form in pk */
+  size_t n, kcap;
+  uint8_t *pk;    /* packed records: a mask of the non-zero words, then those words */
+  size_t plen, pcap, pop; /* pop: bytes of pk known to be backed by pages */
+  uint8_t *frames;
+  size_t flen, fcap;
+} tbuf_t;
+
 /* A segment's plan: the candidate rows (lo <= truth <= hi) and their counts. */
 typedef struct segres {
   pres_t r;
   uint64_t ncand, nsure, ops;
   int exact;
-  /* Candidate records read ahead by the worker (have_rows): delivered from
-   * here, residual check and limit applied at delivery. */
+  /* Candidate records read ahead (have_rows), packed in tb: delivered from
+   * there (a clustered segment's in time order), residual check and limit
+   * applied at delivery. */
   int have_rows;
-  ba_record_t *recs;
-  size_t nrecs, cap;
+  tbuf_t tb;
   uint64_t blocks, damaged;
   uint64_t blocks_check; /* row groups read by residual_settle */
   int resid_declined;    /* residual_settle declined: not tried again */
@@ -264,22 +275,14 @@ int run_sink(void *vctx, const ba_record_t *recs, size_t n);
 /* order.c: a clustered segment's records in time order (format.md §7.9).
  * tbuf_sink gathers records packed (zero words left out; frames copied);
  * tbuf_deliver sorts them by first_ns (stable) into run_sink and frees;
- * deliver_time_order does the same for records held elsewhere. */
-typedef struct tbuf {
-  uint64_t *keys; /* per record: first_ns, offset of its packed form in pk */
-  size_t n, kcap;
-  uint8_t *pk;    /* packed records: a mask of the non-zero words, then those words */
-  size_t plen, pcap, pop; /* pop: bytes of pk known to be backed by pages */
-  uint8_t *frames;
-  size_t flen, fcap;
-} tbuf_t;
+ * tbuf_deliver_as_read delivers them in the order gathered. */
 int tbuf_reserve(tbuf_t *b, uint64_t n); /* room for n records at once (the candidates) */
 int tbuf_sink(void *ctx, const ba_record_t *recs, size_t n);
 int tbuf_deliver(tbuf_t *b, runctx_t *run);
+int tbuf_deliver_as_read(tbuf_t *b, runctx_t *run);
 void tbuf_free(tbuf_t *b);
 /* Tests: records packed with AVX-512 (when the CPU has it) or not. */
 void query_set_pack_simd(int on);
-int deliver_time_order(runctx_t *run, const ba_record_t *recs, size_t n);
 /* The candidate rows bm (NULL: all) of a clustered segment read with cols
  * and delivered to run in time order, at most query_set_order_max records
  * held (more: in slabs of first-time ranges, a read per slab). */
@@ -288,7 +291,6 @@ int deliver_clustered(ba_segment_t *seg, const ba_bitmap_t *bm, uint64_t ncand, 
 
 /* Counts n delivered records into the stats: rows, sums, first/last time. */
 void stats_add_records(ba_query_stats_t *s, const ba_record_t *recs, size_t n);
-int buffer_sink(void *ctx, const ba_record_t *recs, size_t n);
 /* The run's column-vector sink (run->field_fn set): the stats, then field_fn. */
 int run_field_sink(void *vctx, const uint64_t *const *vals, size_t n);
 /* Sets up run->fields from the caller's o->fields (0: not usable, the run

@@ -99,6 +99,9 @@ int query_run_bins(ba_query_t *q, ba_store_t *s, const ba_query_exec_opts_t *opt
  * set 0 to run the worker on small stores. Not thread-safe: set it before
  * queries run. */
 void query_set_par_min_rows(uint64_t rows);
+/* Tests: the planning worker sleeps this long on each segment it takes, so
+ * the caller's thread plans and reads later segments ahead itself. */
+void query_set_par_worker_pause(unsigned us);
 void query_set_order_max(uint64_t rows); /* records a clustered segment's time sort holds (order.c) */
 
 #endif
