@@ -120,7 +120,8 @@ def render(cmd, started, info, datasets, results, sizes, mismatches, a):
            "- machine: %s" % info.get("cpu", "?"),
            "- bitarc %s; %s; ClickHouse %s" % (info.get("bitarc", "?"), info.get("nfdump", "?"),
                                                info.get("clickhouse", "?")),
-           "- whole-process wall time, stdout to a file; warm = median of %d; cold = one run after "
+           "- whole-process wall time, stdout to a file; warm = median of %d (a run under 0.25 s, and the first, "
+           "after an untimed run of the same command: a VM's idle vCPU wakes slowly); cold = one run after "
            "`sync; echo 3 > /proc/sys/vm/drop_caches`%s" % (a.reps, " (not run)" if a.no_cold else ""),
            "- nfdump: fastest of its LZ4 and uncompressed files (counts: also `-s proto -n 1` summary vs "
            "`-q -o fmt:%pr | wc -l`); ClickHouse: MergeTree ordered by start time, LZ4, no skip index, "
