@@ -129,25 +129,10 @@ static void damage_rows(size_t i) {
   char path[4096];
   snprintf(path, sizeof path, "%s/%s", g_dir, ba_store_segment_name(st, i));
   ba_store_close(st);
-  FILE *fp = fopen(path, "r+b");
-  assert_non_null(fp);
-  assert_int_equal(fseek(fp, 0, SEEK_END), 0);
-  long len = ftell(fp);
-  uint8_t foot[80];
-  assert_int_equal(fseek(fp, len - 80, SEEK_SET), 0);
-  assert_int_equal(fread(foot, 1, 80, fp), 80);
-  uint64_t index_off = 0;
-  for (int k = 7; k >= 0; k--) index_off = index_off << 8 | foot[40 + k];
-  assert_true(index_off > 4096 && index_off < (uint64_t)len);
-  for (uint64_t pos = 2048; pos < index_off; pos += 4093) {
-    uint8_t b;
-    assert_int_equal(fseek(fp, (long)pos, SEEK_SET), 0);
-    assert_int_equal(fread(&b, 1, 1, fp), 1);
-    b ^= 0x10;
-    assert_int_equal(fseek(fp, (long)pos, SEEK_SET), 0);
-    assert_int_equal(fwrite(&b, 1, 1, fp), 1);
-  }
-  fclose(fp);
+  uint64_t index_off, dir_off, table_off, len;
+  ba_test_seg_offsets(path, &index_off, &dir_off, &table_off, &len);
+  assert_true(index_off > 4096 && index_off < len);
+  ba_test_flip_bytes(path, 2048, index_off, 4093);
 }
 
 static void test_ahead(void **state) {

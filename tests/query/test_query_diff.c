@@ -521,30 +521,11 @@ static void run_ids(ba_store_t *st, const char *f, int threads, idlist_t *out, b
 }
 
 static void damage_file(const char *path, int mode) {
-  FILE *fp = fopen(path, "r+b");
-  assert_non_null(fp);
-  assert_int_equal(fseek(fp, 0, SEEK_END), 0);
-  long len = ftell(fp);
-  uint8_t foot[80];
-  assert_int_equal(fseek(fp, len - 80, SEEK_SET), 0);
-  assert_int_equal(fread(foot, 1, 80, fp), 80);
-  uint64_t table_off = 0, dir_off = 0, index_off = 0;
-  for (int i = 7; i >= 0; i--) {
-    table_off = table_off << 8 | foot[24 + i];
-    dir_off = dir_off << 8 | foot[32 + i];
-    index_off = index_off << 8 | foot[40 + i];
-  }
-  assert_true(index_off < dir_off && dir_off < table_off && table_off <= (uint64_t)len);
+  uint64_t index_off, dir_off, table_off, len;
+  ba_test_seg_offsets(path, &index_off, &dir_off, &table_off, &len);
+  assert_true(index_off < dir_off && dir_off < table_off && table_off <= len);
   uint64_t lo = mode == 0 ? dir_off + 40 : index_off, hi = mode == 0 ? table_off : dir_off;
-  for (uint64_t pos = lo; pos < hi; pos += mode == 0 ? hi : 29) {
-    uint8_t b;
-    assert_int_equal(fseek(fp, (long)pos, SEEK_SET), 0);
-    assert_int_equal(fread(&b, 1, 1, fp), 1);
-    b ^= 0x10;
-    assert_int_equal(fseek(fp, (long)pos, SEEK_SET), 0);
-    assert_int_equal(fwrite(&b, 1, 1, fp), 1);
-  }
-  fclose(fp);
+  ba_test_flip_bytes(path, lo, hi, mode == 0 ? hi : 29);
 }
 
 static void test_damage_threads(void **state) {

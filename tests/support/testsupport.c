@@ -134,6 +134,30 @@ int ba_test_write_file(const char *path, const uint8_t *b, size_t len) {
   return fclose(f) == 0 && ok ? 0 : -1;
 }
 
+void ba_test_flip_bytes(const char *path, uint64_t lo, uint64_t hi, uint64_t step) {
+  size_t len = 0;
+  uint8_t *b = ba_test_read_file(path, &len);
+  assert_non_null(b);
+  assert_true(step > 0);
+  for (uint64_t pos = lo; pos < hi && pos < len; pos += step) b[pos] ^= 0x10;
+  assert_int_equal(ba_test_write_file(path, b, len), 0);
+  free(b);
+}
+
+void ba_test_seg_offsets(const char *path, uint64_t *index_off, uint64_t *dir_off, uint64_t *table_off,
+                         uint64_t *len) {
+  size_t n = 0;
+  uint8_t *b = ba_test_read_file(path, &n);
+  assert_non_null(b);
+  assert_true(n >= 64 + 80);
+  const uint8_t *foot = b + n - 80;
+  uint64_t v[3] = {0, 0, 0}; /* table, directory, index: footer bytes 24, 32, 40 */
+  for (int k = 0; k < 3; k++)
+    for (int i = 7; i >= 0; i--) v[k] = v[k] << 8 | foot[24 + 8 * k + i];
+  *table_off = v[0], *dir_off = v[1], *index_off = v[2], *len = n;
+  free(b);
+}
+
 char *ba_test_fixture_store(const char *rel) {
   const char *src = ba_test_source(rel);
   char *dir = src ? ba_test_mkdtemp() : NULL;

@@ -34,6 +34,13 @@ void ba_test_rmtree(const char *dir);
 uint8_t *ba_test_read_file(const char *path, size_t *len);
 /* Writes len bytes to path (created or truncated); 0, or -1 on error. */
 int ba_test_write_file(const char *path, const uint8_t *b, size_t len);
+/* Damages segment file `path` in place: flips bit 4 of the bytes at lo,
+ * lo + step, ... below hi (cut to the file). Fails the test if it cannot. */
+void ba_test_flip_bytes(const char *path, uint64_t lo, uint64_t hi, uint64_t step);
+/* The offsets a segment file's footer holds (doc/format.md §2): index
+ * (bitmaps), directory and block table, and the file's length. */
+void ba_test_seg_offsets(const char *path, uint64_t *index_off, uint64_t *dir_off, uint64_t *table_off,
+                         uint64_t *len);
 /* A fresh store (temporary directory, removed by ba_test_rmtree) holding the
  * committed segment `rel` of the source tree as its one segment; NULL if it
  * cannot be made. */
