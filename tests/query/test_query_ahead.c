@@ -56,24 +56,7 @@ static void gen_store(void) {
   free(g);
 }
 
-typedef struct recs {
-  ba_record_t *v;
-  size_t n, cap;
-} recs_t;
-
-static int collect(void *ctx, const ba_record_t *r, size_t n) {
-  recs_t *c = ctx;
-  if (c->n + n > c->cap) {
-    c->cap = 2 * (c->n + n);
-    c->v = realloc(c->v, c->cap * sizeof *c->v);
-    assert_non_null(c->v);
-  }
-  memcpy(c->v + c->n, r, n * sizeof *r);
-  c->n += n;
-  return 0;
-}
-
-static void run(ba_store_t *st, const char *f, int threads, recs_t *out, ba_query_stats_t *s) {
+static void run(ba_store_t *st, const char *f, int threads, ba_test_recs_t *out, ba_query_stats_t *s) {
   ba_query_t *q;
   assert_int_equal(ba_query_create(&q), 0);
   assert_int_equal(ba_query_compile(q, f), 0);
@@ -82,7 +65,7 @@ static void run(ba_store_t *st, const char *f, int threads, recs_t *out, ba_quer
   o.out_cols = BA_COL_ALL & ~BA_COL_FRAME;
   o.threads = threads;
   memset(out, 0, sizeof *out);
-  assert_int_equal(ba_query_run(q, st, &o, collect, out, s), 0);
+  assert_int_equal(ba_query_run(q, st, &o, ba_test_recs_sink, out, s), 0);
   ba_query_free(q);
 }
 
@@ -96,7 +79,7 @@ static uint64_t check_all(const char *what) {
   assert_int_equal(ba_store_open(g_dir, &st), 0);
   uint64_t damaged = 0;
   for (size_t k = 0; k < NELEM(filters); k++) {
-    recs_t want, got;
+    ba_test_recs_t want, got;
     ba_query_stats_t ws, gs;
     run(st, filters[k], 1, &want, &ws);
     damaged += ws.rows_damaged;

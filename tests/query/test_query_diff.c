@@ -593,24 +593,7 @@ static void test_damage_threads(void **state) {
  * and the rows equal the linear scan's; the same after column blocks are
  * damaged (the damaged groups' rows skipped and counted alike, the store's
  * message naming the same block). */
-typedef struct reclist {
-  ba_record_t *v;
-  size_t n, cap;
-} reclist_t;
-
-static int collect_recs(void *ctx, const ba_record_t *recs, size_t n) {
-  reclist_t *l = ctx;
-  if (l->n + n > l->cap) {
-    l->cap = (l->n + n) * 2;
-    l->v = realloc(l->v, l->cap * sizeof(ba_record_t));
-    assert_non_null(l->v);
-  }
-  memcpy(l->v + l->n, recs, n * sizeof(ba_record_t));
-  l->n += n;
-  return 0;
-}
-
-static void run_recs(const char *f, int threads, int scan, reclist_t *out, ba_query_stats_t *s) {
+static void run_recs(const char *f, int threads, int scan, ba_test_recs_t *out, ba_query_stats_t *s) {
   ba_query_t *q;
   assert_int_equal(ba_query_create(&q), 0);
   assert_int_equal(ba_query_compile(q, f), 0);
@@ -619,12 +602,12 @@ static void run_recs(const char *f, int threads, int scan, reclist_t *out, ba_qu
   o.out_cols = BA_COL_ALL & ~BA_COL_FRAME;
   o.threads = threads;
   o.force_scan = scan;
-  assert_int_equal(ba_query_run(q, F.st, &o, collect_recs, out, s), 0);
+  assert_int_equal(ba_query_run(q, F.st, &o, ba_test_recs_sink, out, s), 0);
   ba_query_free(q);
 }
 
 static void check_two(const char *f, char *msg1, char *msg2) {
-  reclist_t one = {0}, two = {0}, scan = {0};
+  ba_test_recs_t one = {0}, two = {0}, scan = {0};
   ba_query_stats_t s1, s2, ss;
   run_recs(f, 1, 0, &one, &s1);
   if (msg1) snprintf(msg1, 512, "%s", ba_store_errmsg(F.st));
@@ -682,7 +665,7 @@ static void test_fetch_two(void **state) {
   fclose(fp);
   assert_int_equal(ba_store_open(F.dir, &F.st), 0);
   char m1[512], m2[512];
-  reclist_t all = {0};
+  ba_test_recs_t all = {0};
   ba_query_stats_t s;
   run_recs("any", 2, 0, &all, &s);
   assert_true(s.rows_damaged > 0);

@@ -134,6 +134,18 @@ int ba_test_write_file(const char *path, const uint8_t *b, size_t len) {
   return fclose(f) == 0 && ok ? 0 : -1;
 }
 
+int ba_test_recs_sink(void *ctx, const ba_record_t *recs, size_t n) {
+  ba_test_recs_t *l = ctx;
+  if (l->n + n > l->cap) {
+    l->cap = 2 * (l->n + n);
+    l->v = realloc(l->v, l->cap * sizeof *l->v);
+    assert_non_null(l->v);
+  }
+  memcpy(l->v + l->n, recs, n * sizeof *recs);
+  l->n += n;
+  return 0;
+}
+
 void ba_test_flip_bytes(const char *path, uint64_t lo, uint64_t hi, uint64_t step) {
   size_t len = 0;
   uint8_t *b = ba_test_read_file(path, &len);

@@ -34,6 +34,13 @@ void ba_test_rmtree(const char *dir);
 uint8_t *ba_test_read_file(const char *path, size_t *len);
 /* Writes len bytes to path (created or truncated); 0, or -1 on error. */
 int ba_test_write_file(const char *path, const uint8_t *b, size_t len);
+/* Records a query or reader delivers, copied (frames not): a sink for
+ * ba_query_run / ba_segment_read_rows; free v when done. */
+typedef struct ba_test_recs {
+  ba_record_t *v;
+  size_t n, cap;
+} ba_test_recs_t;
+int ba_test_recs_sink(void *ctx, const ba_record_t *recs, size_t n);
 /* Damages segment file `path` in place: flips bit 4 of the bytes at lo,
  * lo + step, ... below hi (cut to the file). Fails the test if it cannot. */
 void ba_test_flip_bytes(const char *path, uint64_t lo, uint64_t hi, uint64_t step);
