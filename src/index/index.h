@@ -31,6 +31,9 @@ typedef struct ba_idx_attr {
   uint64_t *counts;       /* set rows of bms[i], or NULL: not known (ba_idx_fold counts them) */
 } ba_idx_attr_t;
 void ba_idx_attr_clear(ba_idx_attr_t *a);
+/* Room in a (cleared) for n values and their bitmaps (all NULL), and their
+ * row counts if counts; a->n stays 0 (it counts the slots filled). */
+int ba_idx_attr_alloc(ba_idx_attr_t *a, size_t n, int counts);
 /* Rows per chunk for a codec: its group size (31 or 63). */
 unsigned ba_idx_chunk_rows(ba_codec_t codec);
 

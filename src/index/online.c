@@ -80,6 +80,13 @@ void ba_idx_attr_clear(ba_idx_attr_t *a) {
   memset(a, 0, sizeof *a);
 }
 
+int ba_idx_attr_alloc(ba_idx_attr_t *a, size_t n, int counts) {
+  a->values = ba_malloc(n * sizeof *a->values);
+  a->bms = ba_calloc(n, sizeof *a->bms);
+  if (counts) a->counts = ba_malloc(n * sizeof *a->counts);
+  return a->values && a->bms && (!counts || a->counts) ? BA_OK : BA_ERR_NOMEM;
+}
+
 unsigned ba_idx_chunk_rows(ba_codec_t codec) {
   unsigned w = ba_codec_word_bits(codec);
   return w ? w - 1 : 0;
@@ -383,14 +390,7 @@ int ba_idx_online_finish(ba_idx_online_t *b, ba_idx_attr_t *out) {
     return rc;
   }
   size_t n = b->nslots, k = 0;
-  if (n) {
-    out->values = ba_malloc(n * sizeof *out->values);
-    out->bms = ba_calloc(n, sizeof *out->bms);
-    if (!out->values || !out->bms) {
-      rc = BA_ERR_NOMEM;
-      goto fail;
-    }
-  }
+  if (n && (rc = ba_idx_attr_alloc(out, n, 0)) < 0) goto fail;
   /* Ascending values: the seen ones, sorted. */
   if (n) qsort(b->seen, n, sizeof *b->seen, cmp_u32);
   for (size_t i = 0; i < n; i++) {

@@ -444,11 +444,8 @@ static int dense_finish(ba_idx_dense_t *d, uint64_t rows, ba_idx_attr_t *out) {
   BA_FORWARD(drain(d, rows - d->krows));
   size_t n = d->nseen, k = 0;
   if (n == 0) return BA_OK;
-  int rc = BA_ERR_NOMEM;
-  out->values = ba_malloc(n * sizeof *out->values);
-  out->bms = ba_calloc(n, sizeof *out->bms);
-  out->counts = ba_malloc(n * sizeof *out->counts);
-  if (!out->values || !out->bms || !out->counts) goto fail;
+  int rc = ba_idx_attr_alloc(out, n, 1);
+  if (rc < 0) goto fail;
   if ((rc = grow_batch(d, n)) < 0) goto fail; /* n <= domain <= batch */
   sort_values(d->seen, d->rows, n);
   const unsigned G = d->G;

@@ -304,10 +304,8 @@ int ba_idx_small_add(ba_idx_small_t *s, const uint32_t *vals, size_t n, uint64_t
 static int finish_direct(ba_idx_small_t *s, uint64_t rows, ba_idx_attr_t *out) {
   size_t n = ba_idx_small_values(s), k = 0;
   if (n == 0) return BA_OK;
-  int rc = BA_ERR_NOMEM;
-  out->values = ba_malloc(n * sizeof *out->values);
-  out->bms = ba_calloc(n, sizeof *out->bms);
-  if (!out->values || !out->bms) goto fail;
+  int rc = ba_idx_attr_alloc(out, n, 0);
+  if (rc < 0) goto fail;
   const unsigned G = s->G;
   const uint64_t groups = rows / G + (rows % G != 0);
   for (uint32_t v = 0; v < s->domain; v++) { /* ascending */
@@ -352,10 +350,8 @@ int ba_idx_small_finish(ba_idx_small_t *s, uint64_t rows, ba_idx_attr_t *out) {
   }
   size_t n = s->nseen, k = 0;
   if (n == 0) return BA_OK;
-  int rc = BA_ERR_NOMEM;
-  out->values = ba_malloc(n * sizeof *out->values);
-  out->bms = ba_calloc(n, sizeof *out->bms);
-  if (!out->values || !out->bms) goto fail;
+  int rc = ba_idx_attr_alloc(out, n, 0);
+  if (rc < 0) goto fail;
   const unsigned keep = (unsigned)(rows - s->open * G); /* rows of an open chunk; < G */
   for (uint32_t v = 0; v < s->domain; v++) { /* ascending */
     scold_t *c = &s->cold[v];
