@@ -8,12 +8,7 @@
  * The open fill is written when the next token shows whether it can absorb a
  * literal: only the last word of a split run gets a position. */
 #include "codec/kernel.h"
-
-#define PL_LITMASK 0x7FFFFFFFu
-#define PL_FILL 0x80000000u
-#define PL_VAL 0x40000000u
-#define PL_MAXCNT 0x01FFFFFFu /* 2^25 - 1 */
-#define PL_POS_SHIFT 25
+#include "codec/plwah_words.h"
 
 static inline int plwah_flush(ba_wordvec_t *out, ba_enc_state_t *st, uint32_t p) {
   uint32_t hdr = PL_FILL | (st->s[0] == 2 ? PL_VAL : 0);

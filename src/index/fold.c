@@ -14,12 +14,10 @@
  * test_fold_counts compares with ba_bitmap_or_many). */
 #include <string.h>
 
+#include "codec/plwah_words.h"
 #include "common/common.h"
 #include "index/index.h"
 
-#define PL_G 31u
-#define PL_LITMASK 0x7FFFFFFFu
-#define PL_MAXCNT 0x01FFFFFFu
 #define OR_BUF 64 /* groups per append_groups call */
 
 /* The OR of k PLWAH bitmaps of nrows rows into *out; acc: ngroups =
@@ -42,7 +40,7 @@ static int or_plwah(const ba_bitmap_t *const *bms, size_t k, uint64_t nrows, uin
         continue;
       }
       uint64_t c = x & PL_MAXCNT;
-      unsigned p = (x >> 25) & 31u, one = (x >> 30) & 1u;
+      unsigned p = (x >> PL_POS_SHIFT) & 31u, one = (x & PL_VAL) != 0;
       BA_RETURN_IF(c > ngroups - g || (p && c == ngroups - g), BA_ERR_CORRUPT);
       if (one)
         for (uint64_t t = 0; t < c; t++) acc[g + t] = PL_LITMASK;

@@ -23,6 +23,7 @@
 
 #include "codec/bmpool.h"
 #include "codec/codec.h"
+#include "codec/plwah_words.h"
 #include "common/common.h"
 #include "index/online_small.h"
 
@@ -54,11 +55,6 @@ typedef struct sdirect {
   uint64_t done;     /* chunks the words describe (the open fill included); 0: no chunk closed */
   uint64_t fill, fn; /* PLWAH encoder state s[0] (open fill value + 1, 0 none), s[1] (its groups) */
 } sdirect_t;
-
-#define PL_FILL 0x80000000u
-#define PL_LITMASK 0x7FFFFFFFu
-#define PL_MAXCNT 0x01FFFFFFu
-#define PL_POS_SHIFT 25
 
 struct ba_idx_small {
   ba_codec_t codec;
@@ -177,7 +173,7 @@ static __attribute__((noinline)) int put_slow(ba_idx_small_t *s, sdirect_t *e, u
 static inline int put_direct(ba_idx_small_t *s, sdirect_t *e, uint64_t gap, uint64_t x) {
   uint32_t l = (uint32_t)x;
   /* gap <= PL_MAXCNT and l not all ones (l + 1 = 2^31) in one test */
-  if (BA_LIKELY((gap | (uint64_t)((l + 1) >> 31) << 25) <= PL_MAXCNT && (uintptr_t)e->p < e->lim)) {
+  if (BA_LIKELY((gap | (uint64_t)((l + 1) >> 31) << PL_POS_SHIFT) <= PL_MAXCNT && (uintptr_t)e->p < e->lim)) {
     uint32_t *w = e->p;
     if (gap == 0) { /* a literal */
       w[0] = l;
