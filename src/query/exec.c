@@ -90,6 +90,12 @@ static int count_rest(ba_query_t *q, segctx_t *c, runctx_t *run, pres_t r, uint6
   return rc == QUERY_STOP ? 0 : rc;
 }
 
+/* Records of a clustered segment come out in time order (§7.9); counts and
+ * aggregates over column vectors do not need it. */
+static int time_ordered(const segctx_t *c) {
+  return c->info.clustered && !c->opts->count_only && !c->opts->field_fn;
+}
+
 static int deliver_segment(ba_query_t *q, segctx_t *c, runctx_t *run, segres_t *res, const char *extext,
                            int *stop) {
   const ba_query_exec_opts_t *o = c->opts;
@@ -148,9 +154,7 @@ static int deliver_segment(ba_query_t *q, segctx_t *c, runctx_t *run, segres_t *
     return rc;
   }
   run->check = !exact;
-  /* Records of a clustered segment come out in time order (§7.9); an
-   * aggregate's do not need it. */
-  int timed = c->info.clustered && !o->count_only && !o->field_fn;
+  int timed = time_ordered(c);
   if (res->have_rows) {
     /* Read ahead: the same records in the same order. */
     rc = timed ? tbuf_deliver(&res->tb, run) : tbuf_deliver_as_read(&res->tb, run);
@@ -193,7 +197,7 @@ static int run_segment(ba_query_t *q, const qnode_t *root, segctx_t *c, runctx_t
     st->blocks_read += c->info.nblocks;
     uint64_t nb = 0;
     uint32_t cols = o->out_cols | q->cols | BA_COL_FIRST;
-    int timed = c->info.clustered && !o->count_only && !o->field_fn; /* time order, as deliver_segment */
+    int timed = time_ordered(c);
     int rc = timed ? deliver_clustered(c->seg, NULL, c->info.rows, cols, c->info.block_rows, 1, run, &nb, &dmg)
                    : ba_segment_scan(c->seg, cols, run_sink, run, &dmg);
     st->rows_damaged += dmg;
