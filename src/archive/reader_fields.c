@@ -96,9 +96,8 @@ static int group_recs(ba_segment_t *g, uint32_t gi, const fplan_t *p, const uint
   return BA_OK;
 }
 
-int ba_segment_read_fields(ba_segment_t *g, const uint64_t *rows, size_t n, const uint16_t *fields, size_t nf,
-                           ba_field_sink_fn fn, void *ctx, uint64_t *damaged) {
-  BA_RETURN_IF(!g || !fn || (n && !rows) || (rows && !n), BA_ERR_INVALID);
+static int read_fields_batch(ba_segment_t *g, const uint64_t *rows, size_t n, const uint16_t *fields, size_t nf,
+                             ba_field_sink_fn fn, void *ctx, uint64_t *damaged) {
   fplan_t p;
   BA_FORWARD(make_plan(fields, nf, &p));
   if (damaged) *damaged = 0;
@@ -106,7 +105,7 @@ int ba_segment_read_fields(ba_segment_t *g, const uint64_t *rows, size_t n, cons
   uint64_t br = g->h.block_rows, bad = 0;
   BA_RETURN_IF(br == 0, BA_ERR_CORRUPT);
   for (size_t i = 0; i < n; i++) BA_RETURN_IF(rows[i] >= g->f.rows || (i && rows[i] <= rows[i - 1]), BA_ERR_INVALID);
-  if (rows && g->h.major >= 3) ba_rd_hint_rows(g, rows, n, p.ids);
+  if (rows && g->h.major >= 3) ba_rd_hint_set(g, rows, n, p.ids);
   if (g->fldv_n < p.nf) { /* the plan's vectors, then the row list (uint32) */
     ba_free(g->fldv);
     g->fldv_n = 0;
@@ -150,4 +149,13 @@ int ba_segment_read_fields(ba_segment_t *g, const uint64_t *rows, size_t n, cons
   if (damaged) *damaged = bad;
   else if (first_err < 0) return first_err;
   return BA_OK;
+}
+
+/* read_fields_batch; the batch's read-ahead (ba_rd_hint_set) ends with it. */
+int ba_segment_read_fields(ba_segment_t *g, const uint64_t *rows, size_t n, const uint16_t *fields, size_t nf,
+                           ba_field_sink_fn fn, void *ctx, uint64_t *damaged) {
+  BA_RETURN_IF(!g || !fn || (n && !rows) || (rows && !n), BA_ERR_INVALID);
+  int rc = read_fields_batch(g, rows, n, fields, nf, fn, ctx, damaged);
+  ba_rd_hint_clear(g);
+  return rc;
 }

@@ -61,6 +61,12 @@ struct ba_segment {
   uint32_t *pick_idx;  /* their row numbers inside the group */
   uint64_t *sumv;      /* reader_sums.c: first, packets, bytes of one group's rows, then their row list */
   uint64_t *fldv;      /* reader_fields.c: fldv_n vectors of block_rows values, then the row list */
+  /* reader_hint.c: the batch of picked rows being read (the caller's array,
+   * set only during ba_segment_read_rows/_fields) and its columns, to be
+   * hinted at its first run not in the page cache; NULL: none or hinted. */
+  const uint64_t *hint_rows;
+  size_t hint_n;
+  uint32_t hint_need;
   size_t fldv_n;
   unsigned ncols;      /* ba_seg_ncols(h.major) */
   /* Zone maps (zone.c), read on demand: the ZONEDIR payload, and per field
@@ -117,9 +123,16 @@ uint32_t ba_rd_col_todo(const ba_segment_t *g, uint32_t gi, uint32_t need, uint3
  * returns their number (at most ncols). */
 size_t ba_rd_col_runs(const ba_group_ent_t *ge, unsigned ncols, uint32_t todo, const uint32_t *end,
                       uint32_t runs[][2]);
-/* reader_hint.c: asks the kernel to start reading the blocks of columns
- * `need` of the groups holding rows[0..n) (ascending). */
-void ba_rd_hint_rows(ba_segment_t *g, const uint64_t *rows, size_t n, uint32_t need);
+/* reader_hint.c: the batch of rows[0..n) (ascending; the array stays the
+ * caller's and must outlive ba_rd_hint_clear) whose columns `need` are about
+ * to be read: the kernel is asked to start reading their groups' blocks at
+ * the first run ba_rd_pread_run finds outside the page cache (at once where
+ * reads without waiting are not supported). */
+void ba_rd_hint_set(ba_segment_t *g, const uint64_t *rows, size_t n, uint32_t need);
+void ba_rd_hint_clear(ba_segment_t *g);
+/* Reads len bytes at off (a run of group gi's blocks) into buf, as
+ * ba_pread_full; with a batch set, first without waiting. */
+int ba_rd_pread_run(ba_segment_t *g, uint32_t gi, uint8_t *buf, size_t len, uint64_t off);
 /* Column ids holding the ba_col_t fields cols (with META and dependencies);
  * *asked: those asked for. */
 uint32_t ba_rd_cols_needed(const ba_segment_t *g, uint32_t cols, uint32_t *asked);

@@ -140,7 +140,7 @@ int ba_rd_load_cols(ba_segment_t *g, uint32_t gi, uint32_t need, int *bad) {
     size_t nr = ba_rd_col_runs(ge, g->ncols, todo, end, runs);
     for (size_t k = 0; k < nr; k++) {
       uint32_t rs = runs[k][0], re = runs[k][1];
-      if (ba_pread_full(g->fd, g->gbuf + rs, re - rs, ge->off + rs) < 0) /* each block of the run is read alone below */
+      if (ba_rd_pread_run(g, gi, g->gbuf + rs, re - rs, ge->off + rs) < 0) /* each block of the run is read alone below */
         for (unsigned d = 0; d < g->ncols; d++)
           if ((todo & (1u << d)) && ge->col_off[d] >= rs && end[d] <= re) todo &= ~(1u << d);
     }
@@ -281,8 +281,8 @@ static int pick_rows(ba_segment_t *g, uint32_t gi, const uint64_t *rows, size_t 
   return fn(ctx, batch, n);
 }
 
-static int read_groups(ba_segment_t *g, const uint64_t *rows, size_t n, uint32_t cols,
-                       ba_record_sink_fn fn, void *ctx, uint64_t *damaged) {
+static int read_groups_batch(ba_segment_t *g, const uint64_t *rows, size_t n, uint32_t cols,
+                             ba_record_sink_fn fn, void *ctx, uint64_t *damaged) {
   BA_RETURN_IF(!g || !fn, BA_ERR_INVALID);
   if (damaged) *damaged = 0;
   BA_FORWARD(ba_rd_load_table(g));
@@ -293,7 +293,7 @@ static int read_groups(ba_segment_t *g, const uint64_t *rows, size_t n, uint32_t
     for (size_t i = 0; i < n; i++)
       BA_RETURN_IF(rows[i] >= g->f.rows || (i && rows[i] <= rows[i - 1]), BA_ERR_INVALID);
   }
-  if (rows) ba_rd_hint_rows(g, rows, n, need);
+  if (rows) ba_rd_hint_set(g, rows, n, need);
   size_t i = 0;
   uint32_t gi = 0;
   while (rows ? i < n : gi < g->f.ngroups) {
@@ -323,6 +323,14 @@ static int read_groups(ba_segment_t *g, const uint64_t *rows, size_t n, uint32_t
   if (damaged) *damaged = bad;
   else if (first_err < 0) return first_err;
   return BA_OK;
+}
+
+/* read_groups_batch; the batch's read-ahead (ba_rd_hint_set) ends with it. */
+static int read_groups(ba_segment_t *g, const uint64_t *rows, size_t n, uint32_t cols,
+                       ba_record_sink_fn fn, void *ctx, uint64_t *damaged) {
+  int rc = read_groups_batch(g, rows, n, cols, fn, ctx, damaged);
+  if (g) ba_rd_hint_clear(g);
+  return rc;
 }
 
 int ba_segment_read_rows(ba_segment_t *g, const uint64_t *rows, size_t n, uint32_t cols,

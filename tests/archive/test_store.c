@@ -1,6 +1,7 @@
 /* Store round trips against linear references: scan == input per slice,
  * every index bitmap == a linear scan of the records, online == batch builder
  * byte for byte, read_rows of random subsets, crash recovery (fork + kill -9). */
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -387,12 +388,25 @@ static void test_read_rows(void **state) {
   ba_rng_t rng;
   ba_rng_seed(&rng, 5);
   uint64_t *rows = malloc(g.n * sizeof *rows);
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s", dir, ba_store_segment_name(s, 0));
+  int efd = open(path, O_RDONLY);
+  assert_true(efd >= 0);
+  off_t flen = lseek(efd, 0, SEEK_END);
   for (int it = 0; it < 60; it++) {
     size_t n = 0;
     uint64_t p = ba_rng_below(&rng, 1000) + 1;
     for (uint64_t r = 0; r < g.n; r++)
       if (ba_rng_below(&rng, 1000) < p) rows[n++] = r;
     uint32_t mask = (uint32_t)ba_rng_next(&rng) & BA_COL_ALL;
+    /* Every third batch starts with the file (or its second part) out of
+     * the page cache: the reads without waiting miss (reader_hint.c), the
+     * rest of the batch is hinted and read waiting. */
+    if (it % 3 == 1) {
+      assert_int_equal(fdatasync(efd), 0);
+      off_t from = it % 2 ? 0 : flen / 2 + 1234;
+      assert_int_equal(posix_fadvise(efd, from, flen - from, POSIX_FADV_DONTNEED), 0);
+    }
     collected_t c = {0};
     uint64_t dmg = 7;
     assert_int_equal(ba_segment_read_rows(seg, rows, n, mask, sink, &c, &dmg), BA_OK);
@@ -411,6 +425,7 @@ static void test_read_rows(void **state) {
   bad[0] = g.n;
   assert_int_equal(ba_segment_read_rows(seg, bad, 1, BA_COL_ALL, sink, &c, NULL), BA_ERR_INVALID);
   collected_free(&c);
+  close(efd);
   free(rows);
   ba_store_close(s);
   ba_test_rmtree(dir);
