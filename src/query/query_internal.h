@@ -102,6 +102,9 @@ void query_set_par_min_rows(uint64_t rows);
 /* Tests: the planning worker sleeps this long on each segment it takes, so
  * the caller's thread plans and reads later segments ahead itself. */
 void query_set_par_worker_pause(unsigned us);
+/* Tests: candidate rows held read ahead, all segments together (default
+ * 2^19); a segment that would pass it is read when it is delivered. */
+void query_set_prefetch_held_rows(uint64_t rows);
 void query_set_order_max(uint64_t rows); /* records a clustered segment's time sort holds (order.c) */
 
 #endif

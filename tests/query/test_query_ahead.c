@@ -3,7 +3,8 @@
  * into packed buffers while earlier segments are delivered. The records,
  * their order and the stats must be those of one thread: on a plain and a
  * clustered store (time order), with the worker paused so that the caller
- * reads ahead itself, and with damaged row groups (counted, skipped). */
+ * reads ahead itself, with few or no rows allowed to be held read ahead, and
+ * with damaged row groups (counted, skipped). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,8 +84,12 @@ static uint64_t check_all(const char *what) {
     ba_query_stats_t ws, gs;
     run(st, filters[k], 1, &want, &ws);
     damaged += ws.rows_damaged;
-    for (int pause = 0; pause < 2; pause++) {
-      query_set_par_worker_pause(pause ? 3000 : 0); /* paused: the caller reads ahead itself */
+    /* pause 0/1: worker running or paused (the caller reads ahead itself);
+     * 2/3: few rows may be held read ahead (some segments are read when
+     * delivered), none at all */
+    for (int pause = 0; pause < 4; pause++) {
+      query_set_par_worker_pause(pause == 1 ? 3000 : 0);
+      query_set_prefetch_held_rows(pause == 2 ? 1500 : pause == 3 ? 0 : UINT64_C(1) << 19);
       run(st, filters[k], 2, &got, &gs);
       if (got.n != want.n || (got.n && memcmp(got.v, want.v, got.n * sizeof *got.v)))
         fail_msg("%s, '%s', pause %d: %zu records, one thread %zu (or other bytes, order)", what, filters[k], pause,
@@ -97,6 +102,7 @@ static uint64_t check_all(const char *what) {
       free(got.v);
     }
     query_set_par_worker_pause(0);
+    query_set_prefetch_held_rows(UINT64_C(1) << 19);
     assert_true(want.n > 0);
     free(want.v);
   }
