@@ -315,6 +315,7 @@ static int par_plan(par_t *p, ba_store_t *st, size_t i, int ahead, segctx_t *c, 
     if (rc == 0)
       rc = fetch_rows(seg, res->r.hi.o->bm, cols, c->info.block_rows, tbuf_sink, &res->tb, 1, &res->blocks,
                       &res->damaged);
+    if (rc == 0 && time_ordered(c)) rc = tbuf_sort(&res->tb); /* here, not on the delivering thread */
     if (rc == 0) {
       res->have_rows = 1;
     } else {

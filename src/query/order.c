@@ -175,14 +175,26 @@ int tbuf_sink(void *ctx, const ba_record_t *recs, size_t n) {
 
 /* The records of b into run_sink, sorted by first time (stable) or as they
  * were gathered; frees b. */
+int tbuf_sort(tbuf_t *b) {
+  size_t n = b->n;
+  if (b->sorted || n < 2) {
+    b->sorted = 1;
+    return 0;
+  }
+  uint64_t *tmp = ba_malloc(2 * n * sizeof *tmp);
+  BA_RETURN_IF(!tmp, BA_ERR_NOMEM);
+  ba_radix_sort(b->keys, tmp, n, 2, 0, 0, 64); /* by first, stable (offsets ascend) */
+  ba_free(tmp);
+  b->sorted = 1;
+  return 0;
+}
+
 static int tbuf_out(tbuf_t *b, runctx_t *run, int sorted) {
   size_t n = b->n;
   int rc = 0;
-  uint64_t *tmp = n && sorted ? ba_malloc(2 * n * sizeof *tmp) : NULL;
   ba_record_t *batch = n ? ba_malloc(BA_MIN(n, (size_t)ORDER_BATCH) * sizeof *batch) : NULL;
-  if (n && ((sorted && !tmp) || !batch)) rc = BA_ERR_NOMEM;
-  if (rc == 0 && n && sorted) ba_radix_sort(b->keys, tmp, n, 2, 0, 0, 64); /* by first, stable (offsets ascend) */
-  ba_free(tmp);
+  if (n && !batch) rc = BA_ERR_NOMEM;
+  if (rc == 0 && sorted) rc = tbuf_sort(b);
   for (size_t i = 0; rc == 0 && i < n; i += ORDER_BATCH) {
     size_t m = BA_MIN(n - i, (size_t)ORDER_BATCH);
     for (size_t j = 0; j < m; j++) {

@@ -158,6 +158,7 @@ typedef struct tbuf {
   size_t plen, pcap, pop; /* pop: bytes of pk known to be backed by pages */
   uint8_t *frames;
   size_t flen, fcap;
+  int sorted; /* keys already in first_ns order (tbuf_sort) */
 } tbuf_t;
 
 /* A segment's plan: the candidate rows (lo <= truth <= hi) and their counts. */
@@ -280,6 +281,10 @@ int tbuf_reserve(tbuf_t *b, uint64_t n); /* room for n records at once (the cand
 int tbuf_sink(void *ctx, const ba_record_t *recs, size_t n);
 int tbuf_deliver(tbuf_t *b, runctx_t *run);
 int tbuf_deliver_as_read(tbuf_t *b, runctx_t *run);
+/* Sorts the records gathered so far as tbuf_deliver would (the thread that
+ * read them, so that the delivering one only unpacks); no more may be
+ * gathered before delivery. */
+int tbuf_sort(tbuf_t *b);
 void tbuf_free(tbuf_t *b);
 /* Tests: records packed with AVX-512 (when the CPU has it) or not. */
 void query_set_pack_simd(int on);
