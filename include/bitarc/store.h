@@ -162,8 +162,10 @@ typedef struct ba_segment_info {
  * ba_store_refresh picks up segments completed since. */
 int ba_store_open(const char *dir, ba_store_t **out);
 int ba_store_refresh(ba_store_t *s);
-/* A second, independent handle on the same store directory (segments present
- * now; find one by ba_store_segment_name): one handle per thread. */
+/* A second, independent handle on the same store: the segments of s, the
+ * same files (find one by ba_store_segment_name); one handle per thread.
+ * It may be made while another thread reads s (it reads only what opening
+ * s fixed), not while s is refreshed. */
 int ba_store_reopen(const ba_store_t *s, ba_store_t **out);
 void ba_store_close(ba_store_t *s);
 const char *ba_store_errmsg(const ba_store_t *s);

@@ -286,6 +286,25 @@ static void test_segment_rows(void **state) {
     total += in.rows;
   }
   assert_int_equal(total, g.n);
+  /* A second handle (ba_store_reopen, as a query's worker thread makes
+   * one): the same segments, the same records. */
+  ba_store_t *s2;
+  assert_int_equal(ba_store_reopen(s, &s2), BA_OK);
+  assert_int_equal(ba_store_segment_count(s2), n);
+  for (size_t i = 0; i < n; i++) {
+    ba_segment_t *a, *b;
+    assert_string_equal(ba_store_segment_name(s2, i), ba_store_segment_name(s, i));
+    assert_int_equal(ba_store_segment(s, i, &a), BA_OK);
+    assert_int_equal(ba_store_segment(s2, i, &b), BA_OK);
+    collected_t ca = {0}, cb = {0};
+    assert_int_equal(ba_segment_scan(a, BA_COL_ALL, sink, &ca, NULL), BA_OK);
+    assert_int_equal(ba_segment_scan(b, BA_COL_ALL, sink, &cb, NULL), BA_OK);
+    assert_int_equal(ca.n, cb.n);
+    for (size_t k = 0; k < ca.n; k++) assert_true(rec_equal(&ca.r[k], &cb.r[k], BA_COL_ALL));
+    collected_free(&ca);
+    collected_free(&cb);
+  }
+  ba_store_close(s2);
   ba_store_close(s);
   check_store(dir, &g, o.codec, 0);
   o.max_segment_rows = 100; /* below one block: refused */
