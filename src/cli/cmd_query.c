@@ -522,6 +522,9 @@ static int run_query(const qopts_t *op, ba_query_t *q, qout_t *o, ba_query_exec_
   ba_query_stats_t qs;
   uint64_t t0 = mono_ns();
   int rc = run_stores(op, q, o, eo, &qs);
+  /* the rows all written before anything else is; a failed write shows as
+   * "write error" at the end, as a failed flush of stdout does */
+  qo_sync(o);
   double secs = (double)(mono_ns() - t0) / 1e9;
   if (rc < 0) {
     ba_cli_err("query", "query failed: %s", ba_strerror(rc));
@@ -601,8 +604,19 @@ int ba_cmd_query(int argc, char **argv) {
   qout_t o = {0};
   /* Records to a file or pipe: one write per 64 KB instead of per 4 KB. */
   static char obuf[1 << 16];
-  if (!isatty(STDOUT_FILENO)) setvbuf(stdout, obuf, _IOFBF, sizeof obuf);
+  int tty = isatty(STDOUT_FILENO);
+  if (!tty) setvbuf(stdout, obuf, _IOFBF, sizeof obuf);
   o.out = stdout;
+  /* The helper thread: it reads the time zone while the stores open (dates
+   * in rows, tables and the summary), and with a second CPU free (--threads
+   * 2) writes rows to a file or pipe while the next are formatted. Without
+   * it the output is the same (BITARC_QUERY_WRITER=0: none, for tests). */
+  qo_writer_t *wr = NULL;
+  const char *wenv = getenv("BITARC_QUERY_WRITER");
+  int rows_wr = !tty && op.threads == 2;
+  if ((!wenv || strcmp(wenv, "0")) && !op.count_only && !op.explain && !op.syntax_only && (op.local || rows_wr) &&
+      qo_writer_start(&wr, stdout, op.local) < 0)
+    wr = NULL;
   o.pcap_link = -1;
   struct timespec now;
   clock_gettime(CLOCK_REALTIME, &now);
@@ -617,6 +631,7 @@ int ba_cmd_query(int argc, char **argv) {
     goto done;
   }
   if (open_output(&op, &o) != 0) goto done;
+  if (rows_wr && !o.agg && !o.nstats && !o.pcap) o.wr = wr;
   op.stores.live = !op.no_live;
   if (qs_open(&op.stores) != 0) goto done;
   ba_query_exec_opts_t eo;
@@ -628,11 +643,16 @@ int ba_cmd_query(int argc, char **argv) {
     if (ba_query_format_header(o.fmt, hdr, sizeof(hdr), &hl) == 0 && hl) fwrite(hdr, 1, hl, stdout);
   }
   ret = run_query(&op, q, &o, &eo, &range_ctx);
+  qo_sync(&o);
+  qo_writer_stop(wr);
+  wr = NULL;
+  o.wr = NULL;
   if (o.io_error || fflush(stdout) != 0) {
-    ba_cli_err("query", "write error: %s", strerror(errno));
+    ba_cli_err("query", "write error: %s", strerror(o.io_errno ? o.io_errno : errno));
     ret = 2;
   }
 done:
+  qo_writer_stop(wr);
   if (o.pcap && fclose(o.pcap) != 0) {
     ba_cli_err("query", "cannot write '%s': %s", o.pcap_path, strerror(errno));
     ret = 2;
