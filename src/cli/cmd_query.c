@@ -637,6 +637,10 @@ int ba_cmd_query(int argc, char **argv) {
   ba_query_exec_opts_t eo;
   ba_query_exec_opts_init(&eo);
   if (op.window && apply_window(&op, q, now_ns, &eo) != 0) goto done;
+  /* cold: every segment's index directory (and table) asked of the disk at once */
+  for (size_t i = 0; !op.explain && i < op.stores.n; i++)
+    ba_store_prefetch_index(op.stores.st[i], eo.start_ns, eo.end_ns ? eo.end_ns : UINT64_MAX,
+                            !op.count_only || o.agg || o.nstats || o.pcap);
   if (!op.count_only && !o.agg && !o.nstats && !o.pcap && !op.explain && !op.quiet) {
     size_t hl;
     char hdr[2048];
