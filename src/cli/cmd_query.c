@@ -607,16 +607,18 @@ int ba_cmd_query(int argc, char **argv) {
   int tty = isatty(STDOUT_FILENO);
   if (!tty) setvbuf(stdout, obuf, _IOFBF, sizeof obuf);
   o.out = stdout;
-  /* The helper thread: it reads the time zone while the stores open (dates
-   * in rows, tables and the summary), and with a second CPU free (--threads
-   * 2) writes rows to a file or pipe while the next are formatted. Without
-   * it the output is the same (BITARC_QUERY_WRITER=0: none, for tests). */
+  /* The helper thread: after a cold start it reads the time zone (a path
+   * lookup and a read from disk) while the stores open, for the dates of
+   * rows, tables and the summary. BITARC_QUERY_WRITER=1: it also writes rows
+   * to a file or pipe while the next are formatted, with --threads 2 (or a
+   * free second CPU); measured no faster on the shared bench VM, so not by
+   * default (bench/RESULTS.md). BITARC_QUERY_WRITER=0: no thread. The output
+   * is the same either way (tests/query/test_query_writer.sh). */
   qo_writer_t *wr = NULL;
   const char *wenv = getenv("BITARC_QUERY_WRITER");
-  int rows_wr = !tty && op.threads == 2;
-  if ((!wenv || strcmp(wenv, "0")) && !op.count_only && !op.explain && !op.syntax_only && (op.local || rows_wr) &&
-      qo_writer_start(&wr, stdout, op.local) < 0)
-    wr = NULL;
+  int rows_wr = !tty && op.threads == 2 && wenv && !strcmp(wenv, "1");
+  int tz = op.local && !op.count_only && !op.explain && !op.syntax_only && qo_tz_cold();
+  if ((!wenv || strcmp(wenv, "0")) && (rows_wr || tz) && qo_writer_start(&wr, stdout, tz) < 0) wr = NULL;
   o.pcap_link = -1;
   struct timespec now;
   clock_gettime(CLOCK_REALTIME, &now);

@@ -21,6 +21,9 @@
  * next ones. Anything else written to the same stream waits for
  * qo_writer_sync first. */
 typedef struct qo_writer qo_writer_t;
+/* 1 if reading the local time zone (/etc/localtime) would wait for the
+ * disk: its path or first page is not cached (or this cannot be told). */
+int qo_tz_cold(void);
 /* Starts it on `out` (tz: read the local time zone first). */
 int qo_writer_start(qo_writer_t **w, FILE *out, int tz);
 /* Hands over (*buf)[0..n), *cap bytes allocated, once the chunk before it is

@@ -2,9 +2,16 @@
  * the stores open, then writes the formatted rows while the next ones are
  * formatted. */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
+#include <unistd.h>
+#ifdef __linux__
+#include <linux/openat2.h>
+#endif
 
 #include "bitarc/bitarc.h"
 #include "cli/query_out.h"
@@ -46,6 +53,22 @@ static void *writer_main(void *arg) {
   }
   pthread_mutex_unlock(&w->mu);
   return NULL;
+}
+
+int qo_tz_cold(void) {
+  if (getenv("TZ")) return 0; /* a rule or a file named by TZ: read where used */
+#if defined(__linux__) && defined(SYS_openat2) && defined(RESOLVE_CACHED) && defined(RWF_NOWAIT)
+  struct open_how how = {.flags = O_RDONLY | O_CLOEXEC, .resolve = RESOLVE_CACHED};
+  int fd = (int)syscall(SYS_openat2, AT_FDCWD, "/etc/localtime", &how, sizeof how);
+  if (fd < 0) return errno != ENOENT; /* EAGAIN: the lookup needs the disk (or an older kernel) */
+  char b;
+  struct iovec v = {&b, 1};
+  int cold = preadv2(fd, &v, 1, 0, RWF_NOWAIT) != 1;
+  close(fd);
+  return cold;
+#else
+  return 1;
+#endif
 }
 
 int qo_writer_start(qo_writer_t **wp, FILE *out, int tz) {

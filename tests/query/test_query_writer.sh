@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # bitarc query's helper thread (src/cli/query_out_wr.c): rows written by it
-# (--threads 2, output to a file or pipe) are byte-identical to rows written
-# by the query's own thread (BITARC_QUERY_WRITER=0), headers, -O, -s/-A
-# tables, summary and errors included; a full disk (/dev/full) and a reader
+# (BITARC_QUERY_WRITER=1 with --threads 2, output to a file or pipe) are
+# byte-identical to rows written by the query's own thread
+# (BITARC_QUERY_WRITER=0), headers, -O, -s/-A tables, summary and errors
+# included; a full disk (/dev/full) and a reader
 # that goes away (EPIPE with SIGPIPE ignored, or SIGPIPE) end both the same
 # way, exit status and messages alike, and nothing hangs.
 set -u
