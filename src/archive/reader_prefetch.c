@@ -1,4 +1,6 @@
-/* Store reader, cold start: what a query reads first of each segment asked
+/* Store reader, cold start. At open, every segment's header and footer pages
+ * asked for before the first is read (ba_rd_prefetch_heads). Then what a
+ * query reads first of each segment asked
  * of the kernel for all segments at once (POSIX_FADV_WILLNEED), before the
  * query reads it one pread after another: the attribute table at the
  * footer's dir_off with the DIRENT blocks just before it (doc/format.md
@@ -7,7 +9,10 @@
  * them for every segment together instead of one round trip per read; on a
  * warm cache a one-byte RWF_NOWAIT read finds the pages and no more is done. */
 #include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include "archive/reader_int.h"
 
@@ -18,6 +23,47 @@
 
 static void willneed(int fd, uint64_t a, uint64_t b) {
   if (b > a) (void)posix_fadvise(fd, (off_t)a, (off_t)(b - a), POSIX_FADV_WILLNEED);
+}
+
+/* 1 if byte `at` of fd is not in the page cache (or this cannot be told). */
+static int cold_at(int fd, uint64_t at) {
+#ifdef RWF_NOWAIT
+  uint8_t b;
+  struct iovec v = {&b, 1};
+  return preadv2(fd, &v, 1, (off_t)at, RWF_NOWAIT) != 1;
+#else
+  (void)fd;
+  (void)at;
+  return 1;
+#endif
+}
+
+typedef struct heads {
+  int cold; /* -1 until the first segment tells */
+} heads_t;
+
+/* One directory entry: a segment's header and footer pages asked for. */
+static int head_one(void *ctx, int dfd, const char *name) {
+  heads_t *h = ctx;
+  if (!ba_segment_name_parse(name, NULL, NULL)) return BA_OK;
+  int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  struct stat st;
+  if (fd < 0) return BA_OK;
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+    uint64_t z = (uint64_t)st.st_size;
+    if (h->cold < 0) h->cold = cold_at(fd, 0);
+    if (h->cold) {
+      willneed(fd, 0, z < 4096 ? z : 4096);
+      willneed(fd, z > 4096 ? z - 4096 : 0, z);
+    }
+  }
+  close(fd);
+  return h->cold == 0 ? 1 : BA_OK; /* warm: the rest are too, stop */
+}
+
+void ba_rd_prefetch_heads(ba_store_t *s) {
+  heads_t h = {-1};
+  (void)ba_dir_each(s->dirfd, NULL, head_one, &h);
 }
 
 size_t ba_store_prefetch_index(ba_store_t *s, uint64_t start_ns, uint64_t end_ns, int rows) {

@@ -1,7 +1,8 @@
 /* ba_store_prefetch_index (src/archive/reader_prefetch.c): a segment whose
  * index pages are not in the page cache is hinted, one whose pages are is
  * not, nor one outside the time window; a query's answers are the same
- * after it. */
+ * after it, and after a store opened from a cold cache (whose segments'
+ * header and footer pages are asked for first). */
 #include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -96,6 +97,13 @@ static void test_prefetch(void **state) {
   if (cold) assert_int_equal(ba_store_prefetch_index(s, 0, UINT64_MAX, 0), 1);
   else fprintf(stderr, "(the file system keeps dropped pages: the cold case is not checked)\n");
   (void)ba_store_prefetch_index(s, in.min_first_ns, in.min_first_ns + 1, 1);
+  assert_int_equal(count(s, "any"), any);
+  assert_int_equal(count(s, "proto tcp"), tcp);
+  ba_store_close(s);
+  /* an open from a cold cache (header and footer pages asked for first) */
+  (void)drop_pages(dir);
+  assert_int_equal(ba_store_open(dir, &s), BA_OK);
+  assert_int_equal(ba_store_segment_count(s), 1);
   assert_int_equal(count(s, "any"), any);
   assert_int_equal(count(s, "proto tcp"), tcp);
   ba_store_close(s);
