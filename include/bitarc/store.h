@@ -187,6 +187,14 @@ int ba_segment_name_parse(const char *name, uint64_t *start_ns, unsigned *seq);
  * seg-X-1, ..., seg-X-9, seg-X-10 (names that do not parse first). */
 int ba_segment_name_cmp(const char *a, const char *b);
 int ba_segment_info(const ba_segment_t *seg, ba_segment_info_t *out);
+/* Asks the kernel to read in the background what a query reads first of
+ * each open segment holding flows that start in [start_ns, end_ns): its
+ * index directory (and with rows != 0, for a query that reads rows or
+ * columns, its zone maps and row-group table), where they are not in the
+ * page cache: after a cold start the disk serves them for every segment at
+ * once instead of one pread after another. A hint only (nothing is read
+ * into the handle, no error); returns the number of segments hinted. */
+size_t ba_store_prefetch_index(ba_store_t *s, uint64_t start_ns, uint64_t end_ns, int rows);
 
 /* The bitmap of rows whose attribute equals value; an all-zero bitmap of
  * `rows` rows when the value does not occur. Caller frees. */

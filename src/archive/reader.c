@@ -181,6 +181,7 @@ static int refresh_one(void *ctx, int dfd, const char *name) {
 
 int ba_store_refresh(ba_store_t *s) {
   BA_RETURN_IF(!s, BA_ERR_INVALID);
+  if (!s->n) ba_rd_prefetch_heads(s);
   int rc = ba_dir_each(s->dirfd, NULL, refresh_one, s);
   if (s->n) qsort(s->segs, s->n, sizeof *s->segs, seg_cmp);
   return rc;

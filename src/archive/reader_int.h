@@ -89,6 +89,9 @@ struct ba_store {
 
 /* Detail of the last error into the store's message (printf format). */
 void ba_rd_serr(ba_store_t *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* reader_prefetch.c: at a store's first open, every segment's header and
+ * footer pages asked of the kernel before the first is read (cold only). */
+void ba_rd_prefetch_heads(ba_store_t *s);
 /* Loads and checks the segment's row-group table once (its result is kept). */
 int ba_rd_load_table(ba_segment_t *g);
 /* Column c of group gi, read (two preads), CRC-checked and decompressed into

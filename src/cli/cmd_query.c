@@ -522,6 +522,9 @@ static int run_query(const qopts_t *op, ba_query_t *q, qout_t *o, ba_query_exec_
   ba_query_stats_t qs;
   uint64_t t0 = mono_ns();
   int rc = run_stores(op, q, o, eo, &qs);
+  /* the rows all written before anything else is; a failed write shows as
+   * "write error" at the end, as a failed flush of stdout does */
+  qo_sync(o);
   double secs = (double)(mono_ns() - t0) / 1e9;
   if (rc < 0) {
     ba_cli_err("query", "query failed: %s", ba_strerror(rc));
@@ -601,8 +604,21 @@ int ba_cmd_query(int argc, char **argv) {
   qout_t o = {0};
   /* Records to a file or pipe: one write per 64 KB instead of per 4 KB. */
   static char obuf[1 << 16];
-  if (!isatty(STDOUT_FILENO)) setvbuf(stdout, obuf, _IOFBF, sizeof obuf);
+  int tty = isatty(STDOUT_FILENO);
+  if (!tty) setvbuf(stdout, obuf, _IOFBF, sizeof obuf);
   o.out = stdout;
+  /* The helper thread: after a cold start it reads the time zone (a path
+   * lookup and a read from disk) while the stores open, for the dates of
+   * rows, tables and the summary. BITARC_QUERY_WRITER=1: it also writes rows
+   * to a file or pipe while the next are formatted, with --threads 2 (or a
+   * free second CPU); measured no faster on the shared bench VM, so not by
+   * default (bench/RESULTS.md). BITARC_QUERY_WRITER=0: no thread. The output
+   * is the same either way (tests/query/test_query_writer.sh). */
+  qo_writer_t *wr = NULL;
+  const char *wenv = getenv("BITARC_QUERY_WRITER");
+  int rows_wr = !tty && op.threads == 2 && wenv && !strcmp(wenv, "1");
+  int tz = op.local && !op.count_only && !op.explain && !op.syntax_only && qo_tz_cold();
+  if ((!wenv || strcmp(wenv, "0")) && (rows_wr || tz) && qo_writer_start(&wr, stdout, tz) < 0) wr = NULL;
   o.pcap_link = -1;
   struct timespec now;
   clock_gettime(CLOCK_REALTIME, &now);
@@ -617,22 +633,32 @@ int ba_cmd_query(int argc, char **argv) {
     goto done;
   }
   if (open_output(&op, &o) != 0) goto done;
+  if (rows_wr && !o.agg && !o.nstats && !o.pcap) o.wr = wr;
   op.stores.live = !op.no_live;
   if (qs_open(&op.stores) != 0) goto done;
   ba_query_exec_opts_t eo;
   ba_query_exec_opts_init(&eo);
   if (op.window && apply_window(&op, q, now_ns, &eo) != 0) goto done;
+  /* cold: every segment's index directory (and table) asked of the disk at once */
+  for (size_t i = 0; !op.explain && i < op.stores.n; i++)
+    ba_store_prefetch_index(op.stores.st[i], eo.start_ns, eo.end_ns ? eo.end_ns : UINT64_MAX,
+                            !op.count_only || o.agg || o.nstats || o.pcap);
   if (!op.count_only && !o.agg && !o.nstats && !o.pcap && !op.explain && !op.quiet) {
     size_t hl;
     char hdr[2048];
     if (ba_query_format_header(o.fmt, hdr, sizeof(hdr), &hl) == 0 && hl) fwrite(hdr, 1, hl, stdout);
   }
   ret = run_query(&op, q, &o, &eo, &range_ctx);
+  qo_sync(&o);
+  qo_writer_stop(wr);
+  wr = NULL;
+  o.wr = NULL;
   if (o.io_error || fflush(stdout) != 0) {
-    ba_cli_err("query", "write error: %s", strerror(errno));
+    ba_cli_err("query", "write error: %s", strerror(o.io_errno ? o.io_errno : errno));
     ret = 2;
   }
 done:
+  qo_writer_stop(wr);
   if (o.pcap && fclose(o.pcap) != 0) {
     ba_cli_err("query", "cannot write '%s': %s", o.pcap_path, strerror(errno));
     ret = 2;

@@ -1,6 +1,7 @@
 /* bitarc query's output: formatted records, -O ordering, -A groups, -s
  * tables and the summary, as nfdump 1.7.1 prints them (nfdump.c, nfstat.c);
  * and the pcap writer of -w. */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,19 +63,48 @@ static int qo_flush_lines(qout_t *o, size_t *used) {
   *used = 0;
   if (n && fwrite(o->line, 1, n, o->out) != n) {
     o->io_error = 1;
+    o->io_errno = errno;
     return BA_ERR_IO;
   }
   return 0;
 }
 
+/* The rows' flush: handed to the helper thread (o->wr) while rows stream,
+ * else written here. */
+static int qo_emit(qout_t *o, size_t *used, int stream) {
+  if (!stream || !o->wr) return qo_flush_lines(o, used);
+  size_t n = *used;
+  *used = 0;
+  int rc = qo_writer_put(o->wr, &o->line, &o->line_cap, n);
+  if (rc == BA_ERR_IO) {
+    o->io_error = 1;
+    o->io_errno = errno;
+  }
+  return rc;
+}
+
+int qo_sync(qout_t *o) {
+  if (!o->wr) return 0;
+  size_t used = o->line_used;
+  o->line_used = 0;
+  /* a failed write is not an error of the call that notices it here: it
+   * shows as "write error" at the end, as a failed flush of stdout does */
+  int rc = used ? qo_writer_put(o->wr, &o->line, &o->line_cap, used) : 0;
+  if (rc != BA_ERR_NOMEM && qo_writer_sync(o->wr) == BA_ERR_IO) {
+    o->io_error = 1;
+    o->io_errno = errno;
+  }
+  return rc == BA_ERR_NOMEM ? rc : 0;
+}
+
 /* Appends one formatted record at line[*used] (grows the buffer, or writes
  * what it holds first); written once QO_LINES_CHUNK bytes are held. */
 #define QO_LINES_CHUNK (256u << 10)
-static int qo_put(qout_t *o, const ba_record_t *r, uint64_t flows, size_t *used) {
+static int qo_put(qout_t *o, const ba_record_t *r, uint64_t flows, size_t *used, int stream) {
   size_t len;
   int rc = ba_query_format_record(o->fmt, r, flows, o->line + *used, o->line_cap - *used, &len);
   if (rc == BA_ERR_OVERFLOW) {
-    BA_FORWARD_CLI(qo_flush_lines(o, used));
+    BA_FORWARD_CLI(qo_emit(o, used, stream));
     if (len + 1 > o->line_cap) {
       char *nl = realloc(o->line, len + 1);
       if (!nl) return BA_ERR_NOMEM;
@@ -85,10 +115,12 @@ static int qo_put(qout_t *o, const ba_record_t *r, uint64_t flows, size_t *used)
   }
   if (rc < 0) return rc;
   *used += len;
-  return *used >= QO_LINES_CHUNK ? qo_flush_lines(o, used) : 0;
+  return *used >= QO_LINES_CHUNK ? qo_emit(o, used, stream) : 0;
 }
 
-/* Prints records recs[0..n) (their aggr_flows, or 1) with few writes. */
+/* Prints records recs[0..n) (their aggr_flows, or 1) with few writes. With
+ * the helper thread, the last partial chunk stays in o->line (o->line_used)
+ * for the next call or qo_sync. */
 static int qo_print_recs(qout_t *o, const ba_record_t *recs, size_t n) {
   if (o->line_cap < QO_LINES_CHUNK + 4096) { /* a chunk and room for a fast line behind it */
     char *nl = realloc(o->line, QO_LINES_CHUNK + 4096);
@@ -96,17 +128,22 @@ static int qo_print_recs(qout_t *o, const ba_record_t *recs, size_t n) {
     o->line = nl;
     o->line_cap = QO_LINES_CHUNK + 4096;
   }
-  size_t used = 0;
+  size_t used = o->line_used;
+  o->line_used = 0;
   for (size_t i = 0; i < n; i++) {
-    int rc = qo_put(o, &recs[i], recs[i].aggr_flows ? recs[i].aggr_flows : 1, &used);
+    int rc = qo_put(o, &recs[i], recs[i].aggr_flows ? recs[i].aggr_flows : 1, &used, 1);
     if (rc < 0) return rc;
+  }
+  if (o->wr) {
+    o->line_used = used;
+    return 0;
   }
   return qo_flush_lines(o, &used);
 }
 
 int qo_print(qout_t *o, const ba_record_t *r, uint64_t flows) {
   size_t used = 0;
-  BA_FORWARD_CLI(qo_put(o, r, flows, &used));
+  BA_FORWARD_CLI(qo_put(o, r, flows, &used, 0));
   return qo_flush_lines(o, &used);
 }
 
@@ -335,6 +372,7 @@ int qo_finish(qout_t *o, const ba_query_stats_t *qs) {
     ba_query_sort_records(o->held, o->nheld, o->sort_order);
     if (!o->pcap) BA_FORWARD_CLI(qo_print_recs(o, o->held, o->nheld));
   }
+  BA_FORWARD_CLI(qo_sync(o)); /* the tables below are written here (0 unless out of memory) */
   if (o->agg) {
     const ba_query_agg_row_t *rows;
     size_t ng;

@@ -16,6 +16,26 @@
     if (rc_ < 0) return rc_; \
   } while (0)
 
+/* The helper thread of query_out_wr.c: reads the time zone at start, then
+ * writes the row chunks it is handed, in order, while the query formats the
+ * next ones. Anything else written to the same stream waits for
+ * qo_writer_sync first. */
+typedef struct qo_writer qo_writer_t;
+/* 1 if reading the local time zone (/etc/localtime) would wait for the
+ * disk: its path or first page is not cached (or this cannot be told). */
+int qo_tz_cold(void);
+/* Starts it on `out` (tz: read the local time zone first). */
+int qo_writer_start(qo_writer_t **w, FILE *out, int tz);
+/* Hands over (*buf)[0..n), *cap bytes allocated, once the chunk before it is
+ * written; *buf and *cap become a free buffer. BA_ERR_IO (errno set) if a
+ * chunk failed to be written, BA_ERR_NOMEM. */
+int qo_writer_put(qo_writer_t *w, char **buf, size_t *cap, size_t n);
+/* Waits until every chunk handed over is written: 0, or BA_ERR_IO with errno
+ * set if one failed (nothing after it was written). */
+int qo_writer_sync(qo_writer_t *w);
+/* Writes what it still holds and ends the thread; NULL is a no-op. */
+void qo_writer_stop(qo_writer_t *w);
+
 typedef struct qstat {
   ba_query_agg_spec_t spec;
   ba_agg_order_t order;
@@ -44,7 +64,9 @@ typedef struct qout {
   uint64_t pcap_skipped;   /* frames of another link type, or flow records */
   char *line;
   size_t line_cap;
-  int io_error;
+  size_t line_used;        /* with wr: rows formatted in line, not yet handed over */
+  qo_writer_t *wr;         /* rows written by the helper thread (NULL: by this one) */
+  int io_error, io_errno;
   /* -s / -A from column vectors (qo_fields_init): the fields of every
    * aggregator, and where each one's fields are among them */
   uint16_t fields[BA_FIELDS_MAX - 8];
@@ -61,6 +83,10 @@ int qo_field_sink(void *vctx, const uint64_t *const *vals, size_t n);
 /* Prints one formatted record (grows the line buffer). */
 int qo_print(qout_t *o, const ba_record_t *r, uint64_t flows);
 void qo_pcap_finish(qout_t *o);
+/* Before anything else is written to o->out: the rows formatted so far
+ * written (o->wr). A failed write sets o->io_error and o->io_errno (and
+ * fails the next chunk handed over) but not the call: 0, or BA_ERR_NOMEM. */
+int qo_sync(qout_t *o);
 /* After the run: -O output, -A groups, -s tables. */
 int qo_finish(qout_t *o, const ba_query_stats_t *qs);
 /* nfdump's summary (text or csv) unless quiet. */
