@@ -51,6 +51,14 @@ static int or_plwah(const ba_bitmap_t *const *bms, size_t k, uint64_t nrows, uin
       }
     }
   }
+  return ba_idx_fold_encode(acc, nrows, out);
+}
+
+/* The PLWAH bitmap of nrows rows whose 31-row groups are acc[0..ceil(nrows
+ * / 31)) (MSB-first literals, rows past nrows clear), by the appends
+ * ba_bitmap_or_many's encoder gets; acc is left zeroed when it succeeds. */
+int ba_idx_fold_encode(uint32_t *acc, uint64_t nrows, ba_bitmap_t **out) {
+  const uint64_t ngroups = nrows / PL_G + (nrows % PL_G != 0);
   ba_bitmap_t *bm;
   BA_FORWARD(ba_bitmap_create(BA_CODEC_PLWAH, &bm));
   uint32_t gaps[OR_BUF];
@@ -63,6 +71,7 @@ static int or_plwah(const ba_bitmap_t *const *bms, size_t k, uint64_t nrows, uin
     if (!acc[g]) continue;
     gaps[nb] = (uint32_t)(g - done); /* < 2^32: nrows <= UINT32_MAX * 31 (the caller checks) */
     lits[nb++] = acc[g];
+    acc[g] = 0;
     done = g + 1;
     if (nb == OR_BUF) {
       rc = ba_bitmap_append_groups(bm, gaps, lits, nb);
@@ -75,6 +84,7 @@ static int or_plwah(const ba_bitmap_t *const *bms, size_t k, uint64_t nrows, uin
     if (full > done) rc = ba_bitmap_append_run(bm, 0, (full - done) * PL_G);
     if (rc == BA_OK) rc = ba_bitmap_append_bits(bm, acc[full] >> (PL_G - keep), keep);
   }
+  if (full < ngroups) acc[full] = 0;
   if (rc == BA_OK) rc = ba_bitmap_finish(bm, nrows);
   if (rc < 0) {
     ba_bitmap_free(bm);

@@ -59,7 +59,21 @@ struct ba_idx_dense {
   size_t ndistinct;
   int failed;           /* an error was returned: the arrays may be inconsistent */
   ba_bmpool_t *pool;    /* the values' bitmaps (made on first sight); goes to finish's output */
+  struct dfold *fold;   /* the last drain of ba_idx_dense_finish_fold's fast path, else NULL */
 };
+
+/* The last drain folding as it applies (ba_idx_dense_finish_fold): a value of
+ * fewer than min_rows rows in the batch (all of its rows) has its rows ORed
+ * into acc, the groups of its bin, and gets no slot; a bin is encoded into
+ * bins when the walk (values ascending, so bins non-decreasing) leaves it. */
+typedef struct dfold {
+  uint64_t min_rows, nrows;
+  ba_idx_bin_fn bin_of;
+  uint32_t *acc; /* ceil(nrows / 31) groups, zero between bins */
+  uint32_t bin;  /* the bin acc holds, when open */
+  int open;
+  ba_idx_attr_t *bins; /* room for a bin per rare value */
+} dfold_t;
 
 /* Arrays of freed builders kept for the next builder of the same domain (a
  * store of many small segments would otherwise allocate, fault in and zero
@@ -289,6 +303,30 @@ static void sort_values(uint32_t *a, uint32_t *tmp, size_t n) {
   }
 }
 
+/* The open bin into f->bins. */
+static int fold_close(dfold_t *f) {
+  if (!f->open) return BA_OK;
+  f->open = 0;
+  ba_idx_attr_t *b = f->bins;
+  BA_FORWARD(ba_idx_fold_encode(f->acc, f->nrows, &b->bms[b->n]));
+  b->values[b->n++] = f->bin;
+  return BA_OK;
+}
+
+/* The rows r[0..n) (offsets from base) of rare value v into its bin. */
+static int fold_rows(dfold_t *f, uint32_t v, const uint32_t *r, size_t n, uint64_t base) {
+  uint32_t bin = f->bin_of(v);
+  if (f->open && bin != f->bin) BA_FORWARD(fold_close(f));
+  f->bin = bin;
+  f->open = 1;
+  uint32_t *acc = f->acc;
+  for (size_t i = 0; i < n; i++) {
+    uint64_t row = base + r[i];
+    acc[row / 31] |= 1u << (30 - row % 31);
+  }
+  return BA_OK;
+}
+
 /* Sorts and applies the open batch, whose first row is row `base`. */
 static int drain(ba_idx_dense_t *d, uint64_t base) {
   size_t nd = d->ndistinct;
@@ -372,13 +410,16 @@ static int drain(ba_idx_dense_t *d, uint64_t base) {
         __builtin_prefetch((const char *)p + 128);
       }
     }
-    if (rc == BA_OK) {
+    if (rc == BA_OK && d->fold && end - start < d->fold->min_rows) {
+      rc = fold_rows(d->fold, v, rows + start, end - start, base);
+    } else if (rc == BA_OK) {
       dslot_t *s = &d->slots[v];
       if (!seen(d, v)) rc = slot_new(d, v, (base + rows[start]) / d->G);
       if (rc == BA_OK) rc = visit(d, s, rows + start, end - start, base);
     }
     start = end;
   }
+  if (rc == BA_OK && d->fold) rc = fold_close(d->fold);
   d->ndistinct = 0;
   d->krows = 0;
   return rc;
@@ -436,6 +477,42 @@ static int dense_finish(ba_idx_dense_t *d, uint64_t rows, ba_idx_attr_t *out);
 int ba_idx_dense_finish(ba_idx_dense_t *d, uint64_t rows, ba_idx_attr_t *out) {
   int rc = dense_finish(d, rows, out);
   if (rc < 0) d->failed = 1;
+  return rc;
+}
+
+int ba_idx_dense_finish_fold(ba_idx_dense_t *d, uint64_t rows, uint64_t min_rows, ba_idx_bin_fn bin_of,
+                             ba_idx_attr_t *out, ba_idx_attr_t *bins) {
+  BA_RETURN_IF(!bin_of, BA_ERR_INVALID);
+  memset(out, 0, sizeof *out);
+  memset(bins, 0, sizeof *bins);
+  /* the fast path: every count known before the bitmaps are built (no value
+   * applied before the last batch), a fold to do, PLWAH groups */
+  if (d->nseen || min_rows < 2 || d->codec != BA_CODEC_PLWAH || d->G != 31 || rows / 31 > UINT32_MAX ||
+      rows / 31 + 1 > SIZE_MAX / sizeof(uint32_t)) {
+    int rc = ba_idx_dense_finish(d, rows, out);
+    if (rc == BA_OK && out->n) rc = ba_idx_fold(out, bins, min_rows, bin_of, d->codec);
+    if (rc < 0) {
+      ba_idx_attr_clear(out);
+      ba_idx_attr_clear(bins);
+    }
+    return rc;
+  }
+  dfold_t f = {.min_rows = min_rows, .nrows = rows, .bin_of = bin_of, .bins = bins};
+  size_t nd = d->ndistinct ? d->ndistinct : 1;
+  f.acc = ba_calloc((size_t)(rows / 31 + 1), sizeof *f.acc);
+  int rc = f.acc ? ba_idx_attr_alloc(bins, nd, 0) : BA_ERR_NOMEM;
+  if (rc == BA_OK) {
+    d->fold = &f;
+    rc = dense_finish(d, rows, out);
+    d->fold = NULL;
+  }
+  ba_free(f.acc);
+  if (rc == BA_OK && bins->n == 0) ba_idx_attr_clear(bins); /* nothing folded: as ba_idx_fold leaves it */
+  if (rc < 0) {
+    d->failed = 1;
+    ba_idx_attr_clear(out);
+    ba_idx_attr_clear(bins);
+  }
   return rc;
 }
 
