@@ -320,7 +320,7 @@ static int finish_direct(ba_idx_small_t *s, uint64_t rows, ba_idx_attr_t *out) {
     ba_tok_t t = {groups - e->done, 0, BA_TOK_FILL0};
     if ((rc = s->ops->put(&vec, &st, &t)) == BA_OK) rc = s->ops->end(&vec, &st);
     memset(e, 0, sizeof *e);
-    if (rc == BA_OK) rc = ba_bitmap_adopt_words(s->codec, vec.w, vec.n, rows, &out->bms[k]); /* takes the words */
+    if (rc == BA_OK) rc = ba_bitmap_adopt_built(s->codec, vec.w, vec.n, rows, &out->bms[k]); /* takes the words */
     else ba_wordvec_free(&vec);
     if (rc < 0) goto fail;
     out->values[k++] = v;
