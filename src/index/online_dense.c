@@ -64,8 +64,10 @@ struct ba_idx_dense {
 
 /* The last drain folding as it applies (ba_idx_dense_finish_fold): a value of
  * fewer than min_rows rows in the batch (all of its rows) has its rows ORed
- * into acc, the groups of its bin, and gets no slot; a bin is encoded into
- * bins when the walk (values ascending, so bins non-decreasing) leaves it. */
+ * into its bin's groups and gets no slot: before the sort into a table per
+ * bin (fold_split), or where those would be too large in the walk, into
+ * acc, a bin being encoded into bins when the walk (values ascending, so
+ * bins non-decreasing) leaves it. */
 typedef struct dfold {
   uint64_t min_rows, nrows;
   ba_idx_bin_fn bin_of;
@@ -327,6 +329,75 @@ static int fold_rows(dfold_t *f, uint32_t v, const uint32_t *r, size_t n, uint64
   return BA_OK;
 }
 
+/* Groups of all bins' tables at most (16 MB): past it the walk folds. */
+#define FOLD_ACC_MAX ((size_t)1 << 22)
+#define FOLD_MARK 0x80000000u /* cnt[v] of a rare value: the mark | its bin's table */
+_Static_assert(BATCH_MAX < FOLD_MARK, "counts stay below the mark");
+
+/* The rare values of the last batch (ascending in distinct[0..ndistinct))
+ * go straight to their bins, without the sort: each row of one is ORed
+ * into its bin's table of groups (one per bin, ascending), its value
+ * becomes BA_IDX_NONE in the batch, and the value leaves distinct; then
+ * the bins are encoded. Leaves them to the walk (fold_rows) when the
+ * tables would pass FOLD_ACC_MAX groups. */
+static int fold_split(ba_idx_dense_t *d, uint64_t base) {
+  dfold_t *f = d->fold;
+  uint32_t *distinct = d->distinct, *cnt = d->cnt;
+  const size_t nd = d->ndistinct;
+  size_t nb = 0;
+  uint32_t last = 0;
+  for (size_t j = 0; j < nd; j++) {
+    uint32_t v = distinct[j];
+    if (cnt[v] >= f->min_rows) continue;
+    uint32_t b = f->bin_of(v);
+    nb += nb == 0 || b != last;
+    last = b;
+  }
+  const size_t ngroups = (size_t)(f->nrows / 31 + 1);
+  if (nb == 0 || nb > FOLD_ACC_MAX / ngroups) return BA_OK;
+  uint32_t *acc = ba_calloc(nb * ngroups, sizeof *acc), *binv = ba_malloc(nb * sizeof *binv);
+  if (!acc || !binv) {
+    ba_free(acc);
+    ba_free(binv);
+    return BA_ERR_NOMEM;
+  }
+  size_t t = 0; /* tables used */
+  for (size_t j = 0; j < nd; j++) {
+    uint32_t v = distinct[j];
+    if (cnt[v] >= f->min_rows) continue;
+    uint32_t b = f->bin_of(v);
+    if (t == 0 || b != binv[t - 1]) binv[t++] = b;
+    cnt[v] = FOLD_MARK | (uint32_t)(t - 1);
+  }
+  uint32_t *vals = d->vals;
+  uint32_t *a = acc + base / 31; /* the group of row base + i, in table 0 */
+  for (size_t i = 0, o = (size_t)(base % 31); i < d->krows; a++, o = 0) { /* group by group */
+    size_t end = d->krows - i < 31 - o ? d->krows : i + 31 - o;
+    for (uint32_t bit = 1u << (30 - o); i < end; i++, bit >>= 1) {
+      uint32_t v = vals[i];
+      if (v == BA_IDX_NONE || !(cnt[v] & FOLD_MARK)) continue;
+      a[(size_t)(cnt[v] & ~FOLD_MARK) * ngroups] |= bit;
+      vals[i] = BA_IDX_NONE;
+    }
+  }
+  size_t k = 0;
+  for (size_t j = 0; j < nd; j++) {
+    uint32_t v = distinct[j];
+    if (cnt[v] & FOLD_MARK) cnt[v] = 0;
+    else distinct[k++] = v;
+  }
+  d->ndistinct = k;
+  int rc = BA_OK;
+  ba_idx_attr_t *bins = f->bins;
+  for (size_t i = 0; i < t && rc == BA_OK; i++) {
+    rc = ba_idx_fold_encode(acc + i * ngroups, f->nrows, &bins->bms[bins->n]);
+    if (rc == BA_OK) bins->values[bins->n++] = binv[i];
+  }
+  ba_free(acc);
+  ba_free(binv);
+  return rc;
+}
+
 /* Sorts and applies the open batch, whose first row is row `base`. */
 static int drain(ba_idx_dense_t *d, uint64_t base) {
   size_t nd = d->ndistinct;
@@ -342,6 +413,10 @@ static int drain(ba_idx_dense_t *d, uint64_t base) {
       if (d->cnt[v]) d->distinct[k++] = v;
   } else {
     sort_values(d->distinct, d->rows, nd); /* rows: scratch of krows >= nd entries */
+  }
+  if (d->fold) {
+    BA_FORWARD(fold_split(d, base));
+    nd = d->ndistinct;
   }
   /* Row offsets sorted by value (stable), into d->rows; cnt[v] becomes the
    * end of v's rows there. */

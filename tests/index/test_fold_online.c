@@ -3,7 +3,8 @@
  * values under the threshold dropped and ORed per bin by
  * ba_bitmap_or_many. Exact and bin bitmaps must be identical word for word,
  * on the fast path (PLWAH ports, all rows in the dense builder's last batch:
- * the rare values' rows ORed straight into their bins) and on the others
+ * the rare values' rows ORed straight into their bins, before the batch is
+ * sorted or, with too many bins, as it is walked) and on the others
  * (several batches, other codecs, other domains), for thresholds that fold
  * nothing, some values or every value. */
 #include <stdio.h>
@@ -17,6 +18,7 @@
 
 static uint32_t bin_of_port(uint32_t v) { return v < 1024 ? 0 : 1 + (v >> 12); }
 static uint32_t bin_of_small(uint32_t v) { return v / 10; }
+static uint32_t bin_of_ident(uint32_t v) { return v; }
 
 /* Reference: exact bitmaps by ba_bitmap_set; the rare ones ORed into bins. */
 static void reference(ba_codec_t codec, uint32_t dom, const uint32_t *v, size_t n, uint64_t min_rows,
@@ -151,6 +153,12 @@ static void test_fold_fast(void **state) {
     uint64_t min_rows = mins[it % 7] ? mins[it % 7] : n >> (4 + it % 7);
     check(BA_CODEC_PLWAH, 65536, v, n, min_rows, bin_of_port, &rng, "fast");
   }
+  /* a bin per value: few rows, the bins' tables straight from the batch;
+   * many rows, tables too large, the rare values folded in the walk */
+  fill(&rng, 0, 65536, v, 3000);
+  check(BA_CODEC_PLWAH, 65536, v, 3000, 3, bin_of_ident, &rng, "a bin per value, tables");
+  fill(&rng, 0, 65536, v, 250000);
+  check(BA_CODEC_PLWAH, 65536, v, 250000, 5, bin_of_ident, &rng, "a bin per value, walk");
   free(v);
 }
 
