@@ -89,6 +89,9 @@ int ba_idx_fold(ba_idx_attr_t *exact, ba_idx_attr_t *bins, uint64_t min_rows, ba
  * bit 30 - o of acc[g]), the rows past nrows clear: the words ba_idx_fold
  * gives a bin of these rows. acc is left zeroed when it succeeds. */
 int ba_idx_fold_encode(uint32_t *acc, uint64_t nrows, ba_bitmap_t **out);
+/* ORs the rows of a finished PLWAH bitmap of ceil(rows / 31) = ngroups
+ * groups into acc[0..ngroups) (as ba_idx_fold_encode reads them). */
+int ba_idx_fold_or(uint32_t *acc, uint64_t ngroups, const ba_bitmap_t *bm);
 /* ba_idx_online_finish into exact, then ba_idx_fold(exact, bins, min_rows,
  * bin_of, the builder's codec): the same two attributes, bins cleared first.
  * Where the builder knows every value's count before it builds the bitmaps

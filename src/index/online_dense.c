@@ -33,12 +33,22 @@
 _Static_assert(BA_IDX_DENSE_MAX < BA_IDX_NONE, "BA_IDX_NONE is at least every dense domain");
 
 typedef struct dslot {
-  ba_bitmap_t *bm;  /* NULL: value not seen */
+  ba_bitmap_t *bm;  /* NULL: the value's rows are in rl (a row list) */
   uint64_t open;    /* chunk of `pending` */
   uint64_t pending; /* MSB-first literal: row offset o is bit G-1-o */
   uint64_t done;    /* chunks the bitmap describes (open >= done) */
   uint64_t count;   /* rows of the value applied (finish hands them to ba_idx_fold) */
+  uint32_t *rl;     /* bm NULL: the rows so far, ascending (rows < 2^32) */
+  uint32_t nrl, crl;
 } dslot_t;
+
+/* A value stays a row list (4 bytes a row, as its sparse bitmap would be)
+ * while it holds fewer than 1 / 2^LIST_SHIFT of the rows so far; then its
+ * bitmap is built from the list and the value goes on as a bitmap. The
+ * archive folds the values of fewer than rows >> 10 rows into bins at
+ * finish (BA_PORT_FOLD_SHIFT): those that stayed lists go to their bins
+ * without a bitmap ever being built. */
+#define LIST_SHIFT 10
 
 struct ba_idx_dense {
   ba_codec_t codec;
@@ -60,6 +70,7 @@ struct ba_idx_dense {
   int failed;           /* an error was returned: the arrays may be inconsistent */
   ba_bmpool_t *pool;    /* the values' bitmaps (made on first sight); goes to finish's output */
   struct dfold *fold;   /* the last drain of ba_idx_dense_finish_fold's fast path, else NULL */
+  struct dfold *wfold;  /* finish's walk of ba_idx_dense_finish_fold's other path, else NULL */
 };
 
 /* The last drain folding as it applies (ba_idx_dense_finish_fold): a value of
@@ -166,6 +177,8 @@ void ba_idx_dense_free(ba_idx_dense_t *d) {
     for (size_t i = 0; i < d->nseen; i++) {
       uint32_t v = d->seen[i];
       ba_bitmap_free(d->slots[v].bm);
+      ba_free(d->slots[v].rl);
+      d->slots[v].rl = NULL;
       d->bits[v / 64] &= ~(UINT64_C(1) << (v % 64));
     }
   ba_bmpool_free(d->pool); /* after its bitmaps */
@@ -214,8 +227,9 @@ static int slot_new(ba_idx_dense_t *d, uint32_t v, uint64_t g) {
     d->seen = p;
   }
   dslot_t *s = &d->slots[v];
-  if (!d->pool) BA_FORWARD(ba_bmpool_create(&d->pool));
-  BA_FORWARD(ba_bmpool_bitmap(d->pool, d->codec, &s->bm));
+  s->bm = NULL; /* a row list, empty */
+  s->rl = NULL;
+  s->nrl = s->crl = 0;
   d->bits[v / 64] |= UINT64_C(1) << (v % 64);
   d->seen[d->nseen++] = v;
   s->open = g;
@@ -223,6 +237,53 @@ static int slot_new(ba_idx_dense_t *d, uint32_t v, uint64_t g) {
   s->done = 0;
   s->count = 0;
   return BA_OK;
+}
+
+static int visit(ba_idx_dense_t *d, dslot_t *s, const uint32_t *r, size_t n, uint64_t base);
+
+/* The value's bitmap from its row list (the same appends as if its rows
+ * had been visited batch by batch); the list is freed. */
+static int list_to_bitmap(ba_idx_dense_t *d, dslot_t *s) {
+  if (!d->pool) BA_FORWARD(ba_bmpool_create(&d->pool));
+  BA_FORWARD(ba_bmpool_bitmap(d->pool, d->codec, &s->bm));
+  s->open = s->rl[0] / d->G;
+  s->pending = 0;
+  s->done = 0;
+  s->count = 0; /* visit counts them again */
+  int rc = visit(d, s, s->rl, s->nrl, 0);
+  ba_free(s->rl);
+  s->rl = NULL;
+  s->nrl = s->crl = 0;
+  return rc;
+}
+
+/* Rows r[0..n) (offsets from base, ascending) of a value with a row list:
+ * onto the list while it stays short, else its bitmap and the rows to it.
+ * `total`: the rows so far, this batch's included. */
+static int list_add(ba_idx_dense_t *d, dslot_t *s, const uint32_t *r, size_t n, uint64_t base, uint64_t total) {
+  if (total <= UINT32_MAX && s->count + n < total >> LIST_SHIFT) {
+    if (s->nrl + n > s->crl) {
+      size_t cap = s->crl ? s->crl : 4;
+      while (cap < s->nrl + n) cap *= 2;
+      uint32_t *p = ba_realloc(s->rl, cap * sizeof *p);
+      if (!p) return BA_ERR_NOMEM;
+      s->rl = p;
+      s->crl = (uint32_t)cap;
+    }
+    for (size_t i = 0; i < n; i++) s->rl[s->nrl + i] = (uint32_t)(base + r[i]);
+    s->nrl += (uint32_t)n;
+    s->count += n;
+    return BA_OK;
+  }
+  if (s->nrl) BA_FORWARD(list_to_bitmap(d, s));
+  else { /* the value's first rows */
+    if (!d->pool) BA_FORWARD(ba_bmpool_create(&d->pool));
+    BA_FORWARD(ba_bmpool_bitmap(d->pool, d->codec, &s->bm));
+    s->open = (base + r[0]) / d->G;
+    s->pending = 0;
+    s->done = 0;
+  }
+  return visit(d, s, r, n, base);
 }
 
 /* Appends the collected chunks; a gap too long for uint32 went straight in. */
@@ -315,12 +376,18 @@ static int fold_close(dfold_t *f) {
   return BA_OK;
 }
 
-/* The rows r[0..n) (offsets from base) of rare value v into its bin. */
-static int fold_rows(dfold_t *f, uint32_t v, const uint32_t *r, size_t n, uint64_t base) {
+/* acc for rare value v: the bin's, the previous bin encoded if v's differs. */
+static int fold_bin(dfold_t *f, uint32_t v) {
   uint32_t bin = f->bin_of(v);
   if (f->open && bin != f->bin) BA_FORWARD(fold_close(f));
   f->bin = bin;
   f->open = 1;
+  return BA_OK;
+}
+
+/* The rows r[0..n) (offsets from base) of rare value v into its bin. */
+static int fold_rows(dfold_t *f, uint32_t v, const uint32_t *r, size_t n, uint64_t base) {
+  BA_FORWARD(fold_bin(f, v));
   uint32_t *acc = f->acc;
   for (size_t i = 0; i < n; i++) {
     uint64_t row = base + r[i];
@@ -490,7 +557,9 @@ static int drain(ba_idx_dense_t *d, uint64_t base) {
     } else if (rc == BA_OK) {
       dslot_t *s = &d->slots[v];
       if (!seen(d, v)) rc = slot_new(d, v, (base + rows[start]) / d->G);
-      if (rc == BA_OK) rc = visit(d, s, rows + start, end - start, base);
+      if (rc == BA_OK)
+        rc = s->bm ? visit(d, s, rows + start, end - start, base)
+                   : list_add(d, s, rows + start, end - start, base, base + d->krows);
     }
     start = end;
   }
@@ -560,9 +629,9 @@ int ba_idx_dense_finish_fold(ba_idx_dense_t *d, uint64_t rows, uint64_t min_rows
   BA_RETURN_IF(!bin_of, BA_ERR_INVALID);
   memset(out, 0, sizeof *out);
   memset(bins, 0, sizeof *bins);
-  /* the fast path: every count known before the bitmaps are built (no value
-   * applied before the last batch), a fold to do, PLWAH groups */
-  if (d->nseen || min_rows < 2 || d->codec != BA_CODEC_PLWAH || d->G != 31 || rows / 31 > UINT32_MAX ||
+  /* PLWAH groups and a fold to do: the rare values folded here (the others
+   * as ba_idx_fold, on the finished bitmaps) */
+  if (min_rows < 2 || d->codec != BA_CODEC_PLWAH || d->G != 31 || rows / 31 > UINT32_MAX ||
       rows / 31 + 1 > SIZE_MAX / sizeof(uint32_t)) {
     int rc = ba_idx_dense_finish(d, rows, out);
     if (rc == BA_OK && out->n) rc = ba_idx_fold(out, bins, min_rows, bin_of, d->codec);
@@ -573,13 +642,14 @@ int ba_idx_dense_finish_fold(ba_idx_dense_t *d, uint64_t rows, uint64_t min_rows
     return rc;
   }
   dfold_t f = {.min_rows = min_rows, .nrows = rows, .bin_of = bin_of, .bins = bins};
-  size_t nd = d->ndistinct ? d->ndistinct : 1;
+  size_t nd = d->nseen + d->ndistinct + 1; /* >= the rare values */
   f.acc = ba_calloc((size_t)(rows / 31 + 1), sizeof *f.acc);
   int rc = f.acc ? ba_idx_attr_alloc(bins, nd, 0) : BA_ERR_NOMEM;
   if (rc == BA_OK) {
-    d->fold = &f;
+    if (d->nseen) d->wfold = &f; /* values applied already: folded in finish's walk */
+    else d->fold = &f;            /* every count known before the last batch is applied */
     rc = dense_finish(d, rows, out);
-    d->fold = NULL;
+    d->fold = d->wfold = NULL;
   }
   ba_free(f.acc);
   if (rc == BA_OK && bins->n == 0) ba_idx_attr_clear(bins); /* nothing folded: as ba_idx_fold leaves it */
@@ -591,6 +661,22 @@ int ba_idx_dense_finish_fold(ba_idx_dense_t *d, uint64_t rows, uint64_t min_rows
   return rc;
 }
 
+/* Closes s's open chunk (cut to `rows`) and finishes its bitmap. */
+static int close_bitmap(ba_idx_dense_t *d, dslot_t *s, uint64_t rows) {
+  const unsigned G = d->G;
+  uint64_t left = rows - s->open * G; /* >= 1: the chunk holds a set row */
+  unsigned keep = left < G ? (unsigned)left : G;
+  uint64_t gap = s->open - s->done;
+  if (keep == G && gap <= UINT32_MAX) { /* a whole open chunk (most values): one call for gap and chunk */
+    uint32_t g32 = (uint32_t)gap;
+    BA_FORWARD(ba_bitmap_append_groups(s->bm, &g32, &s->pending, 1));
+  } else {
+    if (gap) BA_FORWARD(ba_bitmap_append_run(s->bm, 0, gap * G));
+    BA_FORWARD(ba_bitmap_append_bits(s->bm, s->pending >> (G - keep), keep));
+  }
+  return ba_bitmap_finish(s->bm, rows);
+}
+
 static int dense_finish(ba_idx_dense_t *d, uint64_t rows, ba_idx_attr_t *out) {
   memset(out, 0, sizeof *out);
   BA_FORWARD(drain(d, rows - d->krows));
@@ -600,28 +686,34 @@ static int dense_finish(ba_idx_dense_t *d, uint64_t rows, ba_idx_attr_t *out) {
   if (rc < 0) goto fail;
   if ((rc = grow_batch(d, n)) < 0) goto fail; /* n <= domain <= batch */
   sort_values(d->seen, d->rows, n);
-  const unsigned G = d->G;
+  dfold_t *wf = d->wfold;
   for (size_t i = 0; i < n; i++) {
     uint32_t v = d->seen[i];
     dslot_t *s = &d->slots[v];
-    uint64_t left = rows - s->open * G; /* >= 1: the chunk holds a set row */
-    unsigned keep = left < G ? (unsigned)left : G;
-    uint64_t gap = s->open - s->done;
-    if (keep == G && gap <= UINT32_MAX) { /* a whole open chunk (most values): one call for gap and chunk */
-      uint32_t g32 = (uint32_t)gap;
-      if ((rc = ba_bitmap_append_groups(s->bm, &g32, &s->pending, 1)) < 0) goto fail;
-    } else {
-      if (gap && (rc = ba_bitmap_append_run(s->bm, 0, gap * G)) < 0) goto fail;
-      if ((rc = ba_bitmap_append_bits(s->bm, s->pending >> (G - keep), keep)) < 0) goto fail;
+    if (wf && s->count < wf->min_rows) { /* rare: its rows or its bitmap's into its bin */
+      if (!s->bm) {
+        rc = fold_rows(wf, v, s->rl, s->nrl, 0);
+        ba_free(s->rl);
+        s->rl = NULL;
+        s->nrl = s->crl = 0;
+      } else if ((rc = close_bitmap(d, s, rows)) == BA_OK && (rc = fold_bin(wf, v)) == BA_OK) {
+        rc = ba_idx_fold_or(wf->acc, rows / 31 + (rows % 31 != 0), s->bm);
+        ba_bitmap_free(s->bm);
+        s->bm = NULL;
+      }
+      if (rc < 0) goto fail;
+      continue;
     }
-    if ((rc = ba_bitmap_finish(s->bm, rows)) < 0) goto fail;
+    if (!s->bm && (rc = list_to_bitmap(d, s)) < 0) goto fail;
+    if ((rc = close_bitmap(d, s, rows)) < 0) goto fail;
     out->values[k] = v;
     out->counts[k] = s->count;
     out->bms[k++] = s->bm;
     s->bm = NULL;
   }
+  if (wf && (rc = fold_close(wf)) < 0) goto fail;
   out->n = k;
-  out->pool = d->pool; /* every bitmap of the pool is in out */
+  out->pool = d->pool; /* every bitmap of the pool is in out (or freed) */
   d->pool = NULL;
   return BA_OK;
 fail:

@@ -4,9 +4,10 @@
  * ba_bitmap_or_many. Exact and bin bitmaps must be identical word for word,
  * on the fast path (PLWAH ports, all rows in the dense builder's last batch:
  * the rare values' rows ORed straight into their bins, before the batch is
- * sorted or, with too many bins, as it is walked) and on the others
- * (several batches, other codecs, other domains), for thresholds that fold
- * nothing, some values or every value. */
+ * sorted or, with too many bins, as it is walked), on the walk of the
+ * finish (several batches: rare values kept as row lists or built as
+ * bitmaps) and on the others (other codecs, other domains), for thresholds
+ * that fold nothing, some values or every value. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -172,6 +173,14 @@ static void test_fold_other(void **state) {
   assert_non_null(v);
   fill(&rng, 1, 65536, v, cap);
   check(BA_CODEC_PLWAH, 65536, v, cap, cap >> 10, bin_of_port, &rng, "two batches");
+  /* 4097 values: batches of 65,552 rows, values kept as row lists (under
+   * 1/1024 of the rows so far) or bitmaps; thresholds under, at and over
+   * the lists' (rare lists, rare bitmaps, lists that are not rare) */
+  for (int it = 0; it < 6; it++) {
+    size_t n = 300000 + (size_t)ba_rng_below(&rng, 100000);
+    fill(&rng, it % 2, 4097, v, n);
+    check(BA_CODEC_PLWAH, 4097, v, n, n >> (8 + 2 * (it % 3)), bin_of_port, &rng, "batches, lists");
+  }
   fill(&rng, 1, 65536, v, 50000);
   check(BA_CODEC_WAH32, 65536, v, 50000, 50, bin_of_port, &rng, "other codec");
   fill(&rng, 0, 4096, v, 50000);
