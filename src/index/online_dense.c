@@ -33,13 +33,12 @@
 _Static_assert(BA_IDX_DENSE_MAX < BA_IDX_NONE, "BA_IDX_NONE is at least every dense domain");
 
 typedef struct dslot {
-  ba_bitmap_t *bm;  /* NULL: the value's rows are in rl (a row list) */
+  ba_bitmap_t *bm;  /* NULL: the value's `count` rows are a row list */
   uint64_t open;    /* chunk of `pending` */
   uint64_t pending; /* MSB-first literal: row offset o is bit G-1-o */
   uint64_t done;    /* chunks the bitmap describes (open >= done) */
   uint64_t count;   /* rows of the value applied (finish hands them to ba_idx_fold) */
-  uint32_t *rl;     /* bm NULL: the rows so far, ascending (rows < 2^32) */
-  uint32_t nrl, crl;
+  uint32_t head, tail; /* bm NULL: the row list's first and last block (LBLK) */
 } dslot_t;
 
 /* A value stays a row list (4 bytes a row, as its sparse bitmap would be)
@@ -49,6 +48,12 @@ typedef struct dslot {
  * finish (BA_PORT_FOLD_SHIFT): those that stayed lists go to their bins
  * without a bitmap ever being built. */
 #define LIST_SHIFT 10
+/* Row lists are chains of blocks of LBLK_ROWS rows (ascending, < 2^32) and
+ * the next block's index, in one array of the builder (block 0 unused):
+ * appending is a store, a block taken every LBLK_ROWS rows; a list's
+ * blocks go to a free chain when it becomes a bitmap. */
+#define LBLK 16u
+#define LBLK_ROWS (LBLK - 1)
 
 struct ba_idx_dense {
   ba_codec_t codec;
@@ -71,6 +76,10 @@ struct ba_idx_dense {
   ba_bmpool_t *pool;    /* the values' bitmaps (made on first sight); goes to finish's output */
   struct dfold *fold;   /* the last drain of ba_idx_dense_finish_fold's fast path, else NULL */
   struct dfold *wfold;  /* finish's walk of ba_idx_dense_finish_fold's other path, else NULL */
+  uint32_t *lb;         /* row list blocks, LBLK words each */
+  size_t nlb, clb;      /* blocks used (block 0 included) and allocated */
+  uint32_t lfree;       /* the free blocks' chain, 0: none */
+  struct dfold *lfold;  /* list_fold's */
 };
 
 /* The last drain folding as it applies (ba_idx_dense_finish_fold): a value of
@@ -177,12 +186,12 @@ void ba_idx_dense_free(ba_idx_dense_t *d) {
     for (size_t i = 0; i < d->nseen; i++) {
       uint32_t v = d->seen[i];
       ba_bitmap_free(d->slots[v].bm);
-      ba_free(d->slots[v].rl);
-      d->slots[v].rl = NULL;
       d->bits[v / 64] &= ~(UINT64_C(1) << (v % 64));
     }
   ba_bmpool_free(d->pool); /* after its bitmaps */
   d->pool = NULL;
+  ba_free(d->lb);
+  d->lb = NULL;
   if (d->slots && d->bits && d->cnt && d->distinct && !d->failed) {
     for (size_t j = 0; j < d->ndistinct; j++) d->cnt[d->distinct[j]] = 0; /* an open batch */
     if (spare_put(d)) {
@@ -228,8 +237,7 @@ static int slot_new(ba_idx_dense_t *d, uint32_t v, uint64_t g) {
   }
   dslot_t *s = &d->slots[v];
   s->bm = NULL; /* a row list, empty */
-  s->rl = NULL;
-  s->nrl = s->crl = 0;
+  s->head = s->tail = 0;
   d->bits[v / 64] |= UINT64_C(1) << (v % 64);
   d->seen[d->nseen++] = v;
   s->open = g;
@@ -241,20 +249,63 @@ static int slot_new(ba_idx_dense_t *d, uint32_t v, uint64_t g) {
 
 static int visit(ba_idx_dense_t *d, dslot_t *s, const uint32_t *r, size_t n, uint64_t base);
 
+/* A block for a row list, its next 0. */
+static int lblock(ba_idx_dense_t *d, uint32_t *out) {
+  uint32_t b = d->lfree;
+  if (b) {
+    d->lfree = d->lb[(size_t)b * LBLK + LBLK_ROWS];
+  } else {
+    if (d->nlb == 0) d->nlb = 1; /* block 0: "none" */
+    if (d->nlb >= d->clb) {
+      BA_RETURN_IF(d->clb >= UINT32_MAX / 2, BA_ERR_NOMEM);
+      size_t cap = d->clb ? d->clb * 2 : 1024;
+      uint32_t *p = ba_realloc(d->lb, cap * LBLK * sizeof *p);
+      if (!p) return BA_ERR_NOMEM;
+      d->lb = p;
+      d->clb = cap;
+    }
+    b = (uint32_t)d->nlb++;
+  }
+  d->lb[(size_t)b * LBLK + LBLK_ROWS] = 0;
+  *out = b;
+  return BA_OK;
+}
+
+/* Calls fn on the nrows rows of s's list, LBLK_ROWS rows at a time at most,
+ * then gives its blocks back (the list is empty after). */
+typedef int (*list_fn)(ba_idx_dense_t *d, dslot_t *s, uint32_t v, const uint32_t *rows, size_t k);
+static int list_drain(ba_idx_dense_t *d, dslot_t *s, uint32_t v, uint64_t nrows, list_fn fn) {
+  int rc = BA_OK;
+  uint32_t b = s->head;
+  for (uint64_t left = nrows; left && rc == BA_OK; b = d->lb[(size_t)b * LBLK + LBLK_ROWS]) {
+    size_t k = left < LBLK_ROWS ? (size_t)left : LBLK_ROWS;
+    rc = fn(d, s, v, d->lb + (size_t)b * LBLK, k);
+    left -= k;
+  }
+  if (s->head) { /* the chain to the free blocks */
+    d->lb[(size_t)s->tail * LBLK + LBLK_ROWS] = d->lfree;
+    d->lfree = s->head;
+  }
+  s->head = s->tail = 0;
+  return rc;
+}
+
+static int list_visit(ba_idx_dense_t *d, dslot_t *s, uint32_t v, const uint32_t *rows, size_t k) {
+  (void)v;
+  return visit(d, s, rows, k, 0);
+}
+
 /* The value's bitmap from its row list (the same appends as if its rows
- * had been visited batch by batch); the list is freed. */
+ * had been visited batch by batch). */
 static int list_to_bitmap(ba_idx_dense_t *d, dslot_t *s) {
   if (!d->pool) BA_FORWARD(ba_bmpool_create(&d->pool));
   BA_FORWARD(ba_bmpool_bitmap(d->pool, d->codec, &s->bm));
-  s->open = s->rl[0] / d->G;
+  uint64_t n = s->count;
+  s->open = d->lb[(size_t)s->head * LBLK] / d->G;
   s->pending = 0;
   s->done = 0;
   s->count = 0; /* visit counts them again */
-  int rc = visit(d, s, s->rl, s->nrl, 0);
-  ba_free(s->rl);
-  s->rl = NULL;
-  s->nrl = s->crl = 0;
-  return rc;
+  return list_drain(d, s, 0, n, list_visit);
 }
 
 /* Rows r[0..n) (offsets from base, ascending) of a value with a row list:
@@ -262,20 +313,22 @@ static int list_to_bitmap(ba_idx_dense_t *d, dslot_t *s) {
  * `total`: the rows so far, this batch's included. */
 static int list_add(ba_idx_dense_t *d, dslot_t *s, const uint32_t *r, size_t n, uint64_t base, uint64_t total) {
   if (total <= UINT32_MAX && s->count + n < total >> LIST_SHIFT) {
-    if (s->nrl + n > s->crl) {
-      size_t cap = s->crl ? s->crl : 4;
-      while (cap < s->nrl + n) cap *= 2;
-      uint32_t *p = ba_realloc(s->rl, cap * sizeof *p);
-      if (!p) return BA_ERR_NOMEM;
-      s->rl = p;
-      s->crl = (uint32_t)cap;
+    uint64_t c = s->count;
+    for (size_t i = 0; i < n; i++, c++) {
+      unsigned at = (unsigned)(c % LBLK_ROWS);
+      if (at == 0) { /* a new block */
+        uint32_t b;
+        BA_FORWARD(lblock(d, &b));
+        if (c == 0) s->head = b;
+        else d->lb[(size_t)s->tail * LBLK + LBLK_ROWS] = b;
+        s->tail = b;
+      }
+      d->lb[(size_t)s->tail * LBLK + at] = (uint32_t)(base + r[i]);
+      s->count = c + 1;
     }
-    for (size_t i = 0; i < n; i++) s->rl[s->nrl + i] = (uint32_t)(base + r[i]);
-    s->nrl += (uint32_t)n;
-    s->count += n;
     return BA_OK;
   }
-  if (s->nrl) BA_FORWARD(list_to_bitmap(d, s));
+  if (s->count) BA_FORWARD(list_to_bitmap(d, s));
   else { /* the value's first rows */
     if (!d->pool) BA_FORWARD(ba_bmpool_create(&d->pool));
     BA_FORWARD(ba_bmpool_bitmap(d->pool, d->codec, &s->bm));
@@ -661,6 +714,11 @@ int ba_idx_dense_finish_fold(ba_idx_dense_t *d, uint64_t rows, uint64_t min_rows
   return rc;
 }
 
+static int list_fold(ba_idx_dense_t *d, dslot_t *s, uint32_t v, const uint32_t *rows, size_t k) {
+  (void)s;
+  return fold_rows(d->lfold, v, rows, k, 0);
+}
+
 /* Closes s's open chunk (cut to `rows`) and finishes its bitmap. */
 static int close_bitmap(ba_idx_dense_t *d, dslot_t *s, uint64_t rows) {
   const unsigned G = d->G;
@@ -692,10 +750,8 @@ static int dense_finish(ba_idx_dense_t *d, uint64_t rows, ba_idx_attr_t *out) {
     dslot_t *s = &d->slots[v];
     if (wf && s->count < wf->min_rows) { /* rare: its rows or its bitmap's into its bin */
       if (!s->bm) {
-        rc = fold_rows(wf, v, s->rl, s->nrl, 0);
-        ba_free(s->rl);
-        s->rl = NULL;
-        s->nrl = s->crl = 0;
+        d->lfold = wf;
+        rc = list_drain(d, s, v, s->count, list_fold);
       } else if ((rc = close_bitmap(d, s, rows)) == BA_OK && (rc = fold_bin(wf, v)) == BA_OK) {
         rc = ba_idx_fold_or(wf->acc, rows / 31 + (rows % 31 != 0), s->bm);
         ba_bitmap_free(s->bm);
