@@ -94,10 +94,10 @@ int ba_idx_fold_encode(uint32_t *acc, uint64_t nrows, ba_bitmap_t **out);
 int ba_idx_fold_or(uint32_t *acc, uint64_t ngroups, const ba_bitmap_t *bm);
 /* ba_idx_online_finish into exact, then ba_idx_fold(exact, bins, min_rows,
  * bin_of, the builder's codec): the same two attributes, bins cleared first.
- * Where the builder knows every value's count before it builds the bitmaps
- * (PLWAH, domains of online_dense.c, all rows in the last batch), the rare
- * values' rows go straight to their bins and their exact bitmaps are never
- * built. The builder is spent. */
+ * PLWAH, domains of online_dense.c: a rare value's rows go straight to its
+ * bin where the builder has them (all rows in its last batch, or the value
+ * kept as a row list), without an exact bitmap ever built; a rare value
+ * already built as a bitmap has its words ORed in. The builder is spent. */
 int ba_idx_online_finish_fold(ba_idx_online_t *b, uint64_t min_rows, ba_idx_bin_fn bin_of, ba_idx_attr_t *exact,
                               ba_idx_attr_t *bins);
 

@@ -5,13 +5,20 @@
  * A batch of up to 16 x domain rows (65,536 to 2^20) keeps its values and a
  * count per value; draining it is a counting sort (IMC'13 §3: stable, each
  * value's rows ascending) followed by one walk over the present values in
- * ascending order. A value's slot (40 bytes: its bitmap, the open chunk and
- * its literal, the chunks its bitmap describes, its rows so far) is read and written once per
+ * ascending order. A value's slot (48 bytes: its bitmap, the open chunk and
+ * its literal, the chunks its bitmap describes, its rows so far, its row list) is read and written once per
  * visit; the chunks its rows close are collected on the stack and appended to
  * its bitmap by one ba_bitmap_append_groups call, so the bitmap (a random
  * heap address: two or three cache misses) is touched once per visit. At
  * 65,536 values a batch of 2^20 rows gives ~16 rows per visit where a row
  * group of 4000 rows gave one, and the slots are walked almost sequentially.
+ *
+ * A value holding under 1/1024 of the rows so far is kept as a row list
+ * instead (LIST_SHIFT), its bitmap built from the list when it passes that
+ * or at finish. ba_idx_dense_finish_fold folds the rare values into bins
+ * (the archive's rare ports) without building their bitmaps: from the last
+ * batch before its sort when every row is in it (fold_split), else from
+ * the row lists in finish's walk.
  *
  * The appends are the row-at-a-time algorithm's (codecs.md §8): per chunk
  * holding a row of the value, the zero chunks before it as one run, then its
