@@ -266,13 +266,15 @@ __attribute__((always_inline)) static inline int add_t(ba_idx_small_t *s, const 
         lit[v0] = x | ((bit << 1) - 1); /* rows 0..G-1: bits G-1..0 */
         k = m;
       } else if (any < dom) { /* every value in the domain (each is <= their OR): no test per row */
-        for (; k < G; k++, bit >>= 1) {
-          uint32_t v = p[k];
+#pragma GCC unroll 64
+        for (unsigned j = 0; j < G; j++) { /* unrolled: each row's bit a constant */
+          uint32_t v = p[j];
           uint64_t x = lit[v];
           list[nl] = v;
           nl += x == 0;
-          lit[v] = x | bit;
+          lit[v] = x | 1ull << (G - 1 - j);
         }
+        k = m;
       }
     }
     for (; k < m; k++, bit >>= 1) {
