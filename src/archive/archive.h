@@ -236,6 +236,7 @@ typedef struct ba_seg_finish {
   uint32_t kinds;
   ba_idx_attr_t *attrs; /* BA_ATTR_COUNT */
   uint16_t major, minor; /* the segment's version; major 0: the current one (the writer's) */
+  int folded;           /* the rare ports are in their bins already (ba_idx_online_finish_fold) */
   uint64_t bytes_index; /* out */
 } ba_seg_finish_t;
 int ba_seg_finish(ba_seg_finish_t *f);

@@ -117,7 +117,7 @@ int ba_seg_finish(ba_seg_finish_t *f) {
   ba_seg_hdr_t ver = {.major = f->major ? f->major : BA_SEG_MAJOR, .minor = f->major ? f->minor : BA_SEG_MINOR};
   int packed = ba_seg_has_idxz(&ver);
   /* Rare ports into bins (§7.4); the bin attributes arrive empty (ba_attr_values). */
-  for (int side = 0; side < 2 && rc == BA_OK; side++) {
+  for (int side = 0; side < 2 && rc == BA_OK && !f->folded; side++) {
     ba_idx_attr_t *ex = &f->attrs[side ? BA_ATTR_DST_PORT : BA_ATTR_SRC_PORT];
     ba_idx_attr_t *bins = &f->attrs[side ? BA_ATTR_DST_PORT_BIN : BA_ATTR_SRC_PORT_BIN];
     ba_idx_attr_clear(bins);

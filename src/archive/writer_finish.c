@@ -38,7 +38,17 @@ static void finish_run(ba_store_writer_t *w, slice_t *sl, ba_writer_fin_t *t) {
   ba_idx_attr_t attrs[BA_ATTR_COUNT];
   memset(attrs, 0, sizeof attrs);
   int rc = BA_OK;
-  for (int a = 0; a < BA_ATTR_COUNT && rc == BA_OK; a++) rc = ba_idx_online_finish(sl->idx[a], &attrs[a]);
+  /* Rare ports fold into their bins as the port builders finish (their
+   * bitmaps never built where the builder can tell); the bin attributes'
+   * own builders hold nothing (ba_attr_values). As ba_seg_finish's fold. */
+  for (int a = 0; a < BA_ATTR_COUNT && rc == BA_OK; a++) {
+    if (a == BA_ATTR_SRC_PORT_BIN || a == BA_ATTR_DST_PORT_BIN) continue;
+    if (a == BA_ATTR_SRC_PORT || a == BA_ATTR_DST_PORT)
+      rc = ba_idx_online_finish_fold(sl->idx[a], sl->rows >> BA_PORT_FOLD_SHIFT, ba_port_bin, &attrs[a],
+                                     &attrs[a == BA_ATTR_SRC_PORT ? BA_ATTR_SRC_PORT_BIN : BA_ATTR_DST_PORT_BIN]);
+    else
+      rc = ba_idx_online_finish(sl->idx[a], &attrs[a]);
+  }
   for (int a = 0; a < BA_ATTR_COUNT; a++) {
     ba_idx_online_free(sl->idx[a]);
     sl->idx[a] = NULL;
@@ -51,7 +61,7 @@ static void finish_run(ba_store_writer_t *w, slice_t *sl, ba_writer_fin_t *t) {
                          .final_name = sl->name, .end = sl->off, .groups = sl->groups,
                          .ngroups = (uint32_t)sl->ngroups, .ncols = BA_NCOLS3, .rows = sl->rows,
                          .min_first = sl->min_first, .max_first = sl->max_first,
-                         .kinds = sl->kinds, .attrs = attrs};
+                         .kinds = sl->kinds, .attrs = attrs, .folded = 1};
     rc = ba_seg_finish(&f);
     t->err = rc < 0 ? errno : 0;
     t->bytes_index = f.bytes_index;

@@ -285,6 +285,28 @@ int ba_bitmap_adopt_words(ba_codec_t codec, void *words, size_t nwords, uint64_t
   return rc;
 }
 
+int ba_bitmap_adopt_built(ba_codec_t codec, void *words, size_t nwords, uint64_t nrows, ba_bitmap_t **out) {
+#ifdef NDEBUG
+  const ba_codec_ops_t *ops = codec >= BA_CODEC_MIN && codec <= BA_CODEC_MAX ? ba_codec_ops(codec) : NULL;
+  ba_bitmap_t *bm = NULL;
+  int rc = !out || (nwords && !words) ? BA_ERR_INVALID : !ops ? BA_ERR_UNSUPPORTED : BA_OK;
+  if (rc == BA_OK && nrows > BA_BITMAP_MAX_ROWS) rc = BA_ERR_CORRUPT;
+  if (rc == BA_OK) rc = ba_bm_new(ops, &bm);
+  if (out) *out = NULL;
+  if (rc < 0) {
+    ba_free(words);
+    return rc;
+  }
+  bm->vec = (ba_wordvec_t){words, nwords, nwords, 0};
+  bm->rows = nrows;
+  bm->finished = 1;
+  *out = bm;
+  return BA_OK;
+#else
+  return ba_bitmap_adopt_words(codec, words, nwords, nrows, out);
+#endif
+}
+
 int ba_bitmap_from_rows(ba_codec_t codec, const uint64_t *rows, size_t n, uint64_t nrows,
                         ba_bitmap_t **out) {
   BA_RETURN_IF(!out || (n && !rows), BA_ERR_INVALID);

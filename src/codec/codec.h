@@ -129,6 +129,14 @@ extern const ba_codec_ops_t ba_wah32_ops, ba_wah64_ops, ba_plwah_ops, ba_compax_
 /* The ops of a codec id; NULL if unknown or not built (codec.c). */
 const ba_codec_ops_t *ba_codec_ops(ba_codec_t id);
 
+/* As ba_bitmap_adopt_words (bitmap.c), for words the library's own encoder
+ * code has just written (the online index builder's PLWAH words,
+ * index/online_small.c): not validated again in release builds (NDEBUG),
+ * where that was ~0.6 % of an ingest's instructions; debug builds (the
+ * tests) still validate them, so an encoder bug fails there as corrupt
+ * words. Words read from anywhere else go through ba_bitmap_adopt_words. */
+int ba_bitmap_adopt_built(ba_codec_t codec, void *words, size_t nwords, uint64_t nrows, ba_bitmap_t **out);
+
 /* Population count without a libgcc call: the default x86-64 target has no
  * POPCNT instruction, and __builtin_popcountll then calls __popcountdi2. */
 static inline unsigned ba_bm_popcnt(uint64_t x) {

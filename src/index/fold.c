@@ -28,29 +28,40 @@ static int or_plwah(const ba_bitmap_t *const *bms, size_t k, uint64_t nrows, uin
   for (size_t j = 0; j < k; j++)
     if (ba_bitmap_codec(bms[j]) != BA_CODEC_PLWAH || ba_bitmap_rows(bms[j]) != nrows) return BA_ERR_UNSUPPORTED;
   memset(acc, 0, (size_t)ngroups * sizeof *acc);
-  for (size_t j = 0; j < k; j++) {
-    size_t nw = 0;
-    const uint32_t *w = ba_bitmap_words(bms[j], &nw);
-    uint64_t g = 0;
-    for (size_t i = 0; i < nw; i++) {
-      uint32_t x = w[i];
-      if (!(x >> 31)) { /* a literal group */
-        BA_RETURN_IF(g >= ngroups, BA_ERR_CORRUPT);
-        acc[g++] |= x;
-        continue;
-      }
-      uint64_t c = x & PL_MAXCNT;
-      unsigned p = (x >> PL_POS_SHIFT) & 31u, one = (x & PL_VAL) != 0;
-      BA_RETURN_IF(c > ngroups - g || (p && c == ngroups - g), BA_ERR_CORRUPT);
-      if (one)
-        for (uint64_t t = 0; t < c; t++) acc[g + t] = PL_LITMASK;
-      g += c;
-      if (p) { /* the piggybacked group: one row set (0-fill) or clear (1-fill) */
-        uint32_t bit = 1u << (31 - p);
-        acc[g++] |= one ? PL_LITMASK ^ bit : bit;
-      }
+  for (size_t j = 0; j < k; j++) BA_FORWARD(ba_idx_fold_or(acc, ngroups, bms[j]));
+  return ba_idx_fold_encode(acc, nrows, out);
+}
+
+int ba_idx_fold_or(uint32_t *acc, uint64_t ngroups, const ba_bitmap_t *bm) {
+  size_t nw = 0;
+  const uint32_t *w = ba_bitmap_words(bm, &nw);
+  uint64_t g = 0;
+  for (size_t i = 0; i < nw; i++) {
+    uint32_t x = w[i];
+    if (!(x >> 31)) { /* a literal group */
+      BA_RETURN_IF(g >= ngroups, BA_ERR_CORRUPT);
+      acc[g++] |= x;
+      continue;
+    }
+    uint64_t c = x & PL_MAXCNT;
+    unsigned p = (x >> PL_POS_SHIFT) & 31u, one = (x & PL_VAL) != 0;
+    BA_RETURN_IF(c > ngroups - g || (p && c == ngroups - g), BA_ERR_CORRUPT);
+    if (one)
+      for (uint64_t t = 0; t < c; t++) acc[g + t] = PL_LITMASK;
+    g += c;
+    if (p) { /* the piggybacked group: one row set (0-fill) or clear (1-fill) */
+      uint32_t bit = 1u << (31 - p);
+      acc[g++] |= one ? PL_LITMASK ^ bit : bit;
     }
   }
+  return BA_OK;
+}
+
+/* The PLWAH bitmap of nrows rows whose 31-row groups are acc[0..ceil(nrows
+ * / 31)) (MSB-first literals, rows past nrows clear), by the appends
+ * ba_bitmap_or_many's encoder gets; acc is left zeroed when it succeeds. */
+int ba_idx_fold_encode(uint32_t *acc, uint64_t nrows, ba_bitmap_t **out) {
+  const uint64_t ngroups = nrows / PL_G + (nrows % PL_G != 0);
   ba_bitmap_t *bm;
   BA_FORWARD(ba_bitmap_create(BA_CODEC_PLWAH, &bm));
   uint32_t gaps[OR_BUF];
@@ -63,6 +74,7 @@ static int or_plwah(const ba_bitmap_t *const *bms, size_t k, uint64_t nrows, uin
     if (!acc[g]) continue;
     gaps[nb] = (uint32_t)(g - done); /* < 2^32: nrows <= UINT32_MAX * 31 (the caller checks) */
     lits[nb++] = acc[g];
+    acc[g] = 0;
     done = g + 1;
     if (nb == OR_BUF) {
       rc = ba_bitmap_append_groups(bm, gaps, lits, nb);
@@ -75,6 +87,7 @@ static int or_plwah(const ba_bitmap_t *const *bms, size_t k, uint64_t nrows, uin
     if (full > done) rc = ba_bitmap_append_run(bm, 0, (full - done) * PL_G);
     if (rc == BA_OK) rc = ba_bitmap_append_bits(bm, acc[full] >> (PL_G - keep), keep);
   }
+  if (full < ngroups) acc[full] = 0;
   if (rc == BA_OK) rc = ba_bitmap_finish(bm, nrows);
   if (rc < 0) {
     ba_bitmap_free(bm);

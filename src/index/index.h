@@ -84,6 +84,22 @@ int ba_idx_register_device(const char *name, ba_idx_device_fn fn);
 typedef uint32_t (*ba_idx_bin_fn)(uint32_t value);
 int ba_idx_fold(ba_idx_attr_t *exact, ba_idx_attr_t *bins, uint64_t min_rows, ba_idx_bin_fn bin_of,
                 ba_codec_t codec);
+/* The PLWAH bitmap of nrows rows (nrows / 31 <= UINT32_MAX) whose 31-row
+ * groups are acc[0..ceil(nrows / 31)), MSB-first literals (row 31 g + o is
+ * bit 30 - o of acc[g]), the rows past nrows clear: the words ba_idx_fold
+ * gives a bin of these rows. acc is left zeroed when it succeeds. */
+int ba_idx_fold_encode(uint32_t *acc, uint64_t nrows, ba_bitmap_t **out);
+/* ORs the rows of a finished PLWAH bitmap of ceil(rows / 31) = ngroups
+ * groups into acc[0..ngroups) (as ba_idx_fold_encode reads them). */
+int ba_idx_fold_or(uint32_t *acc, uint64_t ngroups, const ba_bitmap_t *bm);
+/* ba_idx_online_finish into exact, then ba_idx_fold(exact, bins, min_rows,
+ * bin_of, the builder's codec): the same two attributes, bins cleared first.
+ * PLWAH, domains of online_dense.c: a rare value's rows go straight to its
+ * bin where the builder has them (all rows in its last batch, or the value
+ * kept as a row list), without an exact bitmap ever built; a rare value
+ * already built as a bitmap has its words ORed in. The builder is spent. */
+int ba_idx_online_finish_fold(ba_idx_online_t *b, uint64_t min_rows, ba_idx_bin_fn bin_of, ba_idx_attr_t *exact,
+                              ba_idx_attr_t *bins);
 
 /* ---- serialization (bitmaps + directory; see doc/format.md §4) ---- */
 typedef struct ba_idx_dirent {

@@ -418,3 +418,19 @@ fail:
   b->err = rc;
   return rc;
 }
+
+int ba_idx_online_finish_fold(ba_idx_online_t *b, uint64_t min_rows, ba_idx_bin_fn bin_of, ba_idx_attr_t *exact,
+                              ba_idx_attr_t *bins) {
+  BA_RETURN_IF(!b || !exact || !bins || !bin_of, BA_ERR_INVALID);
+  BA_RETURN_IF(b->err, b->err);
+  memset(bins, 0, sizeof *bins);
+  if (b->dn) {
+    int rc = ba_idx_dense_finish_fold(b->dn, b->rows, min_rows, bin_of, exact, bins);
+    b->err = rc < 0 ? rc : BA_ERR_INVALID; /* spent */
+    return rc;
+  }
+  BA_FORWARD(ba_idx_online_finish(b, exact));
+  int rc = exact->n ? ba_idx_fold(exact, bins, min_rows, bin_of, b->codec) : BA_OK;
+  if (rc < 0) ba_idx_attr_clear(exact);
+  return rc;
+}

@@ -5,13 +5,20 @@
  * A batch of up to 16 x domain rows (65,536 to 2^20) keeps its values and a
  * count per value; draining it is a counting sort (IMC'13 §3: stable, each
  * value's rows ascending) followed by one walk over the present values in
- * ascending order. A value's slot (40 bytes: its bitmap, the open chunk and
- * its literal, the chunks its bitmap describes, its rows so far) is read and written once per
+ * ascending order. A value's slot (48 bytes: its bitmap, the open chunk and
+ * its literal, the chunks its bitmap describes, its rows so far, its row list) is read and written once per
  * visit; the chunks its rows close are collected on the stack and appended to
  * its bitmap by one ba_bitmap_append_groups call, so the bitmap (a random
  * heap address: two or three cache misses) is touched once per visit. At
  * 65,536 values a batch of 2^20 rows gives ~16 rows per visit where a row
  * group of 4000 rows gave one, and the slots are walked almost sequentially.
+ *
+ * A value holding under 1/1024 of the rows so far is kept as a row list
+ * instead (LIST_SHIFT), its bitmap built from the list when it passes that
+ * or at finish. ba_idx_dense_finish_fold folds the rare values into bins
+ * (the archive's rare ports) without building their bitmaps: from the last
+ * batch before its sort when every row is in it (fold_split), else from
+ * the row lists in finish's walk.
  *
  * The appends are the row-at-a-time algorithm's (codecs.md §8): per chunk
  * holding a row of the value, the zero chunks before it as one run, then its
@@ -33,12 +40,27 @@
 _Static_assert(BA_IDX_DENSE_MAX < BA_IDX_NONE, "BA_IDX_NONE is at least every dense domain");
 
 typedef struct dslot {
-  ba_bitmap_t *bm;  /* NULL: value not seen */
+  ba_bitmap_t *bm;  /* NULL: the value's `count` rows are a row list */
   uint64_t open;    /* chunk of `pending` */
   uint64_t pending; /* MSB-first literal: row offset o is bit G-1-o */
   uint64_t done;    /* chunks the bitmap describes (open >= done) */
   uint64_t count;   /* rows of the value applied (finish hands them to ba_idx_fold) */
+  uint32_t head, tail; /* bm NULL: the row list's first and last block (LBLK) */
 } dslot_t;
+
+/* A value stays a row list (4 bytes a row, as its sparse bitmap would be)
+ * while it holds fewer than 1 / 2^LIST_SHIFT of the rows so far; then its
+ * bitmap is built from the list and the value goes on as a bitmap. The
+ * archive folds the values of fewer than rows >> 10 rows into bins at
+ * finish (BA_PORT_FOLD_SHIFT): those that stayed lists go to their bins
+ * without a bitmap ever being built. */
+#define LIST_SHIFT 10
+/* Row lists are chains of blocks of LBLK_ROWS rows (ascending, < 2^32) and
+ * the next block's index, in one array of the builder (block 0 unused):
+ * appending is a store, a block taken every LBLK_ROWS rows; a list's
+ * blocks go to a free chain when it becomes a bitmap. */
+#define LBLK 16u
+#define LBLK_ROWS (LBLK - 1)
 
 struct ba_idx_dense {
   ba_codec_t codec;
@@ -59,7 +81,28 @@ struct ba_idx_dense {
   size_t ndistinct;
   int failed;           /* an error was returned: the arrays may be inconsistent */
   ba_bmpool_t *pool;    /* the values' bitmaps (made on first sight); goes to finish's output */
+  struct dfold *fold;   /* the last drain of ba_idx_dense_finish_fold's fast path, else NULL */
+  struct dfold *wfold;  /* finish's walk of ba_idx_dense_finish_fold's other path, else NULL */
+  uint32_t *lb;         /* row list blocks, LBLK words each */
+  size_t nlb, clb;      /* blocks used (block 0 included) and allocated */
+  uint32_t lfree;       /* the free blocks' chain, 0: none */
+  struct dfold *lfold;  /* list_fold's */
 };
+
+/* The last drain folding as it applies (ba_idx_dense_finish_fold): a value of
+ * fewer than min_rows rows in the batch (all of its rows) has its rows ORed
+ * into its bin's groups and gets no slot: before the sort into a table per
+ * bin (fold_split), or where those would be too large in the walk, into
+ * acc, a bin being encoded into bins when the walk (values ascending, so
+ * bins non-decreasing) leaves it. */
+typedef struct dfold {
+  uint64_t min_rows, nrows;
+  ba_idx_bin_fn bin_of;
+  uint32_t *acc; /* ceil(nrows / 31) groups, zero between bins */
+  uint32_t bin;  /* the bin acc holds, when open */
+  int open;
+  ba_idx_attr_t *bins; /* room for a bin per rare value */
+} dfold_t;
 
 /* Arrays of freed builders kept for the next builder of the same domain (a
  * store of many small segments would otherwise allocate, fault in and zero
@@ -154,6 +197,8 @@ void ba_idx_dense_free(ba_idx_dense_t *d) {
     }
   ba_bmpool_free(d->pool); /* after its bitmaps */
   d->pool = NULL;
+  ba_free(d->lb);
+  d->lb = NULL;
   if (d->slots && d->bits && d->cnt && d->distinct && !d->failed) {
     for (size_t j = 0; j < d->ndistinct; j++) d->cnt[d->distinct[j]] = 0; /* an open batch */
     if (spare_put(d)) {
@@ -198,8 +243,8 @@ static int slot_new(ba_idx_dense_t *d, uint32_t v, uint64_t g) {
     d->seen = p;
   }
   dslot_t *s = &d->slots[v];
-  if (!d->pool) BA_FORWARD(ba_bmpool_create(&d->pool));
-  BA_FORWARD(ba_bmpool_bitmap(d->pool, d->codec, &s->bm));
+  s->bm = NULL; /* a row list, empty */
+  s->head = s->tail = 0;
   d->bits[v / 64] |= UINT64_C(1) << (v % 64);
   d->seen[d->nseen++] = v;
   s->open = g;
@@ -207,6 +252,98 @@ static int slot_new(ba_idx_dense_t *d, uint32_t v, uint64_t g) {
   s->done = 0;
   s->count = 0;
   return BA_OK;
+}
+
+static int visit(ba_idx_dense_t *d, dslot_t *s, const uint32_t *r, size_t n, uint64_t base);
+
+/* A block for a row list, its next 0. */
+static int lblock(ba_idx_dense_t *d, uint32_t *out) {
+  uint32_t b = d->lfree;
+  if (b) {
+    d->lfree = d->lb[(size_t)b * LBLK + LBLK_ROWS];
+  } else {
+    if (d->nlb == 0) d->nlb = 1; /* block 0: "none" */
+    if (d->nlb >= d->clb) {
+      BA_RETURN_IF(d->clb >= UINT32_MAX / 2, BA_ERR_NOMEM);
+      size_t cap = d->clb ? d->clb * 2 : 1024;
+      uint32_t *p = ba_realloc(d->lb, cap * LBLK * sizeof *p);
+      if (!p) return BA_ERR_NOMEM;
+      d->lb = p;
+      d->clb = cap;
+    }
+    b = (uint32_t)d->nlb++;
+  }
+  d->lb[(size_t)b * LBLK + LBLK_ROWS] = 0;
+  *out = b;
+  return BA_OK;
+}
+
+/* Calls fn on the nrows rows of s's list, LBLK_ROWS rows at a time at most,
+ * then gives its blocks back (the list is empty after). */
+typedef int (*list_fn)(ba_idx_dense_t *d, dslot_t *s, uint32_t v, const uint32_t *rows, size_t k);
+static int list_drain(ba_idx_dense_t *d, dslot_t *s, uint32_t v, uint64_t nrows, list_fn fn) {
+  int rc = BA_OK;
+  uint32_t b = s->head;
+  for (uint64_t left = nrows; left && rc == BA_OK; b = d->lb[(size_t)b * LBLK + LBLK_ROWS]) {
+    size_t k = left < LBLK_ROWS ? (size_t)left : LBLK_ROWS;
+    rc = fn(d, s, v, d->lb + (size_t)b * LBLK, k);
+    left -= k;
+  }
+  if (s->head) { /* the chain to the free blocks */
+    d->lb[(size_t)s->tail * LBLK + LBLK_ROWS] = d->lfree;
+    d->lfree = s->head;
+  }
+  s->head = s->tail = 0;
+  return rc;
+}
+
+static int list_visit(ba_idx_dense_t *d, dslot_t *s, uint32_t v, const uint32_t *rows, size_t k) {
+  (void)v;
+  return visit(d, s, rows, k, 0);
+}
+
+/* The value's bitmap from its row list (the same appends as if its rows
+ * had been visited batch by batch). */
+static int list_to_bitmap(ba_idx_dense_t *d, dslot_t *s) {
+  if (!d->pool) BA_FORWARD(ba_bmpool_create(&d->pool));
+  BA_FORWARD(ba_bmpool_bitmap(d->pool, d->codec, &s->bm));
+  uint64_t n = s->count;
+  s->open = d->lb[(size_t)s->head * LBLK] / d->G;
+  s->pending = 0;
+  s->done = 0;
+  s->count = 0; /* visit counts them again */
+  return list_drain(d, s, 0, n, list_visit);
+}
+
+/* Rows r[0..n) (offsets from base, ascending) of a value with a row list:
+ * onto the list while it stays short, else its bitmap and the rows to it.
+ * `total`: the rows so far, this batch's included. */
+static int list_add(ba_idx_dense_t *d, dslot_t *s, const uint32_t *r, size_t n, uint64_t base, uint64_t total) {
+  if (total <= UINT32_MAX && s->count + n < total >> LIST_SHIFT) {
+    uint64_t c = s->count;
+    for (size_t i = 0; i < n; i++, c++) {
+      unsigned at = (unsigned)(c % LBLK_ROWS);
+      if (at == 0) { /* a new block */
+        uint32_t b;
+        BA_FORWARD(lblock(d, &b));
+        if (c == 0) s->head = b;
+        else d->lb[(size_t)s->tail * LBLK + LBLK_ROWS] = b;
+        s->tail = b;
+      }
+      d->lb[(size_t)s->tail * LBLK + at] = (uint32_t)(base + r[i]);
+      s->count = c + 1;
+    }
+    return BA_OK;
+  }
+  if (s->count) BA_FORWARD(list_to_bitmap(d, s));
+  else { /* the value's first rows */
+    if (!d->pool) BA_FORWARD(ba_bmpool_create(&d->pool));
+    BA_FORWARD(ba_bmpool_bitmap(d->pool, d->codec, &s->bm));
+    s->open = (base + r[0]) / d->G;
+    s->pending = 0;
+    s->done = 0;
+  }
+  return visit(d, s, r, n, base);
 }
 
 /* Appends the collected chunks; a gap too long for uint32 went straight in. */
@@ -289,6 +426,105 @@ static void sort_values(uint32_t *a, uint32_t *tmp, size_t n) {
   }
 }
 
+/* The open bin into f->bins. */
+static int fold_close(dfold_t *f) {
+  if (!f->open) return BA_OK;
+  f->open = 0;
+  ba_idx_attr_t *b = f->bins;
+  BA_FORWARD(ba_idx_fold_encode(f->acc, f->nrows, &b->bms[b->n]));
+  b->values[b->n++] = f->bin;
+  return BA_OK;
+}
+
+/* acc for rare value v: the bin's, the previous bin encoded if v's differs. */
+static int fold_bin(dfold_t *f, uint32_t v) {
+  uint32_t bin = f->bin_of(v);
+  if (f->open && bin != f->bin) BA_FORWARD(fold_close(f));
+  f->bin = bin;
+  f->open = 1;
+  return BA_OK;
+}
+
+/* The rows r[0..n) (offsets from base) of rare value v into its bin. */
+static int fold_rows(dfold_t *f, uint32_t v, const uint32_t *r, size_t n, uint64_t base) {
+  BA_FORWARD(fold_bin(f, v));
+  uint32_t *acc = f->acc;
+  for (size_t i = 0; i < n; i++) {
+    uint64_t row = base + r[i];
+    acc[row / 31] |= 1u << (30 - row % 31);
+  }
+  return BA_OK;
+}
+
+/* Groups of all bins' tables at most (16 MB): past it the walk folds. */
+#define FOLD_ACC_MAX ((size_t)1 << 22)
+#define FOLD_MARK 0x80000000u /* cnt[v] of a rare value: the mark | its bin's table */
+_Static_assert(BATCH_MAX < FOLD_MARK, "counts stay below the mark");
+
+/* The rare values of the last batch (ascending in distinct[0..ndistinct))
+ * go straight to their bins, without the sort: each row of one is ORed
+ * into its bin's table of groups (one per bin, ascending), its value
+ * becomes BA_IDX_NONE in the batch, and the value leaves distinct; then
+ * the bins are encoded. Leaves them to the walk (fold_rows) when the
+ * tables would pass FOLD_ACC_MAX groups. */
+static int fold_split(ba_idx_dense_t *d, uint64_t base) {
+  dfold_t *f = d->fold;
+  uint32_t *distinct = d->distinct, *cnt = d->cnt;
+  const size_t nd = d->ndistinct;
+  size_t nb = 0;
+  uint32_t last = 0;
+  for (size_t j = 0; j < nd; j++) {
+    uint32_t v = distinct[j];
+    if (cnt[v] >= f->min_rows) continue;
+    uint32_t b = f->bin_of(v);
+    nb += nb == 0 || b != last;
+    last = b;
+  }
+  const size_t ngroups = (size_t)(f->nrows / 31 + 1);
+  if (nb == 0 || nb > FOLD_ACC_MAX / ngroups) return BA_OK;
+  uint32_t *acc = ba_calloc(nb * ngroups, sizeof *acc), *binv = ba_malloc(nb * sizeof *binv);
+  if (!acc || !binv) {
+    ba_free(acc);
+    ba_free(binv);
+    return BA_ERR_NOMEM;
+  }
+  size_t t = 0; /* tables used */
+  for (size_t j = 0; j < nd; j++) {
+    uint32_t v = distinct[j];
+    if (cnt[v] >= f->min_rows) continue;
+    uint32_t b = f->bin_of(v);
+    if (t == 0 || b != binv[t - 1]) binv[t++] = b;
+    cnt[v] = FOLD_MARK | (uint32_t)(t - 1);
+  }
+  uint32_t *vals = d->vals;
+  uint32_t *a = acc + base / 31; /* the group of row base + i, in table 0 */
+  for (size_t i = 0, o = (size_t)(base % 31); i < d->krows; a++, o = 0) { /* group by group */
+    size_t end = d->krows - i < 31 - o ? d->krows : i + 31 - o;
+    for (uint32_t bit = 1u << (30 - o); i < end; i++, bit >>= 1) {
+      uint32_t v = vals[i];
+      if (v == BA_IDX_NONE || !(cnt[v] & FOLD_MARK)) continue;
+      a[(size_t)(cnt[v] & ~FOLD_MARK) * ngroups] |= bit;
+      vals[i] = BA_IDX_NONE;
+    }
+  }
+  size_t k = 0;
+  for (size_t j = 0; j < nd; j++) {
+    uint32_t v = distinct[j];
+    if (cnt[v] & FOLD_MARK) cnt[v] = 0;
+    else distinct[k++] = v;
+  }
+  d->ndistinct = k;
+  int rc = BA_OK;
+  ba_idx_attr_t *bins = f->bins;
+  for (size_t i = 0; i < t && rc == BA_OK; i++) {
+    rc = ba_idx_fold_encode(acc + i * ngroups, f->nrows, &bins->bms[bins->n]);
+    if (rc == BA_OK) bins->values[bins->n++] = binv[i];
+  }
+  ba_free(acc);
+  ba_free(binv);
+  return rc;
+}
+
 /* Sorts and applies the open batch, whose first row is row `base`. */
 static int drain(ba_idx_dense_t *d, uint64_t base) {
   size_t nd = d->ndistinct;
@@ -304,6 +540,10 @@ static int drain(ba_idx_dense_t *d, uint64_t base) {
       if (d->cnt[v]) d->distinct[k++] = v;
   } else {
     sort_values(d->distinct, d->rows, nd); /* rows: scratch of krows >= nd entries */
+  }
+  if (d->fold) {
+    BA_FORWARD(fold_split(d, base));
+    nd = d->ndistinct;
   }
   /* Row offsets sorted by value (stable), into d->rows; cnt[v] becomes the
    * end of v's rows there. */
@@ -372,13 +612,18 @@ static int drain(ba_idx_dense_t *d, uint64_t base) {
         __builtin_prefetch((const char *)p + 128);
       }
     }
-    if (rc == BA_OK) {
+    if (rc == BA_OK && d->fold && end - start < d->fold->min_rows) {
+      rc = fold_rows(d->fold, v, rows + start, end - start, base);
+    } else if (rc == BA_OK) {
       dslot_t *s = &d->slots[v];
       if (!seen(d, v)) rc = slot_new(d, v, (base + rows[start]) / d->G);
-      if (rc == BA_OK) rc = visit(d, s, rows + start, end - start, base);
+      if (rc == BA_OK)
+        rc = s->bm ? visit(d, s, rows + start, end - start, base)
+                   : list_add(d, s, rows + start, end - start, base, base + d->krows);
     }
     start = end;
   }
+  if (rc == BA_OK && d->fold) rc = fold_close(d->fold);
   d->ndistinct = 0;
   d->krows = 0;
   return rc;
@@ -439,6 +684,64 @@ int ba_idx_dense_finish(ba_idx_dense_t *d, uint64_t rows, ba_idx_attr_t *out) {
   return rc;
 }
 
+int ba_idx_dense_finish_fold(ba_idx_dense_t *d, uint64_t rows, uint64_t min_rows, ba_idx_bin_fn bin_of,
+                             ba_idx_attr_t *out, ba_idx_attr_t *bins) {
+  BA_RETURN_IF(!bin_of, BA_ERR_INVALID);
+  memset(out, 0, sizeof *out);
+  memset(bins, 0, sizeof *bins);
+  /* PLWAH groups and a fold to do: the rare values folded here (the others
+   * as ba_idx_fold, on the finished bitmaps) */
+  if (min_rows < 2 || d->codec != BA_CODEC_PLWAH || d->G != 31 || rows / 31 > UINT32_MAX ||
+      rows / 31 + 1 > SIZE_MAX / sizeof(uint32_t)) {
+    int rc = ba_idx_dense_finish(d, rows, out);
+    if (rc == BA_OK && out->n) rc = ba_idx_fold(out, bins, min_rows, bin_of, d->codec);
+    if (rc < 0) {
+      ba_idx_attr_clear(out);
+      ba_idx_attr_clear(bins);
+    }
+    return rc;
+  }
+  dfold_t f = {.min_rows = min_rows, .nrows = rows, .bin_of = bin_of, .bins = bins};
+  size_t nd = d->nseen + d->ndistinct + 1; /* >= the rare values */
+  f.acc = ba_calloc((size_t)(rows / 31 + 1), sizeof *f.acc);
+  int rc = f.acc ? ba_idx_attr_alloc(bins, nd, 0) : BA_ERR_NOMEM;
+  if (rc == BA_OK) {
+    if (d->nseen) d->wfold = &f; /* values applied already: folded in finish's walk */
+    else d->fold = &f;            /* every count known before the last batch is applied */
+    rc = dense_finish(d, rows, out);
+    d->fold = d->wfold = NULL;
+  }
+  ba_free(f.acc);
+  if (rc == BA_OK && bins->n == 0) ba_idx_attr_clear(bins); /* nothing folded: as ba_idx_fold leaves it */
+  if (rc < 0) {
+    d->failed = 1;
+    ba_idx_attr_clear(out);
+    ba_idx_attr_clear(bins);
+  }
+  return rc;
+}
+
+static int list_fold(ba_idx_dense_t *d, dslot_t *s, uint32_t v, const uint32_t *rows, size_t k) {
+  (void)s;
+  return fold_rows(d->lfold, v, rows, k, 0);
+}
+
+/* Closes s's open chunk (cut to `rows`) and finishes its bitmap. */
+static int close_bitmap(ba_idx_dense_t *d, dslot_t *s, uint64_t rows) {
+  const unsigned G = d->G;
+  uint64_t left = rows - s->open * G; /* >= 1: the chunk holds a set row */
+  unsigned keep = left < G ? (unsigned)left : G;
+  uint64_t gap = s->open - s->done;
+  if (keep == G && gap <= UINT32_MAX) { /* a whole open chunk (most values): one call for gap and chunk */
+    uint32_t g32 = (uint32_t)gap;
+    BA_FORWARD(ba_bitmap_append_groups(s->bm, &g32, &s->pending, 1));
+  } else {
+    if (gap) BA_FORWARD(ba_bitmap_append_run(s->bm, 0, gap * G));
+    BA_FORWARD(ba_bitmap_append_bits(s->bm, s->pending >> (G - keep), keep));
+  }
+  return ba_bitmap_finish(s->bm, rows);
+}
+
 static int dense_finish(ba_idx_dense_t *d, uint64_t rows, ba_idx_attr_t *out) {
   memset(out, 0, sizeof *out);
   BA_FORWARD(drain(d, rows - d->krows));
@@ -448,28 +751,32 @@ static int dense_finish(ba_idx_dense_t *d, uint64_t rows, ba_idx_attr_t *out) {
   if (rc < 0) goto fail;
   if ((rc = grow_batch(d, n)) < 0) goto fail; /* n <= domain <= batch */
   sort_values(d->seen, d->rows, n);
-  const unsigned G = d->G;
+  dfold_t *wf = d->wfold;
   for (size_t i = 0; i < n; i++) {
     uint32_t v = d->seen[i];
     dslot_t *s = &d->slots[v];
-    uint64_t left = rows - s->open * G; /* >= 1: the chunk holds a set row */
-    unsigned keep = left < G ? (unsigned)left : G;
-    uint64_t gap = s->open - s->done;
-    if (keep == G && gap <= UINT32_MAX) { /* a whole open chunk (most values): one call for gap and chunk */
-      uint32_t g32 = (uint32_t)gap;
-      if ((rc = ba_bitmap_append_groups(s->bm, &g32, &s->pending, 1)) < 0) goto fail;
-    } else {
-      if (gap && (rc = ba_bitmap_append_run(s->bm, 0, gap * G)) < 0) goto fail;
-      if ((rc = ba_bitmap_append_bits(s->bm, s->pending >> (G - keep), keep)) < 0) goto fail;
+    if (wf && s->count < wf->min_rows) { /* rare: its rows or its bitmap's into its bin */
+      if (!s->bm) {
+        d->lfold = wf;
+        rc = list_drain(d, s, v, s->count, list_fold);
+      } else if ((rc = close_bitmap(d, s, rows)) == BA_OK && (rc = fold_bin(wf, v)) == BA_OK) {
+        rc = ba_idx_fold_or(wf->acc, rows / 31 + (rows % 31 != 0), s->bm);
+        ba_bitmap_free(s->bm);
+        s->bm = NULL;
+      }
+      if (rc < 0) goto fail;
+      continue;
     }
-    if ((rc = ba_bitmap_finish(s->bm, rows)) < 0) goto fail;
+    if (!s->bm && (rc = list_to_bitmap(d, s)) < 0) goto fail;
+    if ((rc = close_bitmap(d, s, rows)) < 0) goto fail;
     out->values[k] = v;
     out->counts[k] = s->count;
     out->bms[k++] = s->bm;
     s->bm = NULL;
   }
+  if (wf && (rc = fold_close(wf)) < 0) goto fail;
   out->n = k;
-  out->pool = d->pool; /* every bitmap of the pool is in out */
+  out->pool = d->pool; /* every bitmap of the pool is in out (or freed) */
   d->pool = NULL;
   return BA_OK;
 fail:

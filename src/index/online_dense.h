@@ -19,5 +19,9 @@ int ba_idx_dense_add_absent(ba_idx_dense_t *d, size_t n, uint64_t rows_before);
 size_t ba_idx_dense_values(const ba_idx_dense_t *d);
 /* Finishes every bitmap at `rows` rows (all rows added); out is filled. */
 int ba_idx_dense_finish(ba_idx_dense_t *d, uint64_t rows, ba_idx_attr_t *out);
+/* ba_idx_dense_finish, then ba_idx_fold(out, bins, min_rows, bin_of, codec):
+ * see ba_idx_online_finish_fold. out and bins are overwritten. */
+int ba_idx_dense_finish_fold(ba_idx_dense_t *d, uint64_t rows, uint64_t min_rows, ba_idx_bin_fn bin_of,
+                             ba_idx_attr_t *out, ba_idx_attr_t *bins);
 
 #endif

@@ -54,7 +54,9 @@ typedef struct sdirect {
   size_t cap;
   uint64_t done;     /* chunks the words describe (the open fill included); 0: no chunk closed */
   uint64_t fill, fn; /* PLWAH encoder state s[0] (open fill value + 1, 0 none), s[1] (its groups) */
+  uint64_t pad;      /* 64 bytes: an entry's address is one shift from its value */
 } sdirect_t;
+_Static_assert(sizeof(sdirect_t) == 64, "sdirect_t is 64 bytes");
 
 struct ba_idx_small {
   ba_codec_t codec;
@@ -200,8 +202,10 @@ static int close_direct(ba_idx_small_t *s) {
   const uint64_t g = s->open;
   uint64_t *lit = s->lit;
   sdirect_t *dir = s->direct;
-  for (size_t j = 0; j < s->nlist; j++) {
-    uint32_t v = s->list[j];
+  const size_t nl = s->nlist; /* in a local: the word stores could alias s->nlist */
+  const uint32_t *list = s->list;
+  for (size_t j = 0; j < nl; j++) {
+    uint32_t v = list[j];
     sdirect_t *e = &dir[v];
     uint64_t x = lit[v];
     lit[v] = 0;
@@ -250,13 +254,26 @@ __attribute__((always_inline)) static inline int add_t(ba_idx_small_t *s, const 
     const uint32_t *p = vals + i;
     size_t k = 0;
     if (m == G) { /* a whole chunk of one value (IP version, protocol, an address's first bytes): one OR */
-      uint32_t v0 = p[0], diff = 0;
-      for (size_t j = 1; j < G; j++) diff |= p[j] ^ v0; /* vectorised, no branch */
+      uint32_t v0 = p[0], diff = 0, any = v0;
+      for (size_t j = 1; j < G; j++) { /* vectorised, no branch */
+        diff |= p[j] ^ v0;
+        any |= p[j];
+      }
       if (diff == 0 && v0 < dom) {
         uint64_t x = lit[v0];
         list[nl] = v0;
         nl += x == 0;
         lit[v0] = x | ((bit << 1) - 1); /* rows 0..G-1: bits G-1..0 */
+        k = m;
+      } else if (any < dom) { /* every value in the domain (each is <= their OR): no test per row */
+#pragma GCC unroll 64
+        for (unsigned j = 0; j < G; j++) { /* unrolled: each row's bit a constant */
+          uint32_t v = p[j];
+          uint64_t x = lit[v];
+          list[nl] = v;
+          nl += x == 0;
+          lit[v] = x | 1ull << (G - 1 - j);
+        }
         k = m;
       }
     }
@@ -320,7 +337,7 @@ static int finish_direct(ba_idx_small_t *s, uint64_t rows, ba_idx_attr_t *out) {
     ba_tok_t t = {groups - e->done, 0, BA_TOK_FILL0};
     if ((rc = s->ops->put(&vec, &st, &t)) == BA_OK) rc = s->ops->end(&vec, &st);
     memset(e, 0, sizeof *e);
-    if (rc == BA_OK) rc = ba_bitmap_adopt_words(s->codec, vec.w, vec.n, rows, &out->bms[k]); /* takes the words */
+    if (rc == BA_OK) rc = ba_bitmap_adopt_built(s->codec, vec.w, vec.n, rows, &out->bms[k]); /* takes the words */
     else ba_wordvec_free(&vec);
     if (rc < 0) goto fail;
     out->values[k++] = v;

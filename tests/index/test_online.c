@@ -284,6 +284,19 @@ static void test_bad_value(void **state) {
   ba_idx_attr_t a;
   assert_int_equal(ba_idx_online_finish(b, &a), BA_ERR_INVALID);
   ba_idx_online_free(b);
+  /* a whole chunk (online_small.c tests its values at once): one value out
+   * of the domain, the others 0 (their OR is that value) */
+  uint32_t w[31] = {0};
+  w[17] = 100;
+  assert_int_equal(ba_idx_online_create(BA_CODEC_PLWAH, 100, &b), BA_OK);
+  assert_int_equal(ba_idx_online_add(b, w, 31), BA_ERR_INVALID);
+  ba_idx_online_free(b);
+  /* values in the domain whose OR is not (64 | 36 = 100) */
+  ba_rng_t rng;
+  ba_rng_seed(&rng, 23);
+  uint32_t x[31 * 40];
+  for (size_t i = 0; i < 31 * 40; i++) x[i] = i % 3 ? 64 : 36;
+  check(BA_CODEC_PLWAH, 100, x, 31 * 40, 4000, &rng, "chunks whose values' OR is out of the domain");
   assert_int_equal(ba_idx_online_create(BA_CODEC_PLWAH, 0, &b), BA_ERR_INVALID);
   assert_int_equal(ba_idx_online_create(BA_CODEC_PLWAH, BA_IDX_MAX_DOMAIN + 1, &b), BA_ERR_INVALID);
 }
