@@ -598,6 +598,10 @@ int ba_bitmap_serialize(const ba_bitmap_t *bm, uint8_t *buf, size_t cap, size_t 
   ba_store_le64(buf + 4, bm->rows);
   ba_store_le64(buf + 12, (uint64_t)bm->vec.n);
   uint8_t *p = buf + BM_SER_HDR;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  /* the words are little-endian in memory already: one copy */
+  if (bm->vec.n) memcpy(p, bm->vec.w, bm->vec.n * bm->ops->word_bytes);
+#else
   if (bm->ops->word_bytes == 4) {
     const uint32_t *w = (const uint32_t *)bm->vec.w;
     for (size_t i = 0; i < bm->vec.n; i++, p += 4) ba_store_le32(p, w[i]);
@@ -605,6 +609,7 @@ int ba_bitmap_serialize(const ba_bitmap_t *bm, uint8_t *buf, size_t cap, size_t 
     const uint64_t *w = (const uint64_t *)bm->vec.w;
     for (size_t i = 0; i < bm->vec.n; i++, p += 8) ba_store_le64(p, w[i]);
   }
+#endif
   if (len) *len = need;
   return BA_OK;
 }
@@ -627,6 +632,9 @@ int ba_bitmap_deserialize(const uint8_t *buf, size_t len, ba_bitmap_t **out, siz
   if (nwords) {
     BA_FORWARD(ba_wordvec_reserve(&v, (size_t)nwords, ops->word_bytes));
     const uint8_t *p = buf + BM_SER_HDR;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    memcpy(v.w, p, (size_t)nwords * wb); /* little-endian in memory too */
+#else
     if (wb == 4) {
       uint32_t *w = (uint32_t *)v.w;
       for (size_t i = 0; i < nwords; i++, p += 4) w[i] = ba_load_le32(p);
@@ -634,6 +642,7 @@ int ba_bitmap_deserialize(const uint8_t *buf, size_t len, ba_bitmap_t **out, siz
       uint64_t *w = (uint64_t *)v.w;
       for (size_t i = 0; i < nwords; i++, p += 8) w[i] = ba_load_le64(p);
     }
+#endif
     v.n = (size_t)nwords;
   }
   int rc = bm_wrap(ops, &v, nrows, out);
