@@ -30,8 +30,8 @@ struct ba_col_scratch {
   uint32_t stamp[PD_SLOTS];    /* PDICT counting table */
   uint64_t pkey[PD_SLOTS];
   uint32_t pcnt[PD_SLOTS];
-  uint16_t ins[PD_MAX];        /* slots in use */
-  uint16_t rep[PD_MAX];        /* slots whose count reached 2, in that order */
+  uint16_t ins[PD_MAX + 1];    /* slots in use (pdict_plan stores one past the last) */
+  uint16_t rep[PD_MAX + 1];    /* slots whose count reached 2, in that order (the same) */
   size_t pnd;                  /* how many (ins[0..pnd)), from the last pdict_plan */
   uint64_t cand[PD_MAX][2];    /* (count, value) of values seen twice or more */
   uint64_t mn, mx;             /* the last field's smallest and largest value (ba_if_range) */

@@ -208,6 +208,34 @@ uint64_t ba_if_pdict_choose(enc_scratch_t *x, const uint16_t *ins, size_t nd, co
   return pdict_best(x, nc, n, w, exc_bits, b_out, k_out);
 }
 
+/* pdict_plan's row i: its value's slot into ps[i] and the counts.
+ * Without a branch on "seen before" (as random as the values: half of them
+ * mispredicted, a third of the plan's time): every row stores its slot's
+ * stamp, key and count and the slot at ins[*nd] and rep[*nrep], which only
+ * a new value (*nd) or a second sight (*nrep) keeps; the probe's two tests
+ * one branch, taken only on a collision. */
+static inline __attribute__((always_inline)) void plan_row(enc_scratch_t *x, uint32_t cur, uint64_t val,
+                                                           uint16_t *ps, size_t *nd, size_t *nrep) {
+  size_t h = pd_hash(val);
+  uint32_t seen;
+  for (;;) {
+    seen = x->stamp[h] == cur;
+    uint32_t other = x->pkey[h] != val;
+    __asm__("" : "+r"(other)); /* kept a value: one test of both, no branch on either */
+    if (__builtin_expect(!(seen & other), 1)) break;
+    h = (h + 1) & (PD_SLOTS - 1);
+  }
+  *ps = (uint16_t)h;
+  const uint32_t c = (x->pcnt[h] & (0u - seen)) + 1; /* seen: one more; new: 1 */
+  x->stamp[h] = cur;
+  x->pkey[h] = val;
+  x->pcnt[h] = c;
+  x->ins[*nd] = (uint16_t)h;
+  *nd += !seen;
+  x->rep[*nrep] = (uint16_t)h;
+  *nrep += c == 2;
+}
+
 /* PDICT plan of a field with more than DICT_MAX distinct values: counts
  * them (gives up past PD_MAX distinct), each row's slot into x->ps, then
  * pdict_choose. */
@@ -223,21 +251,18 @@ uint64_t ba_if_pdict_plan(enc_scratch_t *x, const uint64_t *v, size_t n, unsigne
     memset(x->stamp, 0, sizeof x->stamp);
     x->cur = 1;
   }
-  size_t nd = 0, nrep = 0;
-  for (size_t i = 0; i < n; i++) {
-    size_t h = pd_find(x, v[i]);
-    ps[i] = (uint16_t)h;
-    if (x->stamp[h] == x->cur) {
-      if (++x->pcnt[h] == 2) x->rep[nrep++] = (uint16_t)h;
-      continue;
+  const uint32_t cur = x->cur;
+  size_t nd = 0, nrep = 0, i = 0;
+  /* All of the first 256 rows distinct (timestamps): give up early. */
+  for (; i < n && i < 256; i++) plan_row(x, cur, v[i], &ps[i], &nd, &nrep);
+  if (nd == 256) return UINT64_MAX;
+  if (n <= PD_MAX) { /* never more than PD_MAX distinct */
+    for (; i < n; i++) plan_row(x, cur, v[i], &ps[i], &nd, &nrep);
+  } else {
+    for (; i < n; i++) {
+      plan_row(x, cur, v[i], &ps[i], &nd, &nrep);
+      if (nd > PD_MAX) return UINT64_MAX; /* (ins and rep hold PD_MAX + 1) */
     }
-    if (nd == PD_MAX) return UINT64_MAX;
-    /* All of the first 256 rows distinct (timestamps): give up early. */
-    if (i == 255 && nd == 255) return UINT64_MAX;
-    x->stamp[h] = x->cur;
-    x->pkey[h] = v[i];
-    x->pcnt[h] = 1;
-    x->ins[nd++] = (uint16_t)h;
   }
   x->pnd = nd;
   if (nrep > 255) return ba_if_pdict_choose(x, x->ins, nd, x->pcnt, x->pkey, n, w, exc_bits, b_out, k_out);
