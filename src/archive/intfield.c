@@ -225,11 +225,42 @@ static uint64_t common_scale(const uint64_t *v, size_t n, uint64_t v0) {
 
 /* dict_pass's loop; direct and with_s are constants at each call, so each
  * call is its own loop without their tests (the direct one: the slot from
- * the value, no hash, no probe). */
+ * the value, no hash, no probe; the hashed one without a branch on whether
+ * a row's value was seen, as pdict_plan's). */
 static inline __attribute__((always_inline)) int dict_rows(const dmap_t *dm, const uint64_t *v, size_t n,
                                                            uint64_t *key, uint8_t *used, uint32_t *cnt,
                                                            uint64_t *dict, size_t *nd, uint16_t *s, int direct,
                                                            int with_s) {
+  if (!direct) { /* hashed: wide values (addresses, counters), seen or not as random as they are */
+    size_t d = *nd;
+    for (size_t i = 0; i < n; i++) {
+      const uint64_t x = v[i];
+      size_t h = dict_hash(x);
+      uint32_t seen;
+      for (;;) { /* one branch, taken only on a collision */
+        seen = used[h];
+        uint32_t other = key[h] != x;
+        __asm__("" : "+r"(other)); /* kept a value: one test of both, no branch on either */
+        if (__builtin_expect(!(seen & other), 1)) break;
+        h = (h + 1) & (DICT_SLOTS - 1);
+      }
+      if (with_s) s[i] = (uint16_t)h;
+      /* no branch on "seen" either: every row stores the slot's count, key
+       * and mark and dict[d], which only a new value keeps (d += 1) */
+      cnt[h] = (cnt[h] & (0u - seen)) + 1;
+      key[h] = x;
+      used[h] = 1;
+      dict[d] = x;
+      d += !seen;
+      if (__builtin_expect(d > DICT_MAX, 0)) { /* (dict holds DICT_MAX + 1) */
+        used[h] = 0; /* as the branchy pass leaves it: the value not taken */
+        *nd = DICT_MAX;
+        return 0;
+      }
+    }
+    *nd = d;
+    return 1;
+  }
   for (size_t i = 0; i < n; i++) {
     size_t h = direct ? dmap_slot(dm, v[i]) : dict_hash(v[i]);
     while (!direct && used[h] && key[h] != v[i]) h = (h + 1) & (DICT_SLOTS - 1);
@@ -414,7 +445,7 @@ static size_t encode2_int(enc_scratch_t *x, uint64_t *v, size_t n, unsigned w, i
   uint64_t key[DICT_SLOTS];
   uint8_t used[DICT_SLOTS];
   uint32_t cnt[DICT_SLOTS];
-  uint64_t dict[DICT_MAX];
+  uint64_t dict[DICT_MAX + 1]; /* (dict_rows stores one past the last) */
   size_t nd = 0;
   uint16_t *hs = NULL;
   dmap_t dm = {exdiv_div(&esc, mx - mn) < DICT_SLOTS, mn, esc};
