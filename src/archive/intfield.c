@@ -229,8 +229,8 @@ static uint64_t common_scale(const uint64_t *v, size_t n, uint64_t v0) {
  * a row's value was seen, as pdict_plan's). */
 static inline __attribute__((always_inline)) int dict_rows(const dmap_t *dm, const uint64_t *v, size_t n,
                                                            uint64_t *key, uint8_t *used, uint32_t *cnt,
-                                                           uint64_t *dict, size_t *nd, uint16_t *s, int direct,
-                                                           int with_s) {
+                                                           uint64_t *dict, size_t *nd, uint16_t *s, size_t *stop,
+                                                           int direct, int with_s) {
   if (!direct) { /* hashed: wide values (addresses, counters), seen or not as random as they are */
     size_t d = *nd;
     for (size_t i = 0; i < n; i++) {
@@ -255,6 +255,7 @@ static inline __attribute__((always_inline)) int dict_rows(const dmap_t *dm, con
       if (__builtin_expect(d > DICT_MAX, 0)) { /* (dict holds DICT_MAX + 1) */
         used[h] = 0; /* as the branchy pass leaves it: the value not taken */
         *nd = DICT_MAX;
+        *stop = i;
         return 0;
       }
     }
@@ -270,7 +271,10 @@ static inline __attribute__((always_inline)) int dict_rows(const dmap_t *dm, con
       continue;
     }
     cnt[h] = 1;
-    if (*nd == DICT_MAX) return 0;
+    if (*nd == DICT_MAX) {
+      *stop = i;
+      return 0;
+    }
     used[h] = 1;
     key[h] = v[i];
     dict[(*nd)++] = v[i];
@@ -281,9 +285,11 @@ static inline __attribute__((always_inline)) int dict_rows(const dmap_t *dm, con
 /* The distinct values, up to DICT_MAX: the table (key, used, cnt: the rows
  * of each), the values in first-seen order in dict[*nd]; each row's slot in
  * *hs (x's scratch; NULL without memory: a writer probes again). 0 when
- * there are more than DICT_MAX. */
+ * there are more than DICT_MAX: then rows [0, *stop) are counted (their
+ * DICT_MAX values in dict, their slots in *hs) and row *stop holds the next
+ * new value. */
 static int dict_pass(enc_scratch_t *x, const dmap_t *dm, const uint64_t *v, size_t n, uint64_t *key, uint8_t *used,
-                     uint32_t *cnt, uint64_t *dict, size_t *nd, uint16_t **hs) {
+                     uint32_t *cnt, uint64_t *dict, size_t *nd, uint16_t **hs, size_t *stop) {
   memset(used, 0, DICT_SLOTS);
   uint16_t *s = x->hs;
   if (x->hscap < n) {
@@ -292,10 +298,10 @@ static int dict_pass(enc_scratch_t *x, const dmap_t *dm, const uint64_t *v, size
     x->hs = q;
   }
   *hs = s;
-  if (dm->direct) return s ? dict_rows(dm, v, n, key, used, cnt, dict, nd, s, 1, 1)
-                           : dict_rows(dm, v, n, key, used, cnt, dict, nd, s, 1, 0);
-  return s ? dict_rows(dm, v, n, key, used, cnt, dict, nd, s, 0, 1)
-           : dict_rows(dm, v, n, key, used, cnt, dict, nd, s, 0, 0);
+  if (dm->direct) return s ? dict_rows(dm, v, n, key, used, cnt, dict, nd, s, stop, 1, 1)
+                           : dict_rows(dm, v, n, key, used, cnt, dict, nd, s, stop, 1, 0);
+  return s ? dict_rows(dm, v, n, key, used, cnt, dict, nd, s, stop, 0, 1)
+           : dict_rows(dm, v, n, key, used, cnt, dict, nd, s, stop, 0, 0);
 }
 
 /* A DICT field's sorted dictionary at p (w bytes per entry); each v[i]
@@ -449,7 +455,8 @@ static size_t encode2_int(enc_scratch_t *x, uint64_t *v, size_t n, unsigned w, i
   size_t nd = 0;
   uint16_t *hs = NULL;
   dmap_t dm = {exdiv_div(&esc, mx - mn) < DICT_SLOTS, mn, esc};
-  int dict_ok = dict_pass(x, &dm, v, n, key, used, cnt, dict, &nd, &hs);
+  size_t stop = 0;
+  int dict_ok = dict_pass(x, &dm, v, n, key, used, cnt, dict, &nd, &hs, &stop);
   widths_t wd;
   choose_method(v, n, w, allow_planes, mn, mx, v0, zmax, sc, &esc, nd, dict_ok, &wd);
   unsigned b_for = wd.b_for, b_delta = wd.b_delta, b_dict = wd.b_dict;
@@ -489,7 +496,19 @@ static size_t encode2_int(enc_scratch_t *x, uint64_t *v, size_t n, unsigned w, i
   if (!dict_ok && b_for >= 6) {
     unsigned pb = 0;
     size_t pk = 0;
-    uint64_t pc = ba_if_pdict_plan(x, v, n, w, b_for, &pb, &pk);
+    uint64_t pc;
+    if (hs) { /* the plan goes on from the dictionary pass's count of rows [0, stop) */
+      uint8_t d_of[DICT_SLOTS]; /* slot -> index in dict (first-seen order) */
+      uint32_t dc[DICT_MAX];
+      for (size_t d = 0; d < DICT_MAX; d++) {
+        size_t h = dmap_find(&dm, key, dict[d]);
+        d_of[h] = (uint8_t)d;
+        dc[d] = cnt[h];
+      }
+      pc = ba_if_pdict_plan_from(x, v, n, stop, dict, dc, hs, d_of, w, b_for, &pb, &pk);
+    } else {
+      pc = ba_if_pdict_plan(x, v, n, w, b_for, &pb, &pk);
+    }
     if (pc < cost_best) return ba_if_pdict_write_plan(x, v, n, w, pb, pk, out);
   }
   int method = best < 2 ? XF_FOR : best < 4 ? XF_DELTA : XF_DICT;
