@@ -225,8 +225,8 @@ static uint64_t common_scale(const uint64_t *v, size_t n, uint64_t v0) {
 
 /* dict_pass's loop; direct and with_s are constants at each call, so each
  * call is its own loop without their tests (the direct one: the slot from
- * the value, no hash, no probe; the hashed one without a branch on whether
- * a row's value was seen, as pdict_plan's). */
+ * the value, no hash, no probe, four counts per slot; the hashed one
+ * without a branch on whether a row's value was seen, as pdict_plan's). */
 static inline __attribute__((always_inline)) int dict_rows(const dmap_t *dm, const uint64_t *v, size_t n,
                                                            uint64_t *key, uint8_t *used, uint32_t *cnt,
                                                            uint64_t *dict, size_t *nd, uint16_t *s, size_t *stop,
@@ -262,24 +262,46 @@ static inline __attribute__((always_inline)) int dict_rows(const dmap_t *dm, con
     *nd = d;
     return 1;
   }
-  for (size_t i = 0; i < n; i++) {
-    size_t h = direct ? dmap_slot(dm, v[i]) : dict_hash(v[i]);
-    while (!direct && used[h] && key[h] != v[i]) h = (h + 1) & (DICT_SLOTS - 1);
-    if (with_s) s[i] = (uint16_t)h;
-    if (used[h]) {
-      cnt[h]++;
-      continue;
-    }
-    cnt[h] = 1;
-    if (*nd == DICT_MAX) {
-      *stop = i;
-      return 0;
-    }
-    used[h] = 1;
-    key[h] = v[i];
-    dict[(*nd)++] = v[i];
+  /* Direct: few values (protocols, flags, masks), often the same in row
+   * after row, whose count incremented in memory row after row made a
+   * chain of store-to-load latencies: four counts per slot, row i's in
+   * c4[i % 4], summed into cnt at the end (or where the pass gives up). A
+   * slot's four are zeroed at its value's first sight. */
+  uint32_t c4[4][DICT_SLOTS];
+  size_t i = 0;
+  int ok = 1;
+#define DICT_ROW(q)                          \
+  do {                                       \
+    const uint64_t x_ = v[i + (q)];          \
+    const size_t h_ = dmap_slot(dm, x_);     \
+    if (with_s) s[i + (q)] = (uint16_t)h_;   \
+    if (__builtin_expect(!used[h_], 0)) {    \
+      if (*nd == DICT_MAX) {                 \
+        *stop = i + (q);                     \
+        ok = 0;                              \
+        goto done;                           \
+      }                                      \
+      used[h_] = 1;                          \
+      key[h_] = x_;                          \
+      dict[(*nd)++] = x_;                    \
+      c4[0][h_] = c4[1][h_] = c4[2][h_] = c4[3][h_] = 0; \
+    }                                        \
+    c4[q][h_]++;                             \
+  } while (0)
+  for (; i + 4 <= n; i += 4) {
+    DICT_ROW(0);
+    DICT_ROW(1);
+    DICT_ROW(2);
+    DICT_ROW(3);
   }
-  return 1;
+  for (; i < n; i++) DICT_ROW(0);
+#undef DICT_ROW
+done:
+  for (size_t d = 0; d < *nd; d++) {
+    const size_t h = dmap_slot(dm, dict[d]);
+    cnt[h] = c4[0][h] + c4[1][h] + c4[2][h] + c4[3][h];
+  }
+  return ok;
 }
 
 /* The distinct values, up to DICT_MAX: the table (key, used, cnt: the rows
