@@ -162,7 +162,7 @@ static inline int zero16(const uint8_t *p) {
 /* Next hops and NAT addresses: 0.0.0.0 stays all zero (none). */
 static void set_addr(uint8_t dst[16], const uint8_t *p, unsigned len) {
   if (len == 4) {
-    if (ba_load_be32(p)) ba_addr_set_v4(dst, ba_load_be32(p));
+    if (ba_load_be32(p)) nf_addr_v4(dst, ba_load_be32(p));
   } else {
     memcpy(dst, p, 16);
   }
@@ -291,8 +291,8 @@ void nf_apply(ba_record_t *r, nf_rec_state_t *s, uint8_t op, const uint8_t *p, u
   switch (op) {
   /* Templates may carry both IPv4 and IPv6 addresses, the unused pair zero:
    * a zero address never replaces a non-zero one of the other family. */
-  case OP_SRC4: if (v || !s->src6) ba_addr_set_v4(r->src, (uint32_t)v); s->have_addr = 1; break;
-  case OP_DST4: if (v || !s->dst6) ba_addr_set_v4(r->dst, (uint32_t)v); s->have_addr = 1; break;
+  case OP_SRC4: if (v || !s->src6) nf_addr_v4(r->src, (uint32_t)v); s->have_addr = 1; break;
+  case OP_DST4: if (v || !s->dst6) nf_addr_v4(r->dst, (uint32_t)v); s->have_addr = 1; break;
   case OP_SRC6: if (!zero16(p)) { memcpy(r->src, p, 16); s->src6 = 1; } else if (!s->have_addr) memcpy(r->src, p, 16); s->have_addr = 1; break;
   case OP_DST6: if (!zero16(p)) { memcpy(r->dst, p, 16); s->dst6 = 1; } else if (!s->have_addr) memcpy(r->dst, p, 16); s->have_addr = 1; break;
   case OP_BYTES: r->bytes = v; s->have_bytes = 1; break;
