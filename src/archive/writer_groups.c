@@ -578,22 +578,30 @@ int ba_writer_group_add(ba_store_writer_t *w, slice_t *sl, job_t *j, const ba_re
         !((j->absent | fused) >> a & 1)) /* not built (job_work), or taken above */
       ba_attr_values((ba_attr_t)a, recs, k, sl->start, w->bin_ns, j->vals + (size_t)a * w->o.block_rows + j->n);
   size_t fb = 0; /* the rows' frame bytes, room made once */
-  for (size_t i = 0; i < k; i++) fb += recs[i].caplen;
-  if (j->nframes + fb > j->cap_frames) {
-    void *p = j->frames;
-    BA_FORWARD(ba_grow(&p, &j->cap_frames, j->nframes + fb, 1));
-    j->frames = p;
-  }
+  uint64_t mn = sl->min_first, mx = sl->max_first;
+  uint32_t kinds = sl->kinds;
   for (size_t i = 0; i < k; i++) {
     const ba_record_t *r = &recs[i];
-    if (r->caplen) {
-      memcpy(j->frames + j->nframes, r->frame, r->caplen);
-      j->nframes += r->caplen;
-    }
-    if (r->first_ns < sl->min_first) sl->min_first = r->first_ns;
-    if (r->first_ns > sl->max_first) sl->max_first = r->first_ns;
-    sl->kinds |= r->kind == BA_REC_PACKET ? 2u : 1u;
+    fb += r->caplen;
+    mn = r->first_ns < mn ? r->first_ns : mn;
+    mx = r->first_ns > mx ? r->first_ns : mx;
+    kinds |= r->kind == BA_REC_PACKET ? 2u : 1u;
   }
+  if (fb) {
+    if (j->nframes + fb > j->cap_frames) {
+      void *p = j->frames;
+      BA_FORWARD(ba_grow(&p, &j->cap_frames, j->nframes + fb, 1));
+      j->frames = p;
+    }
+    for (size_t i = 0; i < k; i++)
+      if (recs[i].caplen) {
+        memcpy(j->frames + j->nframes, recs[i].frame, recs[i].caplen);
+        j->nframes += recs[i].caplen;
+      }
+  }
+  sl->min_first = mn;
+  sl->max_first = mx;
+  sl->kinds = kinds;
   copy_span(j->recs + j->n, &j->any, &j->all, recs, k);
   j->n += (uint32_t)k;
   sl->rows += k;
