@@ -225,34 +225,93 @@ static uint64_t common_scale(const uint64_t *v, size_t n, uint64_t v0) {
 
 /* dict_pass's loop; direct and with_s are constants at each call, so each
  * call is its own loop without their tests (the direct one: the slot from
- * the value, no hash, no probe). */
+ * the value, no hash, no probe, four counts per slot; the hashed one
+ * without a branch on whether a row's value was seen, as pdict_plan's). */
 static inline __attribute__((always_inline)) int dict_rows(const dmap_t *dm, const uint64_t *v, size_t n,
                                                            uint64_t *key, uint8_t *used, uint32_t *cnt,
-                                                           uint64_t *dict, size_t *nd, uint16_t *s, int direct,
-                                                           int with_s) {
-  for (size_t i = 0; i < n; i++) {
-    size_t h = direct ? dmap_slot(dm, v[i]) : dict_hash(v[i]);
-    while (!direct && used[h] && key[h] != v[i]) h = (h + 1) & (DICT_SLOTS - 1);
-    if (with_s) s[i] = (uint16_t)h;
-    if (used[h]) {
-      cnt[h]++;
-      continue;
+                                                           uint64_t *dict, size_t *nd, uint16_t *s, size_t *stop,
+                                                           int direct, int with_s) {
+  if (!direct) { /* hashed: wide values (addresses, counters), seen or not as random as they are */
+    size_t d = *nd;
+    for (size_t i = 0; i < n; i++) {
+      const uint64_t x = v[i];
+      size_t h = dict_hash(x);
+      uint32_t seen;
+      for (;;) { /* one branch, taken only on a collision */
+        seen = used[h];
+        uint32_t other = key[h] != x;
+        __asm__("" : "+r"(other)); /* kept a value: one test of both, no branch on either */
+        if (__builtin_expect(!(seen & other), 1)) break;
+        h = (h + 1) & (DICT_SLOTS - 1);
+      }
+      if (with_s) s[i] = (uint16_t)h;
+      /* no branch on "seen" either: every row stores the slot's count, key
+       * and mark and dict[d], which only a new value keeps (d += 1) */
+      cnt[h] = (cnt[h] & (0u - seen)) + 1;
+      key[h] = x;
+      used[h] = 1;
+      dict[d] = x;
+      d += !seen;
+      if (__builtin_expect(d > DICT_MAX, 0)) { /* (dict holds DICT_MAX + 1) */
+        used[h] = 0; /* as the branchy pass leaves it: the value not taken */
+        *nd = DICT_MAX;
+        *stop = i;
+        return 0;
+      }
     }
-    cnt[h] = 1;
-    if (*nd == DICT_MAX) return 0;
-    used[h] = 1;
-    key[h] = v[i];
-    dict[(*nd)++] = v[i];
+    *nd = d;
+    return 1;
   }
-  return 1;
+  /* Direct: few values (protocols, flags, masks), often the same in row
+   * after row, whose count incremented in memory row after row made a
+   * chain of store-to-load latencies: four counts per slot, row i's in
+   * c4[i % 4], summed into cnt at the end (or where the pass gives up). A
+   * slot's four are zeroed at its value's first sight. */
+  uint32_t c4[4][DICT_SLOTS];
+  size_t i = 0;
+  int ok = 1;
+#define DICT_ROW(q)                          \
+  do {                                       \
+    const uint64_t x_ = v[i + (q)];          \
+    const size_t h_ = dmap_slot(dm, x_);     \
+    if (with_s) s[i + (q)] = (uint16_t)h_;   \
+    if (__builtin_expect(!used[h_], 0)) {    \
+      if (*nd == DICT_MAX) {                 \
+        *stop = i + (q);                     \
+        ok = 0;                              \
+        goto done;                           \
+      }                                      \
+      used[h_] = 1;                          \
+      key[h_] = x_;                          \
+      dict[(*nd)++] = x_;                    \
+      c4[0][h_] = c4[1][h_] = c4[2][h_] = c4[3][h_] = 0; \
+    }                                        \
+    c4[q][h_]++;                             \
+  } while (0)
+  for (; i + 4 <= n; i += 4) {
+    DICT_ROW(0);
+    DICT_ROW(1);
+    DICT_ROW(2);
+    DICT_ROW(3);
+  }
+  for (; i < n; i++) DICT_ROW(0);
+#undef DICT_ROW
+done:
+  for (size_t d = 0; d < *nd; d++) {
+    const size_t h = dmap_slot(dm, dict[d]);
+    cnt[h] = c4[0][h] + c4[1][h] + c4[2][h] + c4[3][h];
+  }
+  return ok;
 }
 
 /* The distinct values, up to DICT_MAX: the table (key, used, cnt: the rows
  * of each), the values in first-seen order in dict[*nd]; each row's slot in
  * *hs (x's scratch; NULL without memory: a writer probes again). 0 when
- * there are more than DICT_MAX. */
+ * there are more than DICT_MAX: then rows [0, *stop) are counted (their
+ * DICT_MAX values in dict, their slots in *hs) and row *stop holds the next
+ * new value. */
 static int dict_pass(enc_scratch_t *x, const dmap_t *dm, const uint64_t *v, size_t n, uint64_t *key, uint8_t *used,
-                     uint32_t *cnt, uint64_t *dict, size_t *nd, uint16_t **hs) {
+                     uint32_t *cnt, uint64_t *dict, size_t *nd, uint16_t **hs, size_t *stop) {
   memset(used, 0, DICT_SLOTS);
   uint16_t *s = x->hs;
   if (x->hscap < n) {
@@ -261,10 +320,10 @@ static int dict_pass(enc_scratch_t *x, const dmap_t *dm, const uint64_t *v, size
     x->hs = q;
   }
   *hs = s;
-  if (dm->direct) return s ? dict_rows(dm, v, n, key, used, cnt, dict, nd, s, 1, 1)
-                           : dict_rows(dm, v, n, key, used, cnt, dict, nd, s, 1, 0);
-  return s ? dict_rows(dm, v, n, key, used, cnt, dict, nd, s, 0, 1)
-           : dict_rows(dm, v, n, key, used, cnt, dict, nd, s, 0, 0);
+  if (dm->direct) return s ? dict_rows(dm, v, n, key, used, cnt, dict, nd, s, stop, 1, 1)
+                           : dict_rows(dm, v, n, key, used, cnt, dict, nd, s, stop, 1, 0);
+  return s ? dict_rows(dm, v, n, key, used, cnt, dict, nd, s, stop, 0, 1)
+           : dict_rows(dm, v, n, key, used, cnt, dict, nd, s, stop, 0, 0);
 }
 
 /* A DICT field's sorted dictionary at p (w bytes per entry); each v[i]
@@ -414,11 +473,12 @@ static size_t encode2_int(enc_scratch_t *x, uint64_t *v, size_t n, unsigned w, i
   uint64_t key[DICT_SLOTS];
   uint8_t used[DICT_SLOTS];
   uint32_t cnt[DICT_SLOTS];
-  uint64_t dict[DICT_MAX];
+  uint64_t dict[DICT_MAX + 1]; /* (dict_rows stores one past the last) */
   size_t nd = 0;
   uint16_t *hs = NULL;
   dmap_t dm = {exdiv_div(&esc, mx - mn) < DICT_SLOTS, mn, esc};
-  int dict_ok = dict_pass(x, &dm, v, n, key, used, cnt, dict, &nd, &hs);
+  size_t stop = 0;
+  int dict_ok = dict_pass(x, &dm, v, n, key, used, cnt, dict, &nd, &hs, &stop);
   widths_t wd;
   choose_method(v, n, w, allow_planes, mn, mx, v0, zmax, sc, &esc, nd, dict_ok, &wd);
   unsigned b_for = wd.b_for, b_delta = wd.b_delta, b_dict = wd.b_dict;
@@ -458,7 +518,19 @@ static size_t encode2_int(enc_scratch_t *x, uint64_t *v, size_t n, unsigned w, i
   if (!dict_ok && b_for >= 6) {
     unsigned pb = 0;
     size_t pk = 0;
-    uint64_t pc = ba_if_pdict_plan(x, v, n, w, b_for, &pb, &pk);
+    uint64_t pc;
+    if (hs) { /* the plan goes on from the dictionary pass's count of rows [0, stop) */
+      uint8_t d_of[DICT_SLOTS]; /* slot -> index in dict (first-seen order) */
+      uint32_t dc[DICT_MAX];
+      for (size_t d = 0; d < DICT_MAX; d++) {
+        size_t h = dmap_find(&dm, key, dict[d]);
+        d_of[h] = (uint8_t)d;
+        dc[d] = cnt[h];
+      }
+      pc = ba_if_pdict_plan_from(x, v, n, stop, dict, dc, hs, d_of, w, b_for, &pb, &pk);
+    } else {
+      pc = ba_if_pdict_plan(x, v, n, w, b_for, &pb, &pk);
+    }
     if (pc < cost_best) return ba_if_pdict_write_plan(x, v, n, w, pb, pk, out);
   }
   int method = best < 2 ? XF_FOR : best < 4 ? XF_DELTA : XF_DICT;

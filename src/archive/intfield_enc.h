@@ -30,8 +30,8 @@ struct ba_col_scratch {
   uint32_t stamp[PD_SLOTS];    /* PDICT counting table */
   uint64_t pkey[PD_SLOTS];
   uint32_t pcnt[PD_SLOTS];
-  uint16_t ins[PD_MAX];        /* slots in use */
-  uint16_t rep[PD_MAX];        /* slots whose count reached 2, in that order */
+  uint16_t ins[PD_MAX + 1];    /* slots in use (pdict_plan stores one past the last) */
+  uint16_t rep[PD_MAX + 1];    /* slots whose count reached 2, in that order (the same) */
   size_t pnd;                  /* how many (ins[0..pnd)), from the last pdict_plan */
   uint64_t cand[PD_MAX][2];    /* (count, value) of values seen twice or more */
   uint64_t mn, mx;             /* the last field's smallest and largest value (ba_if_range) */
@@ -129,6 +129,13 @@ uint64_t ba_if_pdict_choose(enc_scratch_t *x, const uint16_t *ins, size_t nd, co
                             size_t *k_out);
 uint64_t ba_if_pdict_plan(enc_scratch_t *x, const uint64_t *v, size_t n, unsigned w, unsigned exc_bits,
                           unsigned *b_out, size_t *k_out);
+/* ba_if_pdict_plan (the same plan) after the dictionary pass gave up at
+ * row i0 (>= DICT_MAX): rows [0, i0) hold the DICT_MAX distinct values
+ * dv[0..DICT_MAX) (first-seen order), dv[d] in dc[d] rows; row i's value is
+ * dv[d_of[hs[i]]]. Only the rows from i0 on are hashed. */
+uint64_t ba_if_pdict_plan_from(enc_scratch_t *x, const uint64_t *v, size_t n, size_t i0, const uint64_t *dv,
+                               const uint32_t *dc, const uint16_t *hs, const uint8_t *d_of, unsigned w,
+                               unsigned exc_bits, unsigned *b_out, size_t *k_out);
 void ba_if_pdict_dict(const enc_scratch_t *x, size_t k, uint64_t *dict);
 size_t ba_if_pdict_write(uint64_t *v, size_t n, unsigned w, unsigned b, const uint64_t *dict, size_t k,
                          const uint16_t *rs, uint32_t *tab, const uint16_t *ins, size_t nd, const uint64_t *key,

@@ -208,47 +208,122 @@ uint64_t ba_if_pdict_choose(enc_scratch_t *x, const uint16_t *ins, size_t nd, co
   return pdict_best(x, nc, n, w, exc_bits, b_out, k_out);
 }
 
-/* PDICT plan of a field with more than DICT_MAX distinct values: counts
- * them (gives up past PD_MAX distinct), each row's slot into x->ps, then
- * pdict_choose. */
-uint64_t ba_if_pdict_plan(enc_scratch_t *x, const uint64_t *v, size_t n, unsigned w, unsigned exc_bits,
-                           unsigned *b_out, size_t *k_out) {
+/* pdict_plan's row i: its value's slot into ps[i] and the counts.
+ * Without a branch on "seen before" (as random as the values: half of them
+ * mispredicted, a third of the plan's time): every row stores its slot's
+ * stamp, key and count and the slot at ins[*nd] and rep[*nrep], which only
+ * a new value (*nd) or a second sight (*nrep) keeps; the probe's two tests
+ * one branch, taken only on a collision. */
+static inline __attribute__((always_inline)) void plan_row(enc_scratch_t *x, uint32_t cur, uint64_t val,
+                                                           uint16_t *ps, size_t *nd, size_t *nrep) {
+  size_t h = pd_hash(val);
+  uint32_t seen;
+  for (;;) {
+    seen = x->stamp[h] == cur;
+    uint32_t other = x->pkey[h] != val;
+    __asm__("" : "+r"(other)); /* kept a value: one test of both, no branch on either */
+    if (__builtin_expect(!(seen & other), 1)) break;
+    h = (h + 1) & (PD_SLOTS - 1);
+  }
+  *ps = (uint16_t)h;
+  const uint32_t c = (x->pcnt[h] & (0u - seen)) + 1; /* seen: one more; new: 1 */
+  x->stamp[h] = cur;
+  x->pkey[h] = val;
+  x->pcnt[h] = c;
+  x->ins[*nd] = (uint16_t)h;
+  *nd += !seen;
+  x->rep[*nrep] = (uint16_t)h;
+  *nrep += c == 2;
+}
+
+/* The plan's table made ready for n rows (0; -1 without memory). */
+static int plan_begin(enc_scratch_t *x, size_t n) {
   if (x->pscap < n) {
     void *q = x->ps;
-    if (ba_grow(&q, &x->pscap, n, sizeof *x->ps) < 0) return UINT64_MAX;
+    if (ba_grow(&q, &x->pscap, n, sizeof *x->ps) < 0) return -1;
     x->ps = q;
   }
-  uint16_t *ps = x->ps; /* each row's slot, for pdict_write (PD_SLOTS <= 65536) */
   if (++x->cur == 0) { /* stamps wrapped: clear once every 2^32 uses */
     memset(x->stamp, 0, sizeof x->stamp);
     x->cur = 1;
   }
-  size_t nd = 0, nrep = 0;
-  for (size_t i = 0; i < n; i++) {
-    size_t h = pd_find(x, v[i]);
-    ps[i] = (uint16_t)h;
-    if (x->stamp[h] == x->cur) {
-      if (++x->pcnt[h] == 2) x->rep[nrep++] = (uint16_t)h;
-      continue;
+  return 0;
+}
+
+/* Rows [i, n) counted on (nd distinct and nrep repeated so far); 0, or -1
+ * past PD_MAX distinct. */
+static int plan_rows(enc_scratch_t *x, const uint64_t *v, size_t i, size_t n, size_t *nd, size_t *nrep) {
+  const uint32_t cur = x->cur;
+  size_t d = *nd, r = *nrep;
+  if (n <= PD_MAX) { /* never more than PD_MAX distinct */
+    for (; i < n; i++) plan_row(x, cur, v[i], &x->ps[i], &d, &r);
+  } else {
+    for (; i < n; i++) {
+      plan_row(x, cur, v[i], &x->ps[i], &d, &r);
+      if (d > PD_MAX) return -1; /* (ins and rep hold PD_MAX + 1) */
     }
-    if (nd == PD_MAX) return UINT64_MAX;
-    /* All of the first 256 rows distinct (timestamps): give up early. */
-    if (i == 255 && nd == 255) return UINT64_MAX;
-    x->stamp[h] = x->cur;
-    x->pkey[h] = v[i];
-    x->pcnt[h] = 1;
-    x->ins[nd++] = (uint16_t)h;
   }
+  *nd = d;
+  *nrep = r;
+  return 0;
+}
+
+/* The plan's choice from the counts. */
+static uint64_t plan_choose(enc_scratch_t *x, size_t nd, size_t nrep, size_t n, unsigned w, unsigned exc_bits,
+                            unsigned *b_out, size_t *k_out) {
   x->pnd = nd;
   if (nrep > 255) return ba_if_pdict_choose(x, x->ins, nd, x->pcnt, x->pkey, n, w, exc_bits, b_out, k_out);
   /* At most 255 values repeat (most rows distinct: times, addresses):
    * every one is a candidate, as pdict_choose would find after two passes
-   * over all nd values (the sort's order is total, so theirs is too). */
+   * over all nd values (the sort's order is total, so theirs is too; the
+   * order of rep matters to nothing chosen). */
   for (size_t r = 0; r < nrep; r++) {
     x->cand[r][0] = x->pcnt[x->rep[r]];
     x->cand[r][1] = x->pkey[x->rep[r]];
   }
   return pdict_best(x, nrep, n, w, exc_bits, b_out, k_out);
+}
+
+/* PDICT plan of a field with more than DICT_MAX distinct values: counts
+ * them (gives up past PD_MAX distinct), each row's slot into x->ps, then
+ * pdict_choose. */
+uint64_t ba_if_pdict_plan(enc_scratch_t *x, const uint64_t *v, size_t n, unsigned w, unsigned exc_bits,
+                           unsigned *b_out, size_t *k_out) {
+  if (plan_begin(x, n) < 0) return UINT64_MAX;
+  const uint32_t cur = x->cur;
+  size_t nd = 0, nrep = 0, i = 0;
+  /* All of the first 256 rows distinct (timestamps): give up early. */
+  for (; i < n && i < 256; i++) plan_row(x, cur, v[i], &x->ps[i], &nd, &nrep);
+  if (nd == 256) return UINT64_MAX;
+  if (plan_rows(x, v, i, n, &nd, &nrep) < 0) return UINT64_MAX;
+  return plan_choose(x, nd, nrep, n, w, exc_bits, b_out, k_out);
+}
+
+uint64_t ba_if_pdict_plan_from(enc_scratch_t *x, const uint64_t *v, size_t n, size_t i0, const uint64_t *dv,
+                               const uint32_t *dc, const uint16_t *hs, const uint8_t *d_of, unsigned w,
+                               unsigned exc_bits, unsigned *b_out, size_t *k_out) {
+  _Static_assert(DICT_MAX == 256, "the dictionary pass gives up at the 257th value, the plan after 256 rows");
+  /* The 257th distinct value at row i0 = 256: the first 256 rows all
+   * distinct, where pdict_plan gives up. */
+  if (i0 <= 256 || plan_begin(x, n) < 0) return UINT64_MAX;
+  const uint32_t cur = x->cur;
+  /* The DICT_MAX values first, in their first-seen order (ins: as
+   * pdict_plan's), with their counts; then each counted row's slot. */
+  uint16_t slot[DICT_MAX];
+  size_t nd = 0, nrep = 0;
+  for (size_t d = 0; d < DICT_MAX; d++) {
+    size_t h = pd_find(x, dv[d]); /* not in the table: distinct */
+    x->stamp[h] = cur;
+    x->pkey[h] = dv[d];
+    x->pcnt[h] = dc[d];
+    x->ins[nd++] = (uint16_t)h;
+    x->rep[nrep] = (uint16_t)h;
+    nrep += dc[d] >= 2;
+    slot[d] = (uint16_t)h;
+  }
+  for (size_t i = 0; i < i0; i++) x->ps[i] = slot[d_of[hs[i]]];
+  if (plan_rows(x, v, i0, n, &nd, &nrep) < 0) return UINT64_MAX;
+  return plan_choose(x, nd, nrep, n, w, exc_bits, b_out, k_out);
 }
 
 /* The k most frequent values of the plan (x->cand), ascending, into dict. */

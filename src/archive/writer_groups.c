@@ -409,6 +409,10 @@ static inline __attribute__((always_inline)) void acc_span_body(ba_record_t *any
 static void acc_span_base(ba_record_t *any, ba_record_t *all, const ba_record_t *r, size_t k) {
   acc_span_body(any, all, r, k);
 }
+static void copy_acc_base(ba_record_t *dst, ba_record_t *any, ba_record_t *all, const ba_record_t *r, size_t k) {
+  memcpy(dst, r, k * sizeof *r);
+  acc_span_body(any, all, dst, k);
+}
 typedef uint64_t or_v4 __attribute__((vector_size(32)));
 /* 32-byte lanes covering the record; the last one ends at its end and may
  * overlap the one before (OR and AND do not mind seeing a byte twice). */
@@ -418,9 +422,11 @@ _Static_assert(sizeof(ba_record_t) >= 32, "a record holds a lane");
 static inline __attribute__((always_inline)) size_t lane_off(size_t q) {
   return 32 * q + 32 <= sizeof(ba_record_t) ? 32 * q : sizeof(ba_record_t) - 32;
 }
-/* Lanes [q0, q0 + nq) (nq <= OR_HALF, a constant at each call) over the rows. */
+/* Lanes [q0, q0 + nq) (nq <= OR_HALF, a constant at each call) over the
+ * rows; with dst (a constant NULL or not at each call) each lane is also
+ * stored to dst's record: the copy and the accumulation in one load. */
 static inline __attribute__((always_inline)) void acc_lanes(uint8_t *any, uint8_t *all, const ba_record_t *r, size_t k,
-                                                            size_t q0, const size_t nq) {
+                                                            size_t q0, const size_t nq, ba_record_t *dst) {
   or_v4 a[OR_HALF], c[OR_HALF];
   for (size_t q = 0; q < nq; q++) {
     memcpy(&a[q], any + lane_off(q0 + q), 32);
@@ -431,6 +437,7 @@ static inline __attribute__((always_inline)) void acc_lanes(uint8_t *any, uint8_
     for (size_t q = 0; q < nq; q++) {
       or_v4 b;
       memcpy(&b, p + lane_off(q0 + q), 32);
+      if (dst) memcpy((uint8_t *)&dst[i] + lane_off(q0 + q), &b, 32);
       a[q] |= b;
       c[q] &= b;
     }
@@ -441,10 +448,10 @@ static inline __attribute__((always_inline)) void acc_lanes(uint8_t *any, uint8_
   }
 }
 static inline __attribute__((always_inline)) void acc_span_vec(ba_record_t *any, ba_record_t *all, const ba_record_t *r,
-                                                               size_t k) {
+                                                               size_t k, ba_record_t *dst) {
   uint8_t *pa = (uint8_t *)any, *pc = (uint8_t *)all;
-  acc_lanes(pa, pc, r, k, 0, OR_HALF);
-  acc_lanes(pa, pc, r, k, OR_HALF, OR_LANES - OR_HALF);
+  acc_lanes(pa, pc, r, k, 0, OR_HALF, dst);
+  acc_lanes(pa, pc, r, k, OR_HALF, OR_LANES - OR_HALF, dst);
 }
 #if defined(__x86_64__) && defined(__GNUC__)
 #if defined(__clang__)
@@ -454,27 +461,58 @@ static inline __attribute__((always_inline)) void acc_span_vec(ba_record_t *any,
 #endif
 __attribute__((target("avx2") VEC_OPT)) static void acc_span_avx2(ba_record_t *any, ba_record_t *all,
                                                                  const ba_record_t *r, size_t k) {
-  acc_span_vec(any, all, r, k);
+  acc_span_vec(any, all, r, k, NULL);
 }
 __attribute__((target("avx512f,avx512vl") VEC_OPT)) static void acc_span_avx512(ba_record_t *any, ba_record_t *all,
                                                                                const ba_record_t *r, size_t k) {
-  acc_span_vec(any, all, r, k);
+  acc_span_vec(any, all, r, k, NULL);
+}
+__attribute__((target("avx2") VEC_OPT)) static void copy_acc_avx2(ba_record_t *dst, ba_record_t *any, ba_record_t *all,
+                                                                 const ba_record_t *r, size_t k) {
+  acc_span_vec(any, all, r, k, dst);
+}
+__attribute__((target("avx512f,avx512vl") VEC_OPT)) static void copy_acc_avx512(ba_record_t *dst, ba_record_t *any,
+                                                                               ba_record_t *all, const ba_record_t *r,
+                                                                               size_t k) {
+  acc_span_vec(any, all, r, k, dst);
 }
 #undef VEC_OPT
 static pthread_once_t g_or_once = PTHREAD_ONCE_INIT;
 static void (*g_acc_span)(ba_record_t *, ba_record_t *, const ba_record_t *, size_t) = acc_span_base;
+static void (*g_copy_acc)(ba_record_t *, ba_record_t *, ba_record_t *, const ba_record_t *, size_t) = copy_acc_base;
 static void or_init(void) {
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl")) g_acc_span = acc_span_avx512;
-  else if (__builtin_cpu_supports("avx2")) g_acc_span = acc_span_avx2;
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl")) {
+    g_acc_span = acc_span_avx512;
+    g_copy_acc = copy_acc_avx512;
+  } else if (__builtin_cpu_supports("avx2")) {
+    g_acc_span = acc_span_avx2;
+    g_copy_acc = copy_acc_avx2;
+  }
 }
 static void acc_span(ba_record_t *any, ba_record_t *all, const ba_record_t *r, size_t k) {
   pthread_once(&g_or_once, or_init);
   g_acc_span(any, all, r, k);
 }
+static void copy_acc(ba_record_t *dst, ba_record_t *any, ba_record_t *all, const ba_record_t *r, size_t k) {
+  pthread_once(&g_or_once, or_init);
+  g_copy_acc(dst, any, all, r, k);
+}
 #else
 #define acc_span acc_span_base
+#define copy_acc copy_acc_base
 #endif
+
+/* The copies of r[0..k) at dst, their frame pointers NULL, with any |= and
+ * all &= their bytes: acc_span of the copies (the frame pointers' bytes,
+ * which no field reads, as those of NULL), from one load of each lane. */
+static void copy_span(ba_record_t *dst, ba_record_t *any, ba_record_t *all, const ba_record_t *r, size_t k) {
+  if (!k) return;
+  copy_acc(dst, any, all, r, k);
+  for (size_t i = 0; i < k; i++) dst[i].frame = NULL;
+  memset((uint8_t *)any + offsetof(ba_record_t, frame), 0, sizeof any->frame);
+  memset((uint8_t *)all + offsetof(ba_record_t, frame), 0, sizeof all->frame);
+}
 
 /* ba_attr_values of the FUSED_ATTRS for n records in one pass (each record
  * read once, not once per attribute); out[a] = where attribute a's values
@@ -539,27 +577,34 @@ int ba_writer_group_add(ba_store_writer_t *w, slice_t *sl, job_t *j, const ba_re
     if ((a != BA_ATTR_TIME_BIN || (w->o.reorder != BA_REORDER_OLSH && !w->o.clustered)) &&
         !((j->absent | fused) >> a & 1)) /* not built (job_work), or taken above */
       ba_attr_values((ba_attr_t)a, recs, k, sl->start, w->bin_ns, j->vals + (size_t)a * w->o.block_rows + j->n);
-  const uint32_t n0 = j->n;
+  size_t fb = 0; /* the rows' frame bytes, room made once */
+  uint64_t mn = sl->min_first, mx = sl->max_first;
+  uint32_t kinds = sl->kinds;
   for (size_t i = 0; i < k; i++) {
     const ba_record_t *r = &recs[i];
-    if (r->caplen) {
-      if (j->nframes + r->caplen > j->cap_frames) {
-        void *p = j->frames;
-        BA_FORWARD(ba_grow(&p, &j->cap_frames, j->nframes + r->caplen, 1));
-        j->frames = p;
-      }
-      memcpy(j->frames + j->nframes, r->frame, r->caplen);
-      j->nframes += r->caplen;
-    }
-    j->recs[j->n] = *r;
-    j->recs[j->n].frame = NULL;
-    j->n++;
-    sl->rows++;
-    if (r->first_ns < sl->min_first) sl->min_first = r->first_ns;
-    if (r->first_ns > sl->max_first) sl->max_first = r->first_ns;
-    sl->kinds |= r->kind == BA_REC_PACKET ? 2u : 1u;
+    fb += r->caplen;
+    mn = r->first_ns < mn ? r->first_ns : mn;
+    mx = r->first_ns > mx ? r->first_ns : mx;
+    kinds |= r->kind == BA_REC_PACKET ? 2u : 1u;
   }
-  acc_span(&j->any, &j->all, j->recs + n0, j->n - n0); /* the copies: frame pointers NULL */
+  if (fb) {
+    if (j->nframes + fb > j->cap_frames) {
+      void *p = j->frames;
+      BA_FORWARD(ba_grow(&p, &j->cap_frames, j->nframes + fb, 1));
+      j->frames = p;
+    }
+    for (size_t i = 0; i < k; i++)
+      if (recs[i].caplen) {
+        memcpy(j->frames + j->nframes, recs[i].frame, recs[i].caplen);
+        j->nframes += recs[i].caplen;
+      }
+  }
+  sl->min_first = mn;
+  sl->max_first = mx;
+  sl->kinds = kinds;
+  copy_span(j->recs + j->n, &j->any, &j->all, recs, k);
+  j->n += (uint32_t)k;
+  sl->rows += k;
   if (j->n == w->o.block_rows) {
     sl->cur = NULL;
     BA_FORWARD(ba_writer_submit(w, j));

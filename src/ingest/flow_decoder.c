@@ -304,8 +304,7 @@ int nf_out_flush(ba_flow_decoder_t *d) {
 ba_record_t *nf_out_next(ba_flow_decoder_t *d) {
   if (d->nout == NF_BATCH) nf_out_flush(d);
   ba_record_t *r = &d->out[d->nout];
-  static const ba_record_t zero;
-  *r = zero; /* vector moves where memset was a call */
+  nf_rec_zero(r);
   return r;
 }
 

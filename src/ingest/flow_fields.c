@@ -162,7 +162,7 @@ static inline int zero16(const uint8_t *p) {
 /* Next hops and NAT addresses: 0.0.0.0 stays all zero (none). */
 static void set_addr(uint8_t dst[16], const uint8_t *p, unsigned len) {
   if (len == 4) {
-    if (ba_load_be32(p)) ba_addr_set_v4(dst, ba_load_be32(p));
+    if (ba_load_be32(p)) nf_addr_v4(dst, ba_load_be32(p));
   } else {
     memcpy(dst, p, 16);
   }
@@ -291,8 +291,8 @@ void nf_apply(ba_record_t *r, nf_rec_state_t *s, uint8_t op, const uint8_t *p, u
   switch (op) {
   /* Templates may carry both IPv4 and IPv6 addresses, the unused pair zero:
    * a zero address never replaces a non-zero one of the other family. */
-  case OP_SRC4: if (v || !s->src6) ba_addr_set_v4(r->src, (uint32_t)v); s->have_addr = 1; break;
-  case OP_DST4: if (v || !s->dst6) ba_addr_set_v4(r->dst, (uint32_t)v); s->have_addr = 1; break;
+  case OP_SRC4: if (v || !s->src6) nf_addr_v4(r->src, (uint32_t)v); s->have_addr = 1; break;
+  case OP_DST4: if (v || !s->dst6) nf_addr_v4(r->dst, (uint32_t)v); s->have_addr = 1; break;
   case OP_SRC6: if (!zero16(p)) { memcpy(r->src, p, 16); s->src6 = 1; } else if (!s->have_addr) memcpy(r->src, p, 16); s->have_addr = 1; break;
   case OP_DST6: if (!zero16(p)) { memcpy(r->dst, p, 16); s->dst6 = 1; } else if (!s->have_addr) memcpy(r->dst, p, 16); s->have_addr = 1; break;
   case OP_BYTES: r->bytes = v; s->have_bytes = 1; break;
@@ -471,17 +471,17 @@ static void rec_frame(ba_record_t *r, nf_rec_state_t *s) {
  * wrapped between them (start 2^32 ms earlier); v5 only: an end more than
  * 100 s past the uptime means it wrapped after the flow (Cisco IOS bug
  * CSCei12353). */
-static void up_times(const nf_hdr_t *h, const nf_rec_state_t *s, uint64_t *first, uint64_t *last) {
+static inline void up_times(const nf_hdr_t *h, int64_t first_up, int64_t last_up, uint64_t *first, uint64_t *last) {
   int64_t boot = (int64_t)(h->export_ns / NS_PER_MS) - (int64_t)h->uptime_ms;
   int64_t wrap = (int64_t)1 << 32, f = 0, l = 0;
-  if (s->first_up >= 0) f = boot + s->first_up - (s->last_up >= 0 && s->first_up > s->last_up ? wrap : 0);
-  if (s->last_up >= 0) l = boot + s->last_up;
-  if (h->version == 5 && s->last_up > (int64_t)h->uptime_ms && s->last_up - (int64_t)h->uptime_ms > 100000) {
+  if (first_up >= 0) f = boot + first_up - (last_up >= 0 && first_up > last_up ? wrap : 0);
+  if (last_up >= 0) l = boot + last_up;
+  if (h->version == 5 && last_up > (int64_t)h->uptime_ms && last_up - (int64_t)h->uptime_ms > 100000) {
     f -= wrap;
     l -= wrap;
   }
-  if (!*first && s->first_up >= 0 && f > 0) *first = (uint64_t)f * NS_PER_MS;
-  if (!*last && s->last_up >= 0 && l > 0) *last = (uint64_t)l * NS_PER_MS;
+  if (!*first && first_up >= 0 && f > 0) *first = (uint64_t)f * NS_PER_MS;
+  if (!*last && last_up >= 0 && l > 0) *last = (uint64_t)l * NS_PER_MS;
 }
 
 /* ba_addr_is_v4 with two loads (a per-record cost of nf_rec_finish). */
@@ -504,7 +504,7 @@ int nf_rec_finish(ba_flow_decoder_t *d, const nf_hdr_t *h, ba_record_t *r, nf_re
   if (s->sysinit_ms >= 0) boot_ms = s->sysinit_ms;
   else if (d->cur->sysinit_ms >= 0) boot_ms = d->cur->sysinit_ms;
   if (h->version == 5 || h->version == 9) {
-    up_times(h, s, &first, &last);
+    up_times(h, s->first_up, s->last_up, &first, &last);
   } else if (boot_ms >= 0) { /* IPFIX 22/21 from systemInitTimeMilliseconds */
     if (!first && s->first_up >= 0) first = (uint64_t)(boot_ms + s->first_up) * NS_PER_MS;
     if (!last && s->last_up >= 0) last = (uint64_t)(boot_ms + s->last_up) * NS_PER_MS;
@@ -538,6 +538,31 @@ int nf_rec_finish(ba_flow_decoder_t *d, const nf_hdr_t *h, ba_record_t *r, nf_re
     ba_addr_set_v4(r->src, 0);
     ba_addr_set_v4(r->dst, 0);
   }
+  return nf_rec_times(d, h, r, first, last);
+}
+
+int nf_rec_finish_v5(ba_flow_decoder_t *d, const nf_hdr_t *h, ba_record_t *r, uint32_t first_up, uint32_t last_up) {
+  if (d->cur->nsamplers) { /* the exporter's sampler options (v9/IPFIX from its address): nf_rec_finish's way */
+    nf_rec_state_t s;
+    nf_state_init(&s);
+    s.first_up = first_up;
+    s.last_up = last_up;
+    s.have_bytes = s.have_pkts = s.have_addr = 1;
+    return nf_rec_finish(d, h, r, &s);
+  }
+  /* That state in nf_rec_finish: no frame; the counters set, the outbound
+   * ones 0 (as r holds); no sampler; ICMP from the destination port; the
+   * times from FIRST/LAST alone; both addresses IPv4 (ipver 4 as set). */
+  if (r->proto == 1 || r->proto == 58) {
+    r->icmp_type = (uint8_t)(r->dst_port >> 8);
+    r->icmp_code = (uint8_t)r->dst_port;
+    r->src_port = 0; /* dst_port: type << 8 | code, as it was */
+  }
+  uint64_t first = 0, last = 0;
+  up_times(h, first_up, last_up, &first, &last);
+  if (!first) first = last ? last : h->export_ns;
+  if (!last) last = first;
+  r->obs_domain = h->domain;
   return nf_rec_times(d, h, r, first, last);
 }
 

@@ -23,12 +23,19 @@ int nf_detect_v5(const uint8_t *buf, size_t len) {
   return 1;
 }
 
+/* ba_addr_set_v4 into a zeroed address, from the 4 bytes at be (network
+ * order: stored as they are). */
+static inline void v4_into_zeroed(uint8_t a[16], const uint8_t *be) {
+  a[10] = 0xff;
+  a[11] = 0xff;
+  memcpy(a + 12, be, 4);
+}
+
 static void v5_record(ba_flow_decoder_t *d, const nf_hdr_t *h, const uint8_t *hb, const uint8_t *p) {
-  ba_record_t *r = nf_out_next(d);
-  ba_addr_set_v4(r->src, ba_load_be32(p));
-  ba_addr_set_v4(r->dst, ba_load_be32(p + 4));
-  uint32_t nh = ba_load_be32(p + 8);
-  if (nh) ba_addr_set_v4(r->next_hop, nh);
+  ba_record_t *r = nf_out_next(d); /* zeroed */
+  v4_into_zeroed(r->src, p);
+  v4_into_zeroed(r->dst, p + 4);
+  if (ba_load_be32(p + 8)) v4_into_zeroed(r->next_hop, p + 8);
   r->ipver = 4;
   r->in_if = ba_load_be16(p + 12);
   r->out_if = ba_load_be16(p + 14);
@@ -55,12 +62,7 @@ static void v5_record(ba_flow_decoder_t *d, const nf_hdr_t *h, const uint8_t *hb
       r->bytes *= interval;
     }
   }
-  nf_rec_state_t s;
-  nf_state_init(&s);
-  s.first_up = ba_load_be32(p + 24);
-  s.last_up = ba_load_be32(p + 28);
-  s.have_bytes = s.have_pkts = s.have_addr = 1;
-  if (nf_rec_finish(d, h, r, &s) == 0) nf_out_commit(d);
+  if (nf_rec_finish_v5(d, h, r, ba_load_be32(p + 24), ba_load_be32(p + 28)) == 0) nf_out_commit(d);
 }
 
 void nf_decode_v5(ba_flow_decoder_t *d, const uint8_t *b, size_t len, uint64_t received_ns) {

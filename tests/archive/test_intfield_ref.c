@@ -58,7 +58,7 @@ static uint64_t zz_ref(uint64_t d, unsigned w) {
 /* Coverage: PDICT fields checked; of them with a dictionary smaller than the
  * candidates and tied counts at its edge; with exceptions; with a count of
  * 256 or more in the dictionary. */
-static unsigned g_pdict, g_tie_cut, g_exc, g_big, g_small;
+static unsigned g_pdict, g_tie_cut, g_exc, g_big, g_small, g_plan, g_plan_first, g_full;
 
 /* Checks one field v[0..n) of w bytes against the reference. */
 static void check_field(ba_col_scratch_t *x, const uint64_t *v, size_t n, unsigned w) {
@@ -93,7 +93,15 @@ static void check_field(ba_col_scratch_t *x, const uint64_t *v, size_t n, unsign
     unsigned b_for = bitlen((s[n - 1] - s[0]) / sc);
     qsort(d, nd, sizeof *d, cmp_freq);
     while (nrep < nd && d[nrep].c >= 2) nrep++;
-    if (nd > 2 && nd < 256 && b_for >= 2) {
+    int first_distinct = 0; /* the first 256 rows all distinct */
+    if (n >= 256) {
+      uint64_t f[256];
+      memcpy(f, v, sizeof f);
+      qsort(f, 256, sizeof *f, cmp_u64);
+      first_distinct = 1;
+      for (size_t i = 1; i < 256; i++) first_distinct &= f[i] != f[i - 1];
+    }
+    if (nd > 2 && nd <= 256 && b_for >= 2) {
       uint64_t best = UINT64_MAX, covered = 0;
       size_t k = 0;
       for (unsigned b = 1; b <= 8; b++) {
@@ -115,8 +123,30 @@ static void check_field(ba_col_scratch_t *x, const uint64_t *v, size_t n, unsign
       }
       uint64_t other = BA_MIN((uint64_t)n * b_for, (uint64_t)n * bitlen(maxz));
       other = BA_MIN(other, (uint64_t)n * bitlen(nd - 1) + 8ull * w * nd);
-      assert_int_equal(out[0] == 3, nrep && est < other && best < other);
+      /* (256 values: counted again by the plan, which gives up on 256
+       * distinct first rows) */
+      assert_int_equal(out[0] == 3, nrep && est < other && best < other && !(nd == 256 && first_distinct));
       g_small++;
+      g_full += nd == 256;
+    }
+    if (nd > 256 && nd <= 4096 && b_for >= 6) {
+      /* More distinct values than a dictionary holds (no DICT): the
+       * counting pass's plan, which gives up when the first 256 rows are
+       * all distinct (times); else PDICT exactly when its cost, over the
+       * 255 most frequent of the repeated values, is below FOR's and
+       * DELTA's. */
+      uint64_t best = UINT64_MAX, covered = 0;
+      size_t k = 0;
+      for (unsigned b = 1; b <= 8; b++) {
+        size_t kb = BA_MIN(((size_t)1 << b) - 1, nrep);
+        for (; k < kb; k++) covered += d[k].c;
+        uint64_t cost = (uint64_t)n * b + 8ull * w * kb + (n - covered) * b_for;
+        best = cost < best ? cost : best;
+      }
+      uint64_t other = BA_MIN((uint64_t)n * b_for, (uint64_t)n * bitlen(maxz));
+      assert_int_equal(out[0] == 3, !first_distinct && nrep && best < other);
+      g_plan++;
+      g_plan_first += (unsigned)first_distinct;
     }
   }
   if (out[0] == 3) { /* PDICT */
@@ -222,13 +252,55 @@ static void test_pdict_reference(void **state) {
   free(v);
   ba_col_scratch_free(x);
   print_message("PDICT fields %u (dictionary cut inside tied counts %u, with exceptions %u, a count >= 256 %u); "
-                "choice checked on %u fields of 3..255 distinct values\n",
-                g_pdict, g_tie_cut, g_exc, g_big, g_small);
+                "choice checked on %u fields of 3..255 distinct values, %u of 257..4096\n",
+                g_pdict, g_tie_cut, g_exc, g_big, g_small, g_plan);
+  assert_true(g_plan >= 100);
   assert_true(g_pdict >= 100);
   assert_true(g_tie_cut >= 10);
   assert_true(g_exc >= 50);
   assert_true(g_big >= 10);
   assert_true(g_small >= 100);
+}
+
+/* The plan's give-up rule at its edge: 300 distinct values in the first
+ * rows (the first 256 all distinct, or 255 of them and one twice, or a
+ * repeat at row 255), then a few frequent values over the rest, where
+ * PDICT wins unless the plan gave up (check_field's reference); and fields
+ * of exactly 256 distinct values (a full dictionary: the plan counts from
+ * the start). */
+static void test_pdict_plan_edge(void **state) {
+  (void)state;
+  ba_col_scratch_t *x = NULL;
+  assert_int_equal(ba_col_scratch_create(&x), BA_OK);
+  ba_rng_t rng;
+  ba_rng_seed(&rng, 20261129);
+  uint64_t *v = malloc(4000 * sizeof *v);
+  unsigned before = g_plan, before_first = g_plan_first;
+  for (int rep = 0; rep < 40; rep++) {
+    size_t n = rep % 2 ? 4000 : 1000;
+    for (size_t i = 0; i < 300; i++) v[i] = 1000000 + 7 * i; /* distinct */
+    if (rep % 4 == 1) v[100] = v[40];                        /* 255 distinct in rows 0..255 */
+    if (rep % 4 == 2) v[255] = v[0];                          /* the repeat at row 255 itself */
+    for (size_t i = 300; i < n; i++) v[i] = 5000000 + 3 * (uint64_t)ba_rng_below(&rng, 6);
+    check_field(x, v, n, 4);
+    check_field(x, v, n, 8);
+  }
+  assert_true(g_plan - before == 80);
+  assert_true(g_plan_first - before_first == 40); /* rep % 4 == 0 or 3 */
+  unsigned before_full = g_full;
+  for (int rep = 0; rep < 20; rep++) {
+    size_t n = rep % 2 ? 4000 : 1000;
+    for (size_t i = 0; i < 300; i++) v[i] = 1000000 + 7 * (i % 256);
+    for (size_t i = 300; i < n; i++) v[i] = 1000000 + 7 * (uint64_t)ba_rng_below(&rng, 6);
+    if (rep % 4 >= 2) { /* a repeat in the first 256 rows; row 100's value later */
+      v[100] = v[40];
+      v[300] = 1000000 + 7 * 100;
+    }
+    check_field(x, v, n, 4);
+  }
+  assert_true(g_full - before_full == 20);
+  free(v);
+  ba_col_scratch_free(x);
 }
 
 /* Fields at a common scale above 1 (times at millisecond resolution in
@@ -317,7 +389,8 @@ static void test_scaled_widths(void **state) {
 }
 
 int main(void) {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(test_pdict_reference), cmocka_unit_test(test_scaled_widths)};
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_pdict_reference), cmocka_unit_test(test_pdict_plan_edge),
+                                     cmocka_unit_test(test_scaled_widths)};
   int failed = 0;
   for (int level = 2; level >= 0; level--) { /* every kernel this CPU has, the portable C one included */
     int got = ba_if_set_kernels(level);
