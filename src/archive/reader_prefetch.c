@@ -7,7 +7,9 @@
  * §7.3), and for a query that reads rows the zone maps and row-group table
  * from there to the footer. From a dropped page cache the disk then serves
  * them for every segment together instead of one round trip per read; on a
- * warm cache a one-byte RWF_NOWAIT read finds the pages and no more is done. */
+ * warm cache a one-byte RWF_NOWAIT read finds the pages and no more is done.
+ * And the index bitmaps a segment's plan will AND, asked for together
+ * before the first is read (ba_segment_index_prefetch, src/query/plan.c). */
 #include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -15,11 +17,16 @@
 #include <unistd.h>
 
 #include "archive/reader_int.h"
+#include "index/index.h"
 
 /* DIRENT blocks asked for before the attribute table: those of the last
  * attributes (8 address octets, 6 KB each, and the small ones in 10 M flows). */
 #define PF_DIRENT_BYTES (256u << 10)
 #define PF_ATTRDIR_BYTES (4u << 10)
+/* A segment this small is asked for whole at a cold open: its index and
+ * blocks are a few round trips more than one request of its size, and once
+ * its footer page is cached the index hint below no longer tells it cold. */
+#define PF_SMALL_SEG (1u << 20)
 
 static void willneed(int fd, uint64_t a, uint64_t b) {
   if (b > a) (void)posix_fadvise(fd, (off_t)a, (off_t)(b - a), POSIX_FADV_WILLNEED);
@@ -52,7 +59,9 @@ static int head_one(void *ctx, int dfd, const char *name) {
   if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
     uint64_t z = (uint64_t)st.st_size;
     if (h->cold < 0) h->cold = cold_at(fd, 0);
-    if (h->cold) {
+    if (h->cold && z <= PF_SMALL_SEG) {
+      willneed(fd, 0, z); /* a small segment (the hour being written) whole */
+    } else if (h->cold) {
       willneed(fd, 0, z < 4096 ? z : 4096);
       willneed(fd, z > 4096 ? z - 4096 : 0, z);
     }
@@ -88,4 +97,20 @@ size_t ba_store_prefetch_index(ba_store_t *s, uint64_t start_ns, uint64_t end_ns
     n++;
   }
   return n;
+}
+
+int ba_segment_index_prefetch(ba_segment_t *g, const ba_attr_t *attrs, const uint32_t *values, size_t n,
+                              uint64_t max_bytes, uint64_t (*ranges)[2]) {
+  if (!g || (n && (!attrs || !values))) return BA_ERR_INVALID;
+  int m = 0;
+  for (size_t k = 0; k < n; k++) {
+    ba_idx_dirent_t e;
+    int rc = (unsigned)attrs[k] < BA_ATTR_COUNT ? ba_rd_find_entry(g, attrs[k], values[k], &e) : 0;
+    if (rc < 0) return rc;
+    if (rc == 0 || e.len == 0 || e.len > max_bytes || e.off + e.len > g->fsize || !cold_at(g->fd, e.off)) continue;
+    willneed(g->fd, e.off, e.off + e.len);
+    if (ranges) ranges[m][0] = e.off, ranges[m][1] = e.off + e.len;
+    m++;
+  }
+  return m;
 }

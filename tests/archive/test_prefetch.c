@@ -2,7 +2,10 @@
  * index pages are not in the page cache is hinted, one whose pages are is
  * not, nor one outside the time window; a query's answers are the same
  * after it, and after a store opened from a cold cache (whose segments'
- * header and footer pages are asked for first). */
+ * header and footer pages are asked for first).
+ * ba_segment_index_prefetch: the byte ranges it hints are exactly the
+ * records ba_segment_index reads (each decodes to the same bitmap), absent
+ * values and cached records are not hinted. */
 #include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,6 +21,7 @@
 
 #include "bitarc/bitarc.h"
 #include "fixture_gen.h"
+#include "index/index.h"
 #include "testsupport.h"
 
 #define SEG "seg-20251122T000000Z.bitarc"
@@ -111,7 +115,65 @@ static void test_prefetch(void **state) {
   free(dir);
 }
 
+static void test_index_prefetch(void **state) {
+  (void)state;
+  static ba_record_t recs[FX_N];
+  static uint8_t frames[FX_FRAME_BYTES];
+  fx_records(recs, frames);
+  size_t r4 = 0;
+  while (recs[r4].ipver != 4) r4++;
+  const uint8_t *a = recs[r4].src + 12; /* ::ffff:a.b.c.d */
+  char *dir = ba_test_mkdtemp();
+  write_store(dir);
+  ba_store_t *s;
+  assert_int_equal(ba_store_open(dir, &s), BA_OK);
+  ba_segment_t *g;
+  assert_int_equal(ba_store_segment(s, 0, &g), BA_OK);
+  ba_segment_info_t in;
+  assert_int_equal(ba_segment_info(g, &in), BA_OK);
+  /* a host's four octets and its protocol (present), then an absent octet */
+  const ba_attr_t attrs[] = {BA_ATTR_SRC_IP0, BA_ATTR_SRC_IP1, BA_ATTR_SRC_IP2, BA_ATTR_SRC_IP3, BA_ATTR_PROTO,
+                             BA_ATTR_SRC_IP0};
+  const uint32_t vals[] = {a[0], a[1], a[2], a[3], recs[r4].proto, 11};
+  enum { N = 6, PRESENT = 5 };
+  uint64_t rg[N][2];
+  assert_int_equal(ba_segment_index_prefetch(NULL, attrs, vals, N, UINT64_MAX, rg), BA_ERR_INVALID);
+  assert_int_equal(ba_segment_index_prefetch(g, NULL, vals, N, UINT64_MAX, rg), BA_ERR_INVALID);
+  assert_int_equal(ba_segment_index_prefetch(g, attrs, vals, 0, UINT64_MAX, rg), 0);
+  if (!drop_pages(dir)) {
+    fprintf(stderr, "(the file system keeps dropped pages: the hinted ranges are not checked)\n");
+  } else {
+    assert_int_equal(ba_segment_index_prefetch(g, attrs, vals, N, 0, rg), 0); /* larger than max_bytes */
+    assert_int_equal(ba_segment_index_prefetch(g, attrs, vals, N, UINT64_MAX, rg), PRESENT);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/" SEG, dir);
+    int sf = open(path, O_RDONLY);
+    assert_true(sf >= 0);
+    for (size_t k = 0; k < PRESENT; k++) {
+      /* the plain path's bitmap, and the hinted bytes decoded: the same */
+      ba_bitmap_t *want, *got = NULL;
+      assert_int_equal(ba_segment_index(g, attrs[k], vals[k], &want), BA_OK);
+      size_t len = (size_t)(rg[k][1] - rg[k][0]);
+      uint8_t *p = malloc(len);
+      assert_non_null(p);
+      assert_int_equal(pread(sf, p, len, (off_t)rg[k][0]), (ssize_t)len);
+      assert_int_equal(p[1], 0); /* raw record (no zstd in so small a segment) */
+      assert_int_equal(ba_idx_bitmap_decode(p, len, in.codec, in.rows, &got), BA_OK);
+      assert_int_equal(ba_bitmap_equal(want, got), 1);
+      ba_bitmap_free(want);
+      ba_bitmap_free(got);
+      free(p);
+    }
+    close(sf);
+    /* read now: in the page cache, nothing to hint */
+    assert_int_equal(ba_segment_index_prefetch(g, attrs, vals, N, UINT64_MAX, rg), 0);
+  }
+  ba_store_close(s);
+  ba_test_rmtree(dir);
+  free(dir);
+}
+
 int main(void) {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(test_prefetch)};
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_prefetch), cmocka_unit_test(test_index_prefetch)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
