@@ -195,6 +195,16 @@ int ba_segment_info(const ba_segment_t *seg, ba_segment_info_t *out);
  * once instead of one pread after another. A hint only (nothing is read
  * into the handle, no error); returns the number of segments hinted. */
 size_t ba_store_prefetch_index(ba_store_t *s, uint64_t start_ns, uint64_t end_ns, int rows);
+/* Asks the kernel to read in the background the index bitmap records of
+ * attrs[k] == values[k] (k < n) that are not in the page cache (a one-byte
+ * RWF_NOWAIT read of each tells), each at most max_bytes: a plan about to
+ * read several of them one after another then waits for the disk once. A
+ * hint only (nothing read into the handle). Returns the number of records
+ * hinted (absent values, larger and cached records are not), their byte
+ * ranges [off, end) into ranges[i] when it is not NULL (room for n), or < 0
+ * when the index directory cannot be read (as ba_segment_index would). */
+int ba_segment_index_prefetch(ba_segment_t *seg, const ba_attr_t *attrs, const uint32_t *values, size_t n,
+                              uint64_t max_bytes, uint64_t (*ranges)[2]);
 
 /* The bitmap of rows whose attribute equals value; an all-zero bitmap of
  * `rows` rows when the value does not occur. Caller frees. */

@@ -371,6 +371,8 @@ static int find_entry(ba_segment_t *g, ba_attr_t attr, uint32_t value, ba_idx_di
   return 1;
 }
 
+int ba_rd_find_entry(ba_segment_t *g, ba_attr_t attr, uint32_t value, ba_idx_dirent_t *e) { return find_entry(g, attr, value, e); }
+
 int ba_segment_index(ba_segment_t *g, ba_attr_t attr, uint32_t value, ba_bitmap_t **out) {
   BA_RETURN_IF(!g || !out || (unsigned)attr >= BA_ATTR_COUNT, BA_ERR_INVALID);
   ba_idx_dirent_t e;

@@ -92,6 +92,10 @@ void ba_rd_serr(ba_store_t *s, const char *fmt, ...) __attribute__((format(print
 /* reader_prefetch.c: at a store's first open, every segment's header and
  * footer pages asked of the kernel before the first is read (cold only). */
 void ba_rd_prefetch_heads(ba_store_t *s);
+/* reader_dir.c: the directory entry of attr == value (reader_prefetch.c
+ * hints it): 1 = found, 0 = absent, < 0 = a directory error. */
+struct ba_idx_dirent;
+int ba_rd_find_entry(ba_segment_t *g, ba_attr_t attr, uint32_t value, struct ba_idx_dirent *e);
 /* Loads and checks the segment's row-group table once (its result is kept). */
 int ba_rd_load_table(ba_segment_t *g);
 /* Column c of group gi, read (two preads), CRC-checked and decompressed into
