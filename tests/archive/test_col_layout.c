@@ -487,13 +487,7 @@ static void test_store_v3(void **state) {
   static uint8_t frames[FX_FRAME_BYTES];
   fx_records(recs, frames);
   char *dir = ba_test_mkdtemp();
-  ba_store_opts_t o;
-  ba_store_opts_init(&o);
-  o.block_rows = 100;
-  ba_store_writer_t *w;
-  assert_int_equal(ba_store_writer_open(dir, &o, &w), BA_OK);
-  assert_int_equal(ba_store_writer_append(w, recs, FX_N), BA_OK);
-  assert_int_equal(ba_store_writer_close(w), BA_OK);
+  ba_test_write_store(dir, recs, FX_N, 100);
   expect_fixture_store(dir, 3, "3.0");
   ba_test_rmtree(dir);
   free(dir);

@@ -146,6 +146,16 @@ int ba_test_recs_sink(void *ctx, const ba_record_t *recs, size_t n) {
   return 0;
 }
 
+void ba_test_write_store(const char *dir, const ba_record_t *recs, size_t n, uint32_t block_rows) {
+  ba_store_opts_t o;
+  ba_store_opts_init(&o);
+  o.block_rows = block_rows;
+  ba_store_writer_t *w;
+  assert_int_equal(ba_store_writer_open(dir, &o, &w), BA_OK);
+  assert_int_equal(ba_store_writer_append(w, recs, n), BA_OK);
+  assert_int_equal(ba_store_writer_close(w), BA_OK);
+}
+
 void ba_test_flip_bytes(const char *path, uint64_t lo, uint64_t hi, uint64_t step) {
   size_t len = 0;
   uint8_t *b = ba_test_read_file(path, &len);

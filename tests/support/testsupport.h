@@ -41,6 +41,10 @@ typedef struct ba_test_recs {
   size_t n, cap;
 } ba_test_recs_t;
 int ba_test_recs_sink(void *ctx, const ba_record_t *recs, size_t n);
+/* Writes recs[0..n) into the store at `dir` (created if missing) with a
+ * writer opened with the default options and `block_rows` rows per group;
+ * fails the test if opening, appending or closing fails. */
+void ba_test_write_store(const char *dir, const ba_record_t *recs, size_t n, uint32_t block_rows);
 /* Damages segment file `path` in place: flips bit 4 of the bytes at lo,
  * lo + step, ... below hi (cut to the file). Fails the test if it cannot. */
 void ba_test_flip_bytes(const char *path, uint64_t lo, uint64_t hi, uint64_t step);
