@@ -66,6 +66,8 @@ static void usage(FILE *f) {
           "      --window-start     -t keeps the flows that start in the window (nfdump: lie inside)\n"
           "      --explain          print the plan per segment and read no rows\n"
           "      --threads N        1 or 2 (default 2 when a second CPU is idle)\n"
+          "                         (with 2, rows to a file or pipe are written while the next\n"
+          "                         are formatted; BITARC_QUERY_WRITER=0 in the environment: not)\n"
           "      --strategy S       range OR strategy: auto, iterative, reduction or bitset\n"
           "      --device D         where range ORs run: cpu (default), omp or gpu\n"
           "      --scan             debug: linear scan + evaluator instead of the index\n"
@@ -609,14 +611,15 @@ int ba_cmd_query(int argc, char **argv) {
   o.out = stdout;
   /* The helper thread: after a cold start it reads the time zone (a path
    * lookup and a read from disk) while the stores open, for the dates of
-   * rows, tables and the summary. BITARC_QUERY_WRITER=1: it also writes rows
-   * to a file or pipe while the next are formatted, with --threads 2 (or a
-   * free second CPU); measured no faster on the shared bench VM, so not by
-   * default (bench/RESULTS.md). BITARC_QUERY_WRITER=0: no thread. The output
+   * rows, tables and the summary. With two threads (--threads 2, or by
+   * default when a second CPU is idle) it also writes rows to a file or pipe
+   * while the next are formatted: broad -o csv 10-17 % faster on an idle
+   * machine, slower when both CPUs are busy, where the default takes one
+   * thread (bench/RESULTS.md). BITARC_QUERY_WRITER=0: no thread. The output
    * is the same either way (tests/query/test_query_writer.sh). */
   qo_writer_t *wr = NULL;
   const char *wenv = getenv("BITARC_QUERY_WRITER");
-  int rows_wr = !tty && op.threads == 2 && wenv && !strcmp(wenv, "1");
+  int rows_wr = !tty && op.threads == 2 && !(wenv && !strcmp(wenv, "0"));
   int tz = op.local && !op.count_only && !op.explain && !op.syntax_only && qo_tz_cold();
   if ((!wenv || strcmp(wenv, "0")) && (rows_wr || tz) && qo_writer_start(&wr, stdout, tz) < 0) wr = NULL;
   o.pcap_link = -1;

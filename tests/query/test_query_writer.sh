@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bitarc query's helper thread (src/cli/query_out_wr.c): rows written by it
-# (BITARC_QUERY_WRITER=1 with --threads 2, output to a file or pipe) are
+# (by default with --threads 2 and output to a file or pipe; BITARC_QUERY_WRITER=1 there) are
 # byte-identical to rows written by the query's own thread
 # (BITARC_QUERY_WRITER=0), headers, -O, -s/-A tables, summary and errors
 # included; a full disk (/dev/full) and a reader
