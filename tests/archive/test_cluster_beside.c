@@ -26,16 +26,6 @@
 #define HOUR_NS (3600ull * 1000000000ull)
 #define T0 (1720656000ull * 1000000000ull) /* an hour boundary: 2024-07-11T00:00:00Z */
 
-static void write_recs(const char *dir, const ba_record_t *r, size_t n, uint32_t block_rows) {
-  ba_store_opts_t o;
-  ba_store_opts_init(&o);
-  o.block_rows = block_rows;
-  ba_store_writer_t *w;
-  assert_int_equal(ba_store_writer_open(dir, &o, &w), BA_OK);
-  assert_int_equal(ba_store_writer_append(w, r, n), BA_OK);
-  assert_int_equal(ba_store_writer_close(w), BA_OK);
-}
-
 /* Sorted hashes of the records of g whose first time lies in one of the
  * hours [T0 + h, T0 + h + 1) with keep[h] set (keep NULL: all). */
 static uint64_t *want_hashes(const gen_t *const *gs, size_t ng, const int *keep, size_t *n) {
@@ -80,7 +70,7 @@ static void test_beside_writer(void **state) {
   gen_records(&g2, 3000, 12, T0 + 3 * HOUR_NS, HOUR_NS, 1);  /* hour 3: the writer's open slice */
   gen_records(&g3, 2000, 13, T0 + HOUR_NS, 3 * HOUR_NS, 0);  /* after: hours 1-3, late rows too */
   char *dir = ba_test_mkdtemp();
-  write_recs(dir, g1.r, g1.n, 250);
+  ba_test_write_store(dir, g1.r, g1.n, 250);
   ba_store_opts_t o;
   ba_store_opts_init(&o);
   o.block_rows = 250;
@@ -141,7 +131,7 @@ static void test_locks(void **state) {
   gen_t g;
   gen_records(&g, 3000, 21, T0, 2 * HOUR_NS, 1);
   char *dir = ba_test_mkdtemp();
-  write_recs(dir, g.r, g.n, 250);
+  ba_test_write_store(dir, g.r, g.n, 250);
   size_t n = 99;
   char err[256] = "";
   int fd = hold(dir, ".cluster.lock"); /* another clustering */
@@ -158,7 +148,7 @@ static void test_locks(void **state) {
   /* An expire holding its lock for a while: the swap waits for it. */
   gen_t g2;
   gen_records(&g2, 1000, 22, T0 + 2 * HOUR_NS, HOUR_NS, 1);
-  write_recs(dir, g2.r, g2.n, 250);
+  ba_test_write_store(dir, g2.r, g2.n, 250);
   fd = hold(dir, ".expire.lock");
   pid_t cl = fork();
   assert_true(cl >= 0);
@@ -214,8 +204,8 @@ static void test_swap_guard(void **state) {
   gen_records(&alt, 500, 32, T0 + HOUR_NS, HOUR_NS, 1); /* another segment of hour 1 */
   for (int replace = 0; replace < 2; replace++) {
     char *dir = ba_test_mkdtemp(), *other = ba_test_mkdtemp();
-    write_recs(dir, g.r, g.n, 250);
-    write_recs(other, alt.r, alt.n, 250);
+    ba_test_write_store(dir, g.r, g.n, 250);
+    ba_test_write_store(other, alt.r, alt.n, 250);
     char rp[4096];
     snprintf(rp, sizeof rp, "%s/seg-20240711T010000Z.bitarc", other);
     hook_t h = {dir, "seg-20240711T010000Z.bitarc", replace ? rp : NULL, 0};
@@ -298,7 +288,7 @@ static void test_expire_race(void **state) {
   gen_records(&g, 24000, 41, T0, HOURS * HOUR_NS, 1);
   /* How long one clustering of the store takes here. */
   char *probe = ba_test_mkdtemp();
-  write_recs(probe, g.r, g.n, 250);
+  ba_test_write_store(probe, g.r, g.n, 250);
   struct timespec a;
   clock_gettime(CLOCK_MONOTONIC, &a);
   size_t n, nc, hits = 0;
@@ -309,7 +299,7 @@ static void test_expire_race(void **state) {
   free(probe);
   for (int round = 0; round < 4; round++) {
     char *dir = ba_test_mkdtemp();
-    write_recs(dir, g.r, g.n, 250);
+    ba_test_write_store(dir, g.r, g.n, 250);
     size_t nseg;
     uint64_t total = store_bytes(dir, &nseg), per = total / nseg;
     assert_int_equal(nseg, HOURS);
@@ -373,7 +363,7 @@ static void test_one_segment(void **state) {
   gen_t g;
   gen_records(&g, 3000, 51, T0, 3 * HOUR_NS, 1);
   char *dir = ba_test_mkdtemp();
-  write_recs(dir, g.r, g.n, 250);
+  ba_test_write_store(dir, g.r, g.n, 250);
   char err[256] = "";
   const char *name = "seg-20240711T010000Z.bitarc";
   assert_int_equal(ba_store_cluster_segment(dir, name, 1, 0, NULL, NULL, err, sizeof err), BA_OK);

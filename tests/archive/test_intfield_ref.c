@@ -60,6 +60,22 @@ static uint64_t zz_ref(uint64_t d, unsigned w) {
  * 256 or more in the dictionary. */
 static unsigned g_pdict, g_tie_cut, g_exc, g_big, g_small, g_plan, g_plan_first, g_full;
 
+/* PDICT's least cost over code widths 1..8: a dictionary of the first
+ * 2^b - 1 of d[0..nvals) (most frequent first), rows not covered as
+ * exceptions at the frame-of-reference width b_for; reps_only: a value seen
+ * once covers no row. */
+static uint64_t pdict_cost(const vc_t *d, size_t nvals, size_t n, unsigned w, unsigned b_for, int reps_only) {
+  uint64_t best = UINT64_MAX, covered = 0;
+  size_t k = 0;
+  for (unsigned b = 1; b <= 8; b++) {
+    size_t kb = BA_MIN(((size_t)1 << b) - 1, nvals);
+    for (; k < kb; k++) covered += reps_only && d[k].c < 2 ? 0 : d[k].c;
+    uint64_t cost = (uint64_t)n * b + 8ull * w * kb + (n - covered) * b_for;
+    best = cost < best ? cost : best;
+  }
+  return best;
+}
+
 /* Checks one field v[0..n) of w bytes against the reference. */
 static void check_field(ba_col_scratch_t *x, const uint64_t *v, size_t n, unsigned w) {
   uint64_t *enc = malloc(n * sizeof *enc), *dec = malloc(n * sizeof *dec), *s = malloc(n * sizeof *s);
@@ -102,25 +118,10 @@ static void check_field(ba_col_scratch_t *x, const uint64_t *v, size_t n, unsign
       for (size_t i = 1; i < 256; i++) first_distinct &= f[i] != f[i - 1];
     }
     if (nd > 2 && nd <= 256 && b_for >= 2) {
-      uint64_t best = UINT64_MAX, covered = 0;
-      size_t k = 0;
-      for (unsigned b = 1; b <= 8; b++) {
-        size_t kb = BA_MIN(((size_t)1 << b) - 1, nrep);
-        for (; k < kb; k++) covered += d[k].c;
-        uint64_t cost = (uint64_t)n * b + 8ull * w * kb + (n - covered) * b_for;
-        best = cost < best ? cost : best;
-      }
+      uint64_t best = pdict_cost(d, nrep, n, w, b_for, 0);
       /* the encoder's first estimate: a dictionary of the most frequent of
        * all nd values (those seen once cover no row) */
-      uint64_t est = UINT64_MAX;
-      covered = 0;
-      k = 0;
-      for (unsigned b = 1; b <= 8; b++) {
-        size_t kb = BA_MIN(((size_t)1 << b) - 1, nd);
-        for (; k < kb; k++) covered += d[k].c >= 2 ? d[k].c : 0;
-        uint64_t cost = (uint64_t)n * b + 8ull * w * kb + (n - covered) * b_for;
-        est = cost < est ? cost : est;
-      }
+      uint64_t est = pdict_cost(d, nd, n, w, b_for, 1);
       uint64_t other = BA_MIN((uint64_t)n * b_for, (uint64_t)n * bitlen(maxz));
       other = BA_MIN(other, (uint64_t)n * bitlen(nd - 1) + 8ull * w * nd);
       /* (256 values: counted again by the plan, which gives up on 256
@@ -135,14 +136,7 @@ static void check_field(ba_col_scratch_t *x, const uint64_t *v, size_t n, unsign
        * all distinct (times); else PDICT exactly when its cost, over the
        * 255 most frequent of the repeated values, is below FOR's and
        * DELTA's. */
-      uint64_t best = UINT64_MAX, covered = 0;
-      size_t k = 0;
-      for (unsigned b = 1; b <= 8; b++) {
-        size_t kb = BA_MIN(((size_t)1 << b) - 1, nrep);
-        for (; k < kb; k++) covered += d[k].c;
-        uint64_t cost = (uint64_t)n * b + 8ull * w * kb + (n - covered) * b_for;
-        best = cost < best ? cost : best;
-      }
+      uint64_t best = pdict_cost(d, nrep, n, w, b_for, 0);
       uint64_t other = BA_MIN((uint64_t)n * b_for, (uint64_t)n * bitlen(maxz));
       assert_int_equal(out[0] == 3, !first_distinct && nrep && best < other);
       g_plan++;
