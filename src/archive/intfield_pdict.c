@@ -112,30 +112,18 @@ static uint64_t pdict_best_sorted(enc_scratch_t *x, size_t nc, size_t n, unsigne
   return best;
 }
 
-/* The PDICT width b (1..8) and dictionary size k that minimise n*b +
- * dictionary + exceptions (estimated at exc_bits each), from the nc
- * candidates in x->cand: the k most frequent (count descending, then value
- * ascending) end up in x->cand[0..k), in no order. The costs need only the
- * counts in descending order, taken from a histogram (counts of
- * PD_BIG_COUNT or more, at most n / PD_BIG_COUNT of them, sorted), not a
- * sort of every candidate; the order of values matters only among those
- * of the k-th count, sorted then. Returns the cost in bits (UINT64_MAX: not
- * worth trying). */
 #define PD_BIG_COUNT 256u
-static uint64_t pdict_best(enc_scratch_t *x, size_t nc, size_t n, unsigned w, unsigned exc_bits, unsigned *b_out,
-                           size_t *k_out) {
-  if (!nc) return UINT64_MAX;
-  if (nc > SORT_MAX) return pdict_best_sorted(x, nc, n, w, exc_bits, b_out, k_out);
-  uint64_t big[SORT_MAX]; /* counts >= PD_BIG_COUNT, as UINT64_MAX - count (ascending: count descending) */
-  uint16_t hist[PD_BIG_COUNT] = {0};
-  size_t nbig = 0;
-  for (size_t c = 0; c < nc; c++) {
-    uint64_t k = x->cand[c][0];
-    if (k < PD_BIG_COUNT) hist[k]++;
-    else big[nbig++] = UINT64_MAX - k;
-  }
-  ba_if_sort_u64(big, nbig);
-  uint64_t best = UINT64_MAX, covered = 0, kth = 0, best_kth = 0;
+
+/* PDICT's least cost in bits over widths b = 1..8, a dictionary of the
+ * 2^b - 1 largest of nc counts, rows not covered as exceptions at exc_bits
+ * each (reps_only: a count under 2 covers no row). The counts are taken in
+ * descending order: first big[0..nbig) (sorted, as UINT64_MAX - count),
+ * then the histogram of the counts below PD_BIG_COUNT, walked down. At the
+ * least cost: *b_out, *k_out (dictionary size) and *kth_out (its smallest
+ * count). */
+static uint64_t pd_walk(const uint64_t *big, size_t nbig, const uint16_t *hist, size_t nc, size_t n, unsigned w,
+                        unsigned exc_bits, int reps_only, unsigned *b_out, size_t *k_out, uint64_t *kth_out) {
+  uint64_t best = UINT64_MAX, covered = 0, kth = 0;
   size_t k = 0, bi = 0;
   unsigned hc = PD_BIG_COUNT - 1; /* the histogram walked down from here */
   uint32_t hleft = hist[hc];
@@ -149,16 +137,43 @@ static uint64_t pdict_best(enc_scratch_t *x, size_t nc, size_t n, unsigned w, un
         hleft--;
         kth = hc;
       }
-      covered += kth;
+      covered += reps_only && kth < 2 ? 0 : kth;
     }
     uint64_t cost = (uint64_t)n * b + 8ull * w * kb + (n - covered) * exc_bits;
     if (cost < best) {
       best = cost;
-      best_kth = kth;
+      *kth_out = kth;
       *b_out = b;
       *k_out = kb;
     }
   }
+  return best;
+}
+
+/* The PDICT width b (1..8) and dictionary size k that minimise n*b +
+ * dictionary + exceptions (estimated at exc_bits each), from the nc
+ * candidates in x->cand: the k most frequent (count descending, then value
+ * ascending) end up in x->cand[0..k), in no order. The costs need only the
+ * counts in descending order, taken from a histogram (counts of
+ * PD_BIG_COUNT or more, at most n / PD_BIG_COUNT of them, sorted), not a
+ * sort of every candidate; the order of values matters only among those
+ * of the k-th count, sorted then. Returns the cost in bits (UINT64_MAX: not
+ * worth trying). */
+static uint64_t pdict_best(enc_scratch_t *x, size_t nc, size_t n, unsigned w, unsigned exc_bits, unsigned *b_out,
+                           size_t *k_out) {
+  if (!nc) return UINT64_MAX;
+  if (nc > SORT_MAX) return pdict_best_sorted(x, nc, n, w, exc_bits, b_out, k_out);
+  uint64_t big[SORT_MAX]; /* counts >= PD_BIG_COUNT, as UINT64_MAX - count (ascending: count descending) */
+  uint16_t hist[PD_BIG_COUNT] = {0};
+  size_t nbig = 0;
+  for (size_t c = 0; c < nc; c++) {
+    uint64_t k = x->cand[c][0];
+    if (k < PD_BIG_COUNT) hist[k]++;
+    else big[nbig++] = UINT64_MAX - k;
+  }
+  ba_if_sort_u64(big, nbig);
+  uint64_t best_kth = 0;
+  uint64_t best = pd_walk(big, nbig, hist, nc, n, w, exc_bits, 0, b_out, k_out, &best_kth);
   size_t kb = *k_out;
   if (kb < nc) { /* the kb most frequent to the front: counts above the kb-th's, then the smallest values of its count */
     uint64_t tie[SORT_MAX];
@@ -440,25 +455,8 @@ uint64_t ba_if_pdict_estimate(const uint64_t *key, const uint8_t *used, const ui
       else big[nbig++] = UINT64_MAX - cnt[h];
     }
   ba_if_sort_u64(big, nbig);
-  uint64_t best = UINT64_MAX, covered = 0;
-  size_t j = 0, bi = 0;
-  unsigned hc = PD_BIG_COUNT - 1;
-  uint32_t hleft = hist[hc];
-  for (unsigned b = 1; b <= 8; b++) {
-    size_t kb = BA_MIN(((size_t)1 << b) - 1, k);
-    for (; j < kb; j++) { /* the next count in descending order */
-      uint64_t c;
-      if (bi < nbig) {
-        c = UINT64_MAX - big[bi++];
-      } else {
-        while (!hleft) hleft = hist[--hc];
-        hleft--;
-        c = hc;
-      }
-      covered += c >= 2 ? c : 0;
-    }
-    uint64_t cost = (uint64_t)n * b + 8ull * w * kb + (n - covered) * exc_bits;
-    if (cost < best) best = cost;
-  }
-  return best;
+  unsigned b;
+  size_t kb;
+  uint64_t kth;
+  return pd_walk(big, nbig, hist, k, n, w, exc_bits, 1, &b, &kb, &kth);
 }
