@@ -58,16 +58,8 @@ static void gen_store(void) {
 }
 
 static void run(ba_store_t *st, const char *f, int threads, ba_test_recs_t *out, ba_query_stats_t *s) {
-  ba_query_t *q;
-  assert_int_equal(ba_query_create(&q), 0);
-  assert_int_equal(ba_query_compile(q, f), 0);
-  ba_query_exec_opts_t o;
-  ba_query_exec_opts_init(&o);
-  o.out_cols = BA_COL_ALL & ~BA_COL_FRAME;
-  o.threads = threads;
   memset(out, 0, sizeof *out);
-  assert_int_equal(ba_query_run(q, st, &o, ba_test_recs_sink, out, s), 0);
-  ba_query_free(q);
+  ba_test_query_recs(st, f, threads, 0, out, s);
 }
 
 static const char *const filters[] = {"src ip 10.4.0.3", "src ip 10.4.0.150 or dst port 22", "proto udp",

@@ -594,16 +594,7 @@ static void test_damage_threads(void **state) {
  * damaged (the damaged groups' rows skipped and counted alike, the store's
  * message naming the same block). */
 static void run_recs(const char *f, int threads, int scan, ba_test_recs_t *out, ba_query_stats_t *s) {
-  ba_query_t *q;
-  assert_int_equal(ba_query_create(&q), 0);
-  assert_int_equal(ba_query_compile(q, f), 0);
-  ba_query_exec_opts_t o;
-  ba_query_exec_opts_init(&o);
-  o.out_cols = BA_COL_ALL & ~BA_COL_FRAME;
-  o.threads = threads;
-  o.force_scan = scan;
-  assert_int_equal(ba_query_run(q, F.st, &o, ba_test_recs_sink, out, s), 0);
-  ba_query_free(q);
+  ba_test_query_recs(F.st, f, threads, scan, out, s);
 }
 
 static void check_two(const char *f, char *msg1, char *msg2) {

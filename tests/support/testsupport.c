@@ -146,6 +146,20 @@ int ba_test_recs_sink(void *ctx, const ba_record_t *recs, size_t n) {
   return 0;
 }
 
+void ba_test_query_recs(ba_store_t *st, const char *f, int threads, int scan, ba_test_recs_t *out,
+                        ba_query_stats_t *s) {
+  ba_query_t *q;
+  assert_int_equal(ba_query_create(&q), 0);
+  assert_int_equal(ba_query_compile(q, f), 0);
+  ba_query_exec_opts_t o;
+  ba_query_exec_opts_init(&o);
+  o.out_cols = BA_COL_ALL & ~BA_COL_FRAME;
+  o.threads = threads;
+  o.force_scan = scan;
+  assert_int_equal(ba_query_run(q, st, &o, ba_test_recs_sink, out, s), 0);
+  ba_query_free(q);
+}
+
 void ba_test_write_store(const char *dir, const ba_record_t *recs, size_t n, uint32_t block_rows) {
   ba_store_opts_t o;
   ba_store_opts_init(&o);

@@ -41,6 +41,11 @@ typedef struct ba_test_recs {
   size_t n, cap;
 } ba_test_recs_t;
 int ba_test_recs_sink(void *ctx, const ba_record_t *recs, size_t n);
+/* Runs filter f on st (every column but frames; threads, force_scan as
+ * given), its records appended to *out and its stats in *s; fails the test
+ * if it does not compile or run. */
+void ba_test_query_recs(ba_store_t *st, const char *f, int threads, int scan, ba_test_recs_t *out,
+                        ba_query_stats_t *s);
 /* Writes recs[0..n) into the store at `dir` (created if missing) with a
  * writer opened with the default options and `block_rows` rows per group;
  * fails the test if opening, appending or closing fails. */
